@@ -1,0 +1,55 @@
+# svc — make run: start the daemon; make test: the whole suite; make lint; make bench.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test lint format bench venv dev-venv assets clean
+
+$(VENV)/.base: requirements.txt .python-version
+	@test -x $(PY) || "$$(scripts/find-python.sh)" -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	@touch $@
+
+$(VENV)/.dev: $(VENV)/.base requirements-dev.txt
+	$(PY) -m pip install -q -r requirements-dev.txt
+	@touch $@
+
+venv: $(VENV)/.base
+dev-venv: $(VENV)/.dev
+
+static/vendor/.installed: package.json
+	npm install --no-audit --no-fund --silent
+	mkdir -p static/vendor
+	cp node_modules/@xterm/xterm/lib/xterm.js node_modules/@xterm/xterm/css/xterm.css static/vendor/
+	cp node_modules/@xterm/addon-fit/lib/addon-fit.js static/vendor/
+	@touch $@
+
+assets: static/vendor/.installed
+
+run: venv assets
+	$(PY) manage.py migrate --noinput -v 0
+	SVC_PORT=$(PORT) SVC_PRINT_LOGIN=1 $(PY) manage.py runserver --noreload $(HOST):$(PORT)
+
+lint: dev-venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: dev-venv
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+test: dev-venv assets
+	@scripts/ensure-services.sh
+	@scripts/ensure-chromium.sh
+	$(MAKE) --no-print-directory lint
+	SVC_HOME=$$(mktemp -d) $(VENV)/bin/pytest -q
+
+bench: dev-venv assets
+	@scripts/ensure-services.sh
+	@for b in bench/*.py; do echo "== $$b"; SVC_HOME=$$(mktemp -d) $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) node_modules static/vendor

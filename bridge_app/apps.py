@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class BridgeAppConfig(AppConfig):
+    name = "bridge_app"
+    verbose_name = "Bridge"

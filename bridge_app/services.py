@@ -1,0 +1,31 @@
+"""Writes for the bridge app: the profile mirror."""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from bridge_app.models import Profile
+from svcproject import config
+
+
+def _key_source(profile: config.Profile) -> str:
+    if profile.api_key_env:
+        return f"env:{profile.api_key_env}"
+    return "settings.json" if profile.api_key else "none"
+
+
+@transaction.atomic
+def profiles_sync(settings: config.Settings) -> None:
+    for profile in settings.profiles.values():
+        Profile.objects.update_or_create(
+            id=profile.id,
+            defaults={
+                "provider": profile.provider,
+                "base_url": profile.base_url,
+                "model_ids": list(profile.models),
+                "model_aliases": profile.model_aliases,
+                "capabilities": profile.capabilities,
+                "key_source": _key_source(profile),
+            },
+        )
+    Profile.objects.exclude(id__in=list(settings.profiles)).delete()

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class PreviewsAppConfig(AppConfig):
+    name = "previews_app"
+    verbose_name = "Previews"

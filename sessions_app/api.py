@@ -1,0 +1,123 @@
+"""/api/ views for sessions, workspaces, agents, channels, tunnels and settings: parse, call one
+service or selector, shape the answer."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from sessions_app import selectors, services
+from svcproject import config
+
+REDACTED = "[redacted]"
+
+
+class WorkspaceIn(serializers.Serializer):
+    path = serializers.CharField()
+    name = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+def _service_call(fn: Any, **kwargs: Any) -> Any:
+    try:
+        return fn(**kwargs)
+    except services.NotFound as exc:
+        raise NotFound(str(exc)) from exc
+    except services.ServiceError as exc:
+        raise ValidationError({"detail": str(exc)}) from exc
+    except config.SettingsError as exc:
+        raise ValidationError({"detail": str(exc)}) from exc
+
+
+class WorkspaceListView(APIView):
+    def get(self, request: Request) -> Response:
+        return Response([w.to_dict() for w in selectors.workspace_list()])
+
+    @extend_schema(request=WorkspaceIn)
+    def post(self, request: Request) -> Response:
+        data = WorkspaceIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        workspace, created = _service_call(services.workspace_register, **data.validated_data)
+        code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        return Response({**workspace.to_dict(), "created": created}, status=code)
+
+
+class WorkspaceDetailView(APIView):
+    def delete(self, request: Request, workspace_id: int) -> Response:
+        _service_call(services.workspace_delete, workspace_id=workspace_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class AgentListView(APIView):
+    def get(self, request: Request) -> Response:
+        return Response([a.to_dict() for a in selectors.agent_list()])
+
+
+class SessionListView(APIView):
+    def get(self, request: Request) -> Response:
+        return Response(selectors.session_list_dicts())
+
+
+class SessionDetailView(APIView):
+    def get(self, request: Request, session_id: str) -> Response:
+        session = selectors.session_get(session_id)
+        if session is None:
+            raise NotFound(f"no session {session_id}")
+        return Response(session.to_dict())
+
+
+class ChannelListView(APIView):
+    def get(self, request: Request) -> Response:
+        return Response(selectors.channel_list_dicts())
+
+
+class TunnelListView(APIView):
+    def get(self, request: Request) -> Response:
+        return Response(selectors.tunnel_list_dicts())
+
+
+def _redacted(raw: dict[str, Any]) -> dict[str, Any]:
+    shown = copy.deepcopy(raw)
+    for profile in (shown.get("profiles") or {}).values():
+        if isinstance(profile, dict) and profile.get("api_key"):
+            profile["api_key"] = REDACTED
+    return shown
+
+
+def _keep_keys(new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
+    """A client that read redacted settings and writes them back must not erase the keys."""
+    old_profiles = old.get("profiles") or {}
+    for pid, profile in (new.get("profiles") or {}).items():
+        if isinstance(profile, dict) and profile.get("api_key") == REDACTED:
+            profile["api_key"] = (old_profiles.get(pid) or {}).get("api_key", "")
+    return new
+
+
+class SettingsView(APIView):
+    """GET the settings (keys redacted); PUT replaces the file; PATCH replaces top-level keys.
+    Unknown keys are kept either way."""
+
+    def get(self, request: Request) -> Response:
+        return Response(_redacted(config.current_settings().raw))
+
+    def _write(self, raw: Any) -> Response:
+        if not isinstance(raw, dict):
+            raise ValidationError({"detail": "settings must be a JSON object"})
+        raw = _keep_keys(copy.deepcopy(raw), config.current_settings().raw)
+        _service_call(config.write_settings, raw=raw)
+        services.settings_sync()
+        return Response(_redacted(config.current_settings().raw))
+
+    def put(self, request: Request) -> Response:
+        return self._write(request.data)
+
+    def patch(self, request: Request) -> Response:
+        if not isinstance(request.data, dict):
+            raise ValidationError({"detail": "settings must be a JSON object"})
+        return self._write({**config.current_settings().raw, **request.data})

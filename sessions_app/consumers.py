@@ -1,0 +1,45 @@
+"""WebSocket consumers. Auth and Origin are checked before these run (svcproject.auth)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from sessions_app import lists
+
+
+class ListConsumer(AsyncWebsocketConsumer):
+    """Sends the complete list on connect and after every change; bursts collapse into one
+    re-send, and a re-send always starts after the newest notification, so the last frame a client
+    gets equals the state."""
+
+    list_name: str
+
+    async def connect(self) -> None:
+        self.list_name = self.scope["url_route"]["kwargs"]["list_name"]
+        self._dirty = asyncio.Event()
+        await self.channel_layer.group_add(lists.group_name(self.list_name), self.channel_name)
+        await self.accept()
+        await self._send_snapshot()
+        self._sender = asyncio.create_task(self._send_when_dirty())
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "_sender"):
+            self._sender.cancel()
+        await self.channel_layer.group_discard(lists.group_name(self.list_name), self.channel_name)
+
+    async def list_changed(self, event: dict) -> None:
+        self._dirty.set()
+
+    async def _send_when_dirty(self) -> None:
+        while True:
+            await self._dirty.wait()
+            self._dirty.clear()
+            await self._send_snapshot()
+
+    async def _send_snapshot(self) -> None:
+        items = await database_sync_to_async(lists.snapshot)(self.list_name)
+        await self.send(text_data=json.dumps(items))

@@ -1,0 +1,1 @@
+"""The process host: owns every child process svc starts (PTY sessions, ACP agents, tunnels)."""

@@ -1,0 +1,43 @@
+"""Reads: sessions, workspaces, agents, channels, tunnels and the live-list snapshots."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+
+from sessions_app.models import Agent, Channel, Session, SessionDict, Tunnel, Workspace
+
+
+def session_list_dicts() -> list[SessionDict]:
+    return [s.to_dict() for s in Session.objects.all()]
+
+
+def session_get(session_id: str) -> Session | None:
+    try:
+        return Session.objects.get(pk=session_id)
+    except (Session.DoesNotExist, ValidationError, ValueError):
+        return None
+
+
+def workspace_list() -> list[Workspace]:
+    return list(Workspace.objects.all())
+
+
+def agent_list() -> list[Agent]:
+    return list(Agent.objects.all())
+
+
+def channel_list_dicts() -> list[dict[str, Any]]:
+    return [c.to_dict() for c in Channel.objects.all()]
+
+
+def tunnel_list_dicts() -> list[dict[str, Any]]:
+    return [t.to_dict() for t in Tunnel.objects.all()]
+
+
+def agents_runtime_dicts() -> list[dict[str, Any]]:
+    """Live ACP sessions as the process host sees them (busy, current turn, agent info)."""
+    from sessions_app.host import runtime
+
+    return runtime.snapshot()

@@ -1,0 +1,35 @@
+"""ASGI entry point: /mcp → the MCP SDK app; other HTTP → Django; WebSockets → guarded consumers."""
+
+import os
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "svcproject.settings")
+
+from django.core.asgi import get_asgi_application  # noqa: E402
+
+# Django first: the imports below load models.
+django_asgi_app = get_asgi_application()
+
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
+from django.urls import re_path  # noqa: E402
+
+from mcp_app.asgi import application as mcp_application  # noqa: E402
+from sessions_app.routing import websocket_urlpatterns  # noqa: E402
+from svcproject import startup  # noqa: E402
+from svcproject.auth import WebSocketGuard  # noqa: E402
+
+startup.print_login_url()
+
+application = startup.StartupMiddleware(
+    ProtocolTypeRouter(
+    {
+        "http": URLRouter(
+            [
+                re_path(r"^mcp/?$", mcp_application),
+                re_path(r"", ASGIStaticFilesHandler(django_asgi_app)),
+            ]
+        ),
+        "websocket": WebSocketGuard(URLRouter(websocket_urlpatterns)),
+    }
+    )
+)

@@ -1,0 +1,29 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView
+
+from bridge_app import api as bridge_api
+from sessions_app import api as sessions_api
+from svcproject import auth, views
+
+api_patterns = [
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("workspaces", sessions_api.WorkspaceListView.as_view()),
+    path("workspaces/<int:workspace_id>", sessions_api.WorkspaceDetailView.as_view()),
+    path("profiles", bridge_api.ProfileListView.as_view()),
+    path("profiles/<str:profile_id>", bridge_api.ProfileDetailView.as_view()),
+    path("agents", sessions_api.AgentListView.as_view()),
+    path("sessions", sessions_api.SessionListView.as_view()),
+    path("sessions/<str:session_id>", sessions_api.SessionDetailView.as_view()),
+    path("channels", sessions_api.ChannelListView.as_view()),
+    path("tunnels", sessions_api.TunnelListView.as_view()),
+    path("settings", sessions_api.SettingsView.as_view()),
+]
+
+urlpatterns = [
+    path("", views.dashboard, name="dashboard"),
+    path("login", auth.login_view, name="login"),
+    path("admin/login/", views.admin_login),
+    path("admin/", admin.site.urls),
+    path("api/", include(api_patterns)),
+]

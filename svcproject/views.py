@@ -1,0 +1,22 @@
+"""The dashboard page and the admin login hand-off."""
+
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+
+from svcproject import config
+
+
+def dashboard(request: HttpRequest) -> HttpResponse:
+    return render(request, "dashboard.html", {"port": config.current_auth().port})
+
+
+def admin_login(request: HttpRequest) -> HttpResponse:
+    """Admin has no passwords: the owner token (via /login) is the only way in."""
+    if request.user.is_authenticated and request.user.is_staff:
+        return HttpResponseRedirect(request.GET.get("next", "/admin/"))
+    return HttpResponse(
+        "<!doctype html><title>svc admin</title><h1>svc admin</h1>"
+        "<p>Open the login URL printed at start-up, then come back to <a href='/admin/'>/admin/</a>."
+        "</p>",
+        status=401,
+    )
