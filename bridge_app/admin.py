@@ -21,8 +21,15 @@ class ConversationAdmin(admin.ModelAdmin):
 @admin.register(BridgeRequest)
 class BridgeRequestAdmin(admin.ModelAdmin):
     list_display = (
-        "created_at", "route", "profile_id", "client_dialect", "provider", "model", "stream",
-        "status", "duration_ms",
+        "created_at",
+        "route",
+        "profile_id",
+        "client_dialect",
+        "provider",
+        "model",
+        "stream",
+        "status",
+        "duration_ms",
     )
     list_filter = ("route", "client_dialect", "provider", "stream", "status")
     search_fields = ("profile_id", "model", "scope")

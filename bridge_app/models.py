@@ -1,4 +1,4 @@
-"""Profiles (mirror of settings.json, never holding a key), agent-as-API conversations, request log."""
+"""Profiles (a mirror of settings.json that never holds a key), conversations, request log."""
 
 from __future__ import annotations
 

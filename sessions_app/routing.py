@@ -3,9 +3,7 @@ from django.urls import re_path
 from sessions_app import consumers
 
 websocket_urlpatterns = [
-    re_path(
-        r"^ws/(?P<list_name>sessions|channels|tunnels)/?$", consumers.ListConsumer.as_asgi()
-    ),
+    re_path(r"^ws/(?P<list_name>sessions|channels|tunnels)/?$", consumers.ListConsumer.as_asgi()),
     re_path(
         r"^ws/agents/runtime/?$",
         consumers.ListConsumer.as_asgi(),

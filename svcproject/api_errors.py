@@ -19,9 +19,17 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
     response = drf_exception_handler(exc, context)
     if response is None:
         return None
-    detail = response.data.get("detail", response.data) if isinstance(response.data, dict) else response.data
+    detail = (
+        response.data.get("detail", response.data)
+        if isinstance(response.data, dict)
+        else response.data
+    )
     code = getattr(exc, "default_code", "error")
-    body: dict[str, Any] = {"status": response.status_code, "code": code, "message": _message(detail)}
+    body: dict[str, Any] = {
+        "status": response.status_code,
+        "code": code,
+        "message": _message(detail),
+    }
     if isinstance(response.data, dict) and "detail" not in response.data:
         body["fields"] = response.data
     response.data = {"error": body}

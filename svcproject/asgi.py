@@ -4,7 +4,7 @@ import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "svcproject.settings")
 
-from django.core.asgi import get_asgi_application  # noqa: E402
+from django.core.asgi import get_asgi_application
 
 # Django first: the imports below load models.
 django_asgi_app = get_asgi_application()
@@ -22,14 +22,14 @@ startup.print_login_url()
 
 application = startup.StartupMiddleware(
     ProtocolTypeRouter(
-    {
-        "http": URLRouter(
-            [
-                re_path(r"^mcp/?$", mcp_application),
-                re_path(r"", ASGIStaticFilesHandler(django_asgi_app)),
-            ]
-        ),
-        "websocket": WebSocketGuard(URLRouter(websocket_urlpatterns)),
-    }
+        {
+            "http": URLRouter(
+                [
+                    re_path(r"^mcp/?$", mcp_application),
+                    re_path(r"", ASGIStaticFilesHandler(django_asgi_app)),
+                ]
+            ),
+            "websocket": WebSocketGuard(URLRouter(websocket_urlpatterns)),
+        }
     )
 )

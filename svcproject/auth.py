@@ -15,7 +15,7 @@ from urllib.parse import parse_qs
 
 from django.contrib.auth import get_user_model, login
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
-from rest_framework import authentication, exceptions
+from rest_framework import authentication
 from rest_framework.request import Request
 
 from svcproject import config
@@ -170,7 +170,9 @@ def login_url(host: str = "127.0.0.1") -> str:
 
 # --- ASGI guards --------------------------------------------------------------------------------
 
-ASGIApp = Callable[[dict, Callable[[], Awaitable[dict]], Callable[[dict], Awaitable[None]]], Awaitable[None]]
+ASGIApp = Callable[
+    [dict, Callable[[], Awaitable[dict]], Callable[[dict], Awaitable[None]]], Awaitable[None]
+]
 
 
 def origin_allowed(origin: str | None, server_port: int | None) -> bool:

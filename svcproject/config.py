@@ -201,9 +201,7 @@ def parse_settings(path: Path, raw: Any) -> Settings:
             True,
         ),
         skill_auto_install=_flag(path, "skill_auto_install", raw.get("skill_auto_install"), True),
-        local_agent_enabled=_flag(
-            path, "local_agent_api.enabled", local_api.get("enabled"), False
-        ),
+        local_agent_enabled=_flag(path, "local_agent_api.enabled", local_api.get("enabled"), False),
         local_agent_agents=_str_list(path, "local_agent_api.agents", local_api.get("agents", [])),
     )
 
@@ -262,7 +260,7 @@ def current_settings() -> Settings:
 
 
 def write_settings(raw: dict[str, Any]) -> Settings:
-    """Validate then atomically replace settings.json; unknown keys in `raw` are written as given."""
+    """Validate, then atomically replace settings.json; unknown keys in `raw` are kept."""
     path = settings_path()
     parsed = parse_settings(path, raw)
     atomic_write(path, json.dumps(raw, indent=2) + "\n", mode=0o600)

@@ -93,7 +93,10 @@ def _channel_layers() -> dict:
         return {
             "default": {
                 "BACKEND": "channels_redis.core.RedisChannelLayer",
-                "CONFIG": {"hosts": [redis_url], "prefix": os.environ.get("SVC_REDIS_PREFIX", "svc")},
+                "CONFIG": {
+                    "hosts": [redis_url],
+                    "prefix": os.environ.get("SVC_REDIS_PREFIX", "svc"),
+                },
             }
         }
     return {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}

@@ -26,4 +26,6 @@ urlpatterns = [
     path("admin/login/", views.admin_login),
     path("admin/", admin.site.urls),
     path("api/", include(api_patterns)),
+    path("", include("bridge_app.urls")),
+    path("", include("previews_app.urls")),
 ]

@@ -16,7 +16,8 @@ def admin_login(request: HttpRequest) -> HttpResponse:
         return HttpResponseRedirect(request.GET.get("next", "/admin/"))
     return HttpResponse(
         "<!doctype html><title>svc admin</title><h1>svc admin</h1>"
-        "<p>Open the login URL printed at start-up, then come back to <a href='/admin/'>/admin/</a>."
+        "<p>Open the login URL printed at start-up, then come back to "
+        "<a href='/admin/'>/admin/</a>."
         "</p>",
         status=401,
     )

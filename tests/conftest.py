@@ -1,0 +1,41 @@
+"""Shared fixtures. End-to-end tests use `daemon` (a live daphne subprocess) and real clients."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.daemon import Daemon, migrated_home
+
+IN_CI = os.environ.get("CI") == "true"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A forked live server would inherit asgiref's executor without its thread and hang.
+    multiprocessing.set_start_method("spawn", force=True)
+    home = Path(os.environ.get("SVC_HOME", "~/.svc")).expanduser().resolve()
+    if home == (Path.home() / ".svc").resolve():
+        raise pytest.UsageError(
+            "tests must not use your real ~/.svc: set SVC_HOME (make test does)"
+        )
+
+
+@pytest.fixture(scope="session")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    """One shared svc for tests that do not restart it or change its settings."""
+    home = migrated_home(tmp_path_factory.mktemp("svc-shared"))
+    server = Daemon(home).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def fresh_daemon(tmp_path: Path) -> Iterator[Daemon]:
+    """A private svc (its own $SVC_HOME) for tests that restart it or change settings."""
+    server = Daemon(migrated_home(tmp_path / "home"))
+    yield server
+    server.stop()

@@ -1,0 +1,172 @@
+"""A real svc daemon for end-to-end tests: daphne in a subprocess with its own $SVC_HOME.
+
+Tests talk to it only over sockets (HTTP, WebSocket, MCP), as users and agents do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+PYTHON = sys.executable
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def manage(
+    home: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    check: bool = True,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, "SVC_HOME": str(home), **(env or {})}
+    full_env.pop("SVC_PRINT_LOGIN", None)
+    return subprocess.run(
+        [PYTHON, str(ROOT / "manage.py"), *args],
+        env=full_env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=check,
+        timeout=timeout,
+    )
+
+
+@dataclass
+class Daemon:
+    home: Path
+    port: int = field(default_factory=free_port)
+    env: dict[str, str] = field(default_factory=dict)
+    proc: subprocess.Popen | None = None
+    log_path: Path | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}"
+
+    @property
+    def origin(self) -> str:
+        return self.url
+
+    def auth(self) -> dict:
+        return json.loads((self.home / "auth.json").read_text())
+
+    @property
+    def owner_token(self) -> str:
+        return self.auth()["owner_token"]
+
+    @property
+    def mcp_token(self) -> str:
+        return self.auth()["mcp_token"]
+
+    def owner_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.owner_token}"}
+
+    def process_env(self) -> dict[str, str]:
+        env = {**os.environ, "SVC_HOME": str(self.home), "SVC_PORT": str(self.port), **self.env}
+        env.pop("SVC_PRINT_LOGIN", None)
+        return env
+
+    def start(self, timeout: float = 30) -> Daemon:
+        self.log_path = self.home / "logs" / "daemon-stdout.log"
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(
+            [
+                PYTHON,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "svcproject.asgi:application",
+            ],
+            cwd=ROOT,
+            env=self.process_env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self._wait_ready(timeout)
+        return self
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"svc exited at start:\n{self.log()}")
+            try:
+                httpx.get(f"{self.url}/login", timeout=1)
+                return
+            except httpx.TransportError:
+                time.sleep(0.1)
+        raise RuntimeError(f"svc did not answer within {timeout}s:\n{self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path else ""
+
+    def stop(self, timeout: float = 15) -> int | None:
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+        code = self.proc.returncode
+        self.proc = None
+        return code
+
+    def restart(self) -> Daemon:
+        self.stop()
+        return self.start()
+
+    def manage(self, *args: str, check: bool = True, env: dict[str, str] | None = None):
+        return manage(
+            self.home,
+            *args,
+            env={**self.env, "SVC_PORT": str(self.port), **(env or {})},
+            check=check,
+        )
+
+
+_template_home: Path | None = None
+
+
+def migrated_home(tmp: Path, settings: dict | None = None) -> Path:
+    """A fresh $SVC_HOME with a migrated SQLite database (copied from one migrated template)."""
+    global _template_home
+    if _template_home is None:
+        _template_home = Path(os.environ.get("SVC_TEST_TEMPLATE") or tmp.parent / "svc-template")
+        if not (_template_home / "db.sqlite3").exists():
+            _template_home.mkdir(parents=True, exist_ok=True)
+            manage(_template_home, "migrate", "--noinput", "-v", "0")
+    home = tmp
+    home.mkdir(parents=True, exist_ok=True)
+    shutil.copy(_template_home / "db.sqlite3", home / "db.sqlite3")
+    if settings is not None:
+        (home / "settings.json").write_text(json.dumps(settings, indent=2))
+    return home
