@@ -8,8 +8,7 @@ from pathlib import Path
 from django.db import transaction
 
 from sessions_app import agents as agent_registry
-from sessions_app import lists
-from sessions_app.models import Agent, Channel, Session, Workspace
+from sessions_app.models import Agent, Channel, Session, Tunnel, Workspace
 from svcproject import config
 
 
@@ -107,12 +106,46 @@ def agents_sync(settings: config.Settings) -> None:
     Agent.objects.exclude(name__in=merged).delete()
 
 
+def _declared(section: dict, name: str) -> dict:
+    entry = section.get(name)
+    return entry if isinstance(entry, dict) else {}
+
+
 @transaction.atomic
 def channels_sync(settings: config.Settings) -> None:
+    """The built-in `web` channel plus those settings.json declares (kind and enabled only:
+    channel entries may hold secrets, which stay in the file)."""
     Channel.objects.get_or_create(
         name="web", defaults={"kind": "web", "builtin": True, "status": "ready"}
     )
-    lists.broadcast_on_commit("channels")
+    declared = settings.raw.get("channels") or {}
+    for name in declared:
+        entry = _declared(declared, name)
+        Channel.objects.update_or_create(
+            name=name,
+            defaults={
+                "kind": str(entry.get("kind", name)),
+                "enabled": entry.get("enabled", True) is not False,
+                "builtin": name == "web",
+            },
+        )
+    Channel.objects.filter(builtin=False).exclude(name__in=list(declared)).delete()
+
+
+@transaction.atomic
+def tunnels_sync(settings: config.Settings) -> None:
+    declared = settings.raw.get("tunnels") or {}
+    for name in declared:
+        entry = _declared(declared, name)
+        port = entry.get("port")
+        Tunnel.objects.update_or_create(
+            name=name,
+            defaults={
+                "kind": str(entry.get("kind", "")),
+                "target_port": port if isinstance(port, int) else None,
+            },
+        )
+    Tunnel.objects.exclude(name__in=list(declared)).delete()
 
 
 def settings_sync() -> config.Settings:
@@ -124,4 +157,5 @@ def settings_sync() -> config.Settings:
     agents_sync(settings)
     workspaces_sync(settings)
     channels_sync(settings)
+    tunnels_sync(settings)
     return settings

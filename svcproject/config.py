@@ -183,7 +183,11 @@ def parse_settings(path: Path, raw: Any) -> Settings:
     local_api = raw.get("local_agent_api", {})
     _expect(path, "local_agent_api", local_api, dict, "an object")
     for key in ("channels", "tunnels"):
-        _expect(path, key, raw.get(key, {}), dict, "an object")
+        section = raw.get(key, {})
+        _expect(path, key, section, dict, "an object")
+        for name, entry in section.items():
+            _check_id(path, f"{key}.{name}", name)
+            _expect(path, f"{key}.{name}", entry, dict, "an object")
     workspaces = _str_list(path, "workspaces", raw.get("workspaces", []))
     for i, ws in enumerate(workspaces):
         if not os.path.isabs(ws):
