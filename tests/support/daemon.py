@@ -1,4 +1,4 @@
-"""A real svc daemon for end-to-end tests: daphne in a subprocess with its own $SVC_HOME.
+"""A real svc daemon for end-to-end tests: `manage.py runserver` (daphne) in a subprocess with its own $SVC_HOME.
 
 Tests talk to it only over sockets (HTTP, WebSocket, MCP), as users and agents do.
 """
@@ -92,16 +92,9 @@ class Daemon:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
-            [
-                PYTHON,
-                "-m",
-                "daphne",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(self.port),
-                "svcproject.asgi:application",
-            ],
+            # What `make run` starts: daphne's runserver, whose access log goes through svc's
+            # logging (and so through its token redaction).
+            [PYTHON, str(ROOT / "manage.py"), "runserver", "--noreload", f"127.0.0.1:{self.port}"],
             cwd=ROOT,
             env=self.process_env(),
             stdout=log,

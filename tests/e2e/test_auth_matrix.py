@@ -1,0 +1,187 @@
+"""Every surface × {no token, owner, MCP, wrong} over a live daphne, plus WebSocket Origins."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+import pytest
+import websockets
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+from tests.support.daemon import Daemon
+
+TOKENS = ("none", "owner", "mcp", "wrong")
+MCP_LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+MCP_ACCEPT = "application/json, text/event-stream"
+
+
+def token_value(daemon: Daemon, which: str) -> str | None:
+    return {
+        "none": None,
+        "owner": daemon.owner_token,
+        "mcp": daemon.mcp_token,
+        "wrong": "0" * 64,
+    }[which]
+
+
+def bearer(daemon: Daemon, which: str) -> dict[str, str]:
+    token = token_value(daemon, which)
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+@pytest.mark.parametrize("which", TOKENS)
+@pytest.mark.parametrize("path", ["/", "/api/sessions", "/api/schema/", "/api/profiles"])
+def test_owner_surfaces_open_only_to_the_owner_token(daemon: Daemon, path: str, which: str) -> None:
+    response = httpx.get(daemon.url + path, headers=bearer(daemon, which))
+    if which == "owner":
+        assert response.status_code == 200
+    else:
+        assert response.status_code == 401
+        if path.startswith("/api/"):
+            assert response.json()["error"]["code"] == "not_authenticated"
+
+
+@pytest.mark.parametrize("which", TOKENS)
+def test_the_owner_token_also_works_as_a_query_parameter(daemon: Daemon, which: str) -> None:
+    token = token_value(daemon, which) or ""
+    response = httpx.get(f"{daemon.url}/api/sessions", params={"token": token})
+    assert response.status_code == (200 if which == "owner" else 401)
+
+
+@pytest.mark.parametrize("which", TOKENS)
+def test_admin_needs_the_owner(daemon: Daemon, which: str) -> None:
+    response = httpx.get(f"{daemon.url}/admin/", headers=bearer(daemon, which))
+    if which == "owner":
+        assert response.status_code == 200
+        assert "Site administration" in response.text
+    else:
+        assert response.status_code == 302
+        assert response.headers["location"].startswith("/admin/login/")
+
+
+@pytest.mark.parametrize("which", TOKENS)
+def test_mcp_opens_only_to_the_mcp_token(daemon: Daemon, which: str) -> None:
+    headers = {**bearer(daemon, which), "Accept": MCP_ACCEPT}
+    response = httpx.post(f"{daemon.url}/mcp", json=MCP_LIST, headers=headers)
+    if which == "mcp":
+        assert response.status_code == 200
+        assert "get_session_id" in response.text
+    else:
+        assert response.status_code == 401
+        error = response.json()["error"]
+        assert error["code"] == -32001
+        assert "auth.json" in error["message"]
+
+
+@pytest.mark.parametrize("which", TOKENS)
+@pytest.mark.parametrize("path", ["/preview/u/nope-1234/", "/md-preview/nope-1234"])
+def test_owner_previews_need_the_owner_token(daemon: Daemon, path: str, which: str) -> None:
+    response = httpx.get(daemon.url + path, headers=bearer(daemon, which))
+    if which == "owner":
+        assert response.status_code == 404
+    else:
+        assert response.status_code in (401, 302, 303)
+
+
+def test_login_sets_a_strict_httponly_cookie_and_redirects_to_a_clean_url(daemon: Daemon) -> None:
+    with httpx.Client(base_url=daemon.url) as client:
+        response = client.get("/login", params={"token": daemon.owner_token})
+        assert response.status_code == 302
+        assert response.headers["location"] == "/"
+        cookie = response.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        assert client.get("/").status_code == 200
+        assert client.get("/admin/").status_code == 200
+        assert client.get("/api/sessions").status_code == 200
+
+
+@pytest.mark.parametrize("which", ["none", "mcp", "wrong"])
+def test_login_refuses_anything_but_the_owner_token(daemon: Daemon, which: str) -> None:
+    response = httpx.get(f"{daemon.url}/login", params={"token": token_value(daemon, which) or ""})
+    assert response.status_code == 401
+    assert "set-cookie" not in response.headers
+
+
+def test_cookie_auth_needs_csrf_for_writes_but_bearer_does_not(daemon: Daemon, tmp_path) -> None:
+    with httpx.Client(base_url=daemon.url) as client:
+        client.get("/login", params={"token": daemon.owner_token})
+        refused = client.post("/api/workspaces", json={"path": str(tmp_path)})
+        assert refused.status_code == 403
+        assert "CSRF" in refused.json()["error"]["message"]
+    accepted = httpx.post(
+        f"{daemon.url}/api/workspaces", json={"path": str(tmp_path)}, headers=daemon.owner_headers()
+    )
+    assert accepted.status_code in (200, 201)
+
+
+LIST_SOCKETS = ["/ws/sessions", "/ws/channels", "/ws/tunnels", "/ws/agents/runtime"]
+
+
+async def first_frame_or_close(url: str, **kwargs) -> object:
+    async with websockets.connect(url, open_timeout=5, **kwargs) as ws:
+        try:
+            return json.loads(await asyncio.wait_for(ws.recv(), 5))
+        except ConnectionClosed as closed:
+            return ("closed", closed.rcvd.code if closed.rcvd else None)
+
+
+@pytest.mark.parametrize("which", TOKENS)
+@pytest.mark.parametrize("path", LIST_SOCKETS)
+async def test_websockets_open_only_to_the_owner_token(daemon: Daemon, path: str, which: str):
+    token = token_value(daemon, which)
+    query = f"?token={token}" if token else ""
+    result = await first_frame_or_close(
+        daemon.ws_url + path + query, origin=websockets.Origin(daemon.origin)
+    )
+    if which == "owner":
+        assert isinstance(result, list)
+    else:
+        assert result == ("closed", 4401)
+
+
+async def test_websocket_token_in_header_or_cookie(daemon: Daemon) -> None:
+    by_header = await first_frame_or_close(
+        f"{daemon.ws_url}/ws/channels",
+        additional_headers={"Authorization": f"Bearer {daemon.owner_token}"},
+    )
+    by_cookie = await first_frame_or_close(
+        f"{daemon.ws_url}/ws/channels",
+        additional_headers={"Cookie": f"svc_token={daemon.owner_token}"},
+    )
+    assert isinstance(by_header, list) and isinstance(by_cookie, list)
+
+
+@pytest.mark.parametrize(
+    "origin", ["http://localhost:5173", "null", "http://evil.test", "http://127.0.0.1"]
+)
+async def test_foreign_websocket_origins_are_refused_before_the_handshake(
+    daemon: Daemon, origin: str
+) -> None:
+    url = f"{daemon.ws_url}/ws/sessions?token={daemon.owner_token}"
+    with pytest.raises(InvalidStatus) as refused:
+        async with websockets.connect(url, origin=websockets.Origin(origin), open_timeout=5):
+            pass
+    assert refused.value.response.status_code == 403
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+async def test_the_daemons_own_origin_is_accepted(daemon: Daemon, host: str) -> None:
+    url = f"{daemon.ws_url}/ws/sessions?token={daemon.owner_token}"
+    origin = websockets.Origin(f"http://{host}:{daemon.port}")
+    assert isinstance(await first_frame_or_close(url, origin=origin), list)
+
+
+def test_tokens_never_reach_the_logs(daemon: Daemon) -> None:
+    httpx.get(f"{daemon.url}/login", params={"token": daemon.owner_token})
+    httpx.get(f"{daemon.url}/api/sessions", params={"token": daemon.owner_token})
+    httpx.post(
+        f"{daemon.url}/mcp",
+        json=MCP_LIST,
+        headers={"Authorization": f"Bearer {daemon.mcp_token}", "Accept": MCP_ACCEPT},
+    )
+    logs = daemon.log() + (daemon.home / "logs" / "svc.log").read_text()
+    assert "GET /api/sessions" in logs  # the access log is there, only the tokens are not
+    assert daemon.owner_token not in logs
+    assert daemon.mcp_token not in logs
