@@ -1,4 +1,4 @@
-"""A real svc daemon for end-to-end tests: `manage.py runserver` (daphne) in a subprocess with its own $SVC_HOME.
+"""A real svc daemon for end-to-end tests: `manage.py runserver` with its own $SVC_HOME.
 
 Tests talk to it only over sockets (HTTP, WebSocket, MCP), as users and agents do.
 """
