@@ -90,3 +90,72 @@ def all_agents(settings: config.Settings | None = None) -> dict[str, AgentDef]:
 
 def get_agent(name: str) -> AgentDef | None:
     return all_agents().get(name)
+
+
+# --- launching: argv + environment for a session (SPEC §0) ---------------------------------------
+
+# Variables of svc's own process that must not leak into agents (they would point a nested
+# `manage.py` at this daemon's settings module or print the owner's login URL).
+_DAEMON_ONLY_ENV = ("DJANGO_SETTINGS_MODULE", "SVC_PRINT_LOGIN")
+_DUMMY_KEY = "svc-bridge"
+
+
+@dataclass(frozen=True)
+class Launch:
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    cwd: str
+
+
+def bridge_url(profile_id: str, agent: str, port: int | None = None) -> str:
+    port = port or config.current_auth().port
+    return f"http://127.0.0.1:{port}/svc/local-api/{profile_id}/{agent}"
+
+
+def profile_env(profile_id: str, agent: str) -> dict[str, str]:
+    """The bridge base URL and the vendor variables built-in agents read, each with a dummy key:
+    svc ignores the key a client sends and uses the profile's own (SPEC §5)."""
+    base = bridge_url(profile_id, agent)
+    # Codex speaks the Responses API; the other OpenAI-flavoured agents speak Chat Completions.
+    openai_dialect = "openai-responses" if agent == "codex" else "openai-chat"
+    return {
+        "SVC_BRIDGE_URL": base,
+        "OPENAI_BASE_URL": f"{base}/{openai_dialect}/v1",
+        "OPENAI_API_KEY": _DUMMY_KEY,
+        "ANTHROPIC_BASE_URL": f"{base}/anthropic",
+        "ANTHROPIC_API_KEY": _DUMMY_KEY,
+        "GOOGLE_GEMINI_BASE_URL": f"{base}/gemini",
+        "GEMINI_API_KEY": _DUMMY_KEY,
+    }
+
+
+def session_env(
+    agent: AgentDef, *, session_id: str, workspace: str, profile_id: str = ""
+) -> dict[str, str]:
+    auth = config.current_auth()
+    env = {k: v for k, v in os.environ.items() if k not in _DAEMON_ONLY_ENV}
+    env.update(TERM="xterm-256color", COLORTERM="truecolor")
+    env.update(agent.env)
+    if profile_id:
+        env.update(profile_env(profile_id, agent.name))
+    env.update(
+        SVC_SESSION_ID=session_id,
+        SVC_AGENT=agent.name,
+        SVC_WORKSPACE=workspace,
+        SVC_PROFILE_ID=profile_id,
+        SVC_MCP_URL=f"http://127.0.0.1:{auth.port}/mcp",
+        SVC_MCP_TOKEN=auth.mcp_token,
+    )
+    return env
+
+
+def resolve_launch(
+    agent: AgentDef, *, kind: str, session_id: str, workspace: str, profile_id: str = ""
+) -> Launch:
+    """argv for the session kind (`terminal` → command, others → acp_command) plus environment."""
+    argv = agent.command if kind == "terminal" else agent.acp_command
+    if not argv:
+        mode = "an interactive command" if kind == "terminal" else "an ACP command"
+        raise ValueError(f"agent {agent.name!r} has no {mode} for {kind} sessions")
+    env = session_env(agent, session_id=session_id, workspace=workspace, profile_id=profile_id)
+    return Launch(argv=tuple(argv), env=env, cwd=workspace)

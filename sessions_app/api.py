@@ -59,9 +59,26 @@ class AgentListView(APIView):
         return Response([a.to_dict() for a in selectors.agent_list()])
 
 
+class SessionIn(serializers.Serializer):
+    agent = serializers.CharField()
+    workspace = serializers.CharField()
+    kind = serializers.ChoiceField(choices=["terminal", "chat"], default="terminal")
+    profile_id = serializers.CharField(required=False, allow_blank=True, default="")
+    cols = serializers.IntegerField(required=False, default=80, min_value=1, max_value=1000)
+    rows = serializers.IntegerField(required=False, default=24, min_value=1, max_value=1000)
+    title = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+
+
 class SessionListView(APIView):
     def get(self, request: Request) -> Response:
         return Response(selectors.session_list_dicts())
+
+    @extend_schema(request=SessionIn)
+    def post(self, request: Request) -> Response:
+        data = SessionIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        session = _service_call(services.session_create, **data.validated_data)
+        return Response(session.to_dict(), status=status.HTTP_201_CREATED)
 
 
 class SessionDetailView(APIView):
@@ -69,6 +86,11 @@ class SessionDetailView(APIView):
         session = selectors.session_get(session_id)
         if session is None:
             raise NotFound(f"no session {session_id}")
+        return Response(session.to_dict())
+
+    def delete(self, request: Request, session_id: str) -> Response:
+        """Stops the process tree; the row stays (`exited`) and is returned."""
+        session = _service_call(services.session_stop, session_id=session_id)
         return Response(session.to_dict())
 
 

@@ -1,8 +1,9 @@
 from django.urls import re_path
 
-from sessions_app import consumers
+from sessions_app import consumers, consumers_terminal
 
 websocket_urlpatterns = [
+    re_path(r"^ws/?$", consumers_terminal.TerminalConsumer.as_asgi()),
     re_path(r"^ws/(?P<list_name>sessions|channels|tunnels)/?$", consumers.ListConsumer.as_asgi()),
     re_path(
         r"^ws/agents/runtime/?$",

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from django.db import transaction
 
 from sessions_app import agents as agent_registry
+from sessions_app import lists
 from sessions_app.models import Agent, Channel, Session, Tunnel, Workspace
 from svcproject import config
 
@@ -111,41 +113,49 @@ def _declared(section: dict, name: str) -> dict:
     return entry if isinstance(entry, dict) else {}
 
 
+def _mirror(model: type[Channel] | type[Tunnel], wanted: dict[str, dict], stale: Any) -> None:
+    """Write only rows that changed: every save pushes a live list to every subscriber."""
+    existing = {row.name: row for row in model.objects.all()}
+    for name, fields in wanted.items():
+        row = existing.get(name)
+        if row is None:
+            model.objects.create(name=name, **fields)
+        elif any(getattr(row, key) != value for key, value in fields.items()):
+            for key, value in fields.items():
+                setattr(row, key, value)
+            row.save()
+    for row in stale.exclude(name__in=list(wanted)):
+        row.delete()
+
+
 @transaction.atomic
 def channels_sync(settings: config.Settings) -> None:
     """The built-in `web` channel plus those settings.json declares (kind and enabled only:
     channel entries may hold secrets, which stay in the file)."""
-    Channel.objects.get_or_create(
-        name="web", defaults={"kind": "web", "builtin": True, "status": "ready"}
-    )
     declared = settings.raw.get("channels") or {}
+    wanted = {"web": {"kind": "web", "builtin": True, "enabled": True}}
     for name in declared:
         entry = _declared(declared, name)
-        Channel.objects.update_or_create(
-            name=name,
-            defaults={
-                "kind": str(entry.get("kind", name)),
-                "enabled": entry.get("enabled", True) is not False,
-                "builtin": name == "web",
-            },
-        )
-    Channel.objects.filter(builtin=False).exclude(name__in=list(declared)).delete()
+        wanted[name] = {
+            "kind": str(entry.get("kind", name)),
+            "enabled": entry.get("enabled", True) is not False,
+            "builtin": name == "web",
+        }
+    _mirror(Channel, wanted, Channel.objects.all())
 
 
 @transaction.atomic
 def tunnels_sync(settings: config.Settings) -> None:
     declared = settings.raw.get("tunnels") or {}
+    wanted = {}
     for name in declared:
         entry = _declared(declared, name)
         port = entry.get("port")
-        Tunnel.objects.update_or_create(
-            name=name,
-            defaults={
-                "kind": str(entry.get("kind", "")),
-                "target_port": port if isinstance(port, int) else None,
-            },
-        )
-    Tunnel.objects.exclude(name__in=list(declared)).delete()
+        wanted[name] = {
+            "kind": str(entry.get("kind", "")),
+            "target_port": port if isinstance(port, int) else None,
+        }
+    _mirror(Tunnel, wanted, Tunnel.objects.all())
 
 
 def settings_sync() -> config.Settings:
@@ -159,3 +169,145 @@ def settings_sync() -> config.Settings:
     channels_sync(settings)
     tunnels_sync(settings)
     return settings
+
+
+# --- hosted sessions -----------------------------------------------------------------------------
+# The process host lives on the daemon's event loop; these sync services reach it with
+# async_to_sync, which from a request or consumer thread runs the coroutine on that loop.
+
+TERMINAL_SIZE_MAX = 1000
+
+
+def _launch_for(
+    *, agent: str, workspace: str, kind: str, profile_id: str, session_id: str
+) -> agent_registry.Launch:
+    definition = agent_registry.get_agent(agent)
+    if definition is None:
+        known = ", ".join(agent_registry.all_agents())
+        raise ServiceError(f"unknown agent {agent!r}; known agents: {known}")
+    if not definition.enabled:
+        raise ServiceError(f"agent {agent!r} is not enabled (its executable was not found)")
+    try:
+        return agent_registry.resolve_launch(
+            definition, kind=kind, session_id=session_id, workspace=workspace, profile_id=profile_id
+        )
+    except ValueError as exc:
+        raise ServiceError(str(exc)) from exc
+
+
+def _check_session_args(kind: str, profile_id: str, cols: int, rows: int) -> None:
+    if kind not in Session.Kind.values:
+        raise ServiceError(f"kind must be one of {', '.join(Session.Kind.values)}, got {kind!r}")
+    if profile_id and profile_id not in config.current_settings().profiles:
+        raise ServiceError(f"unknown profile {profile_id!r}; declare it in settings.json profiles")
+    for name, value in (("cols", cols), ("rows", rows)):
+        if not 1 <= value <= TERMINAL_SIZE_MAX:
+            raise ServiceError(f"{name} must be between 1 and {TERMINAL_SIZE_MAX}, got {value}")
+
+
+async def _on_process_exit(session_id: str, exit_code: int) -> None:
+    from asgiref.sync import sync_to_async
+
+    await sync_to_async(session_mark_exited)(session_id=session_id, exit_code=exit_code)
+
+
+def session_create(
+    *,
+    agent: str,
+    workspace: str,
+    kind: str = "terminal",
+    profile_id: str = "",
+    cols: int = 80,
+    rows: int = 24,
+    title: str = "",
+) -> Session:
+    """Create the row, start the process in the host, and return the running session."""
+    from asgiref.sync import async_to_sync
+
+    from sessions_app.host import registry
+
+    _check_session_args(kind, profile_id, cols, rows)
+    path = str(_normalise_workspace(workspace))
+    session = Session(agent=agent, workspace=path, kind=kind, profile_id=profile_id, title=title)
+    launch = _launch_for(
+        agent=agent, workspace=path, kind=kind, profile_id=profile_id, session_id=str(session.id)
+    )
+    session.save()
+    try:
+        if kind == Session.Kind.TERMINAL:
+            pid = async_to_sync(registry.start_terminal)(
+                str(session.id), argv=launch.argv, env=launch.env, cwd=launch.cwd,
+                cols=cols, rows=rows, on_exit=_on_process_exit,
+            )  # fmt: skip
+            agent_session_id = ""
+        else:
+            from sessions_app.host import acp
+
+            pid, agent_session_id = async_to_sync(acp.start_chat)(
+                str(session.id), launch=launch, on_exit=_on_process_exit
+            )
+    except Exception as exc:
+        session.mark_exited(None, failed=True)
+        session.save()
+        raise ServiceError(f"could not start {agent!r}: {exc}") from exc
+    return _mark_running(str(session.id), pid, agent_session_id)
+
+
+@transaction.atomic
+def _mark_running(session_id: str, pid: int, agent_session_id: str) -> Session:
+    session = Session.objects.select_for_update().get(pk=session_id)
+    if session.status == Session.Status.STARTING:  # a very short process may have ended already
+        session.mark_running(pid)
+        session.agent_session_id = agent_session_id
+        session.save()
+    return session
+
+
+@transaction.atomic
+def session_mark_exited(*, session_id: str, exit_code: int | None, failed: bool = False) -> None:
+    session = Session.objects.select_for_update().filter(pk=session_id).first()
+    if session is not None and session.mark_exited(exit_code, failed=failed):
+        session.save()
+
+
+def session_stop(*, session_id: str) -> Session:
+    """Stop the process tree; the row stays, `exited`. Stopping an ended session is a no-op."""
+    from asgiref.sync import async_to_sync
+
+    from sessions_app.host import registry
+
+    session = _session_or_404(session_id)
+    if session.is_live:
+        async_to_sync(registry.stop)(str(session.id))
+        term = registry.terminal(str(session.id))
+        code = term.exit_code if term is not None else None
+        session_mark_exited(session_id=str(session.id), exit_code=code)
+        session.refresh_from_db()
+    return session
+
+
+def _session_or_404(session_id: str) -> Session:
+    from sessions_app import selectors
+
+    session = selectors.session_get(session_id)
+    if session is None:
+        raise NotFound(f"no session {session_id}")
+    return session
+
+
+@transaction.atomic
+def session_event_append(*, session_id: str, kind: str, payload: dict) -> int:
+    """Store one chat event for replay; seq numbers are dense per session."""
+    from django.db.models import Max
+
+    from sessions_app.models import SessionEvent
+
+    last = SessionEvent.objects.filter(session_id=session_id).aggregate(m=Max("seq"))["m"]
+    seq = (last or 0) + 1
+    SessionEvent.objects.create(session_id=session_id, seq=seq, kind=kind, payload=payload)
+    return seq
+
+
+def session_set_agent_session_id(*, session_id: str, agent_session_id: str) -> None:
+    Session.objects.filter(pk=session_id).update(agent_session_id=agent_session_id)
+    lists.broadcast_on_commit("sessions")

@@ -1,0 +1,136 @@
+"""Fan-out of terminal output to any number of viewers, each behind its own bounded queue.
+
+The PTY reader only ever appends to queues; one pump task per viewer sends. A viewer whose
+queue is full pauses the PTY (like a real terminal follows its reader), but a viewer that makes
+no progress for `STALL_S` is put into *lagging*: its queue is dropped, it no longer holds the PTY
+back, and once its socket has drained it gets a `{"type":"skipped","bytes":N}` notice and
+continues from the live output. So a stalled client never blocks the PTY or the others for long,
+and a reading client gets every byte.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+QUEUE_LIMIT = 1 << 20  # bytes queued per viewer before it holds the PTY back
+FRAME_MAX = 256 << 10  # queued chunks are coalesced into frames of at most this size
+SOCKET_HIGH = 512 << 10  # bytes the server may hold unsent in a viewer's socket
+SOCKET_LOW = 64 << 10
+STALL_S = 0.5
+
+SendBytes = Callable[[bytes], Awaitable[None]]
+SendJson = Callable[[dict[str, Any]], Awaitable[None]]
+Backlog = Callable[[], int]
+
+
+class Viewer:
+    def __init__(
+        self,
+        send_bytes: SendBytes,
+        send_json: SendJson,
+        backlog: Backlog,
+        preamble: list[bytes | dict[str, Any]],
+    ) -> None:
+        self._send_bytes, self._send_json, self._backlog = send_bytes, send_json, backlog
+        # Sent first, each as its own frame (the scrollback frame, then the state frame).
+        self._preamble = preamble
+        self._queue: collections.deque[bytes | dict[str, Any]] = collections.deque()
+        self.queued = 0
+        self.sent = 0  # bytes handed to the socket; a stall check compares it over time
+        self.lagging = False
+        self.skipped = 0
+        self._wake = asyncio.Event()
+        self._closed = False
+        self.on_drain: Callable[[], None] = lambda: None
+        self._task = asyncio.get_running_loop().create_task(self._pump())
+
+    @property
+    def full(self) -> bool:
+        return not self.lagging and self.queued >= QUEUE_LIMIT
+
+    def offer(self, data: bytes) -> None:
+        if self.lagging:
+            self.skipped += len(data)
+            return
+        self._queue.append(data)
+        self.queued += len(data)
+        self._wake.set()
+
+    def offer_event(self, event: dict[str, Any]) -> None:
+        self._queue.append(event)
+        self._wake.set()
+
+    def drop_behind(self) -> None:
+        """Skip ahead: forget what is queued; the pump announces the gap once the socket drains."""
+        self.lagging = True
+        self.skipped += self.queued
+        self._queue = collections.deque(i for i in self._queue if isinstance(i, dict))
+        self.queued = 0
+        self._wake.set()
+
+    async def close(self) -> None:
+        self._closed = True
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._task
+
+    async def _wait_socket(self, below: int) -> None:
+        delay = 0.001
+        while self._backlog() > below:
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.02)
+
+    def _next_frame(self) -> bytes | dict[str, Any]:
+        first = self._queue.popleft()
+        if isinstance(first, dict):
+            return first
+        parts, size = [first], len(first)
+        while self._queue and isinstance(self._queue[0], bytes) and size < FRAME_MAX:
+            chunk = self._queue.popleft()
+            parts.append(chunk)  # type: ignore[arg-type]
+            size += len(chunk)  # type: ignore[arg-type]
+        self.queued -= size
+        return b"".join(parts)
+
+    async def _pump(self) -> None:
+        try:
+            for item in self._preamble:
+                if isinstance(item, dict):
+                    await self._send_json(item)
+                else:
+                    await self._send_bytes(item)
+            self._preamble = []
+            while not self._closed:
+                if self.lagging:
+                    await self._rejoin()
+                    continue
+                if not self._queue:
+                    self._wake.clear()
+                    await self._wake.wait()
+                    continue
+                await self._wait_socket(SOCKET_HIGH)
+                item = self._next_frame()
+                if isinstance(item, dict):
+                    await self._send_json(item)
+                    continue
+                await self._send_bytes(item)
+                self.sent += len(item)
+                if self.queued < QUEUE_LIMIT // 2:
+                    self.on_drain()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            logger.debug("terminal viewer went away", exc_info=True)
+
+    async def _rejoin(self) -> None:
+        await self._wait_socket(SOCKET_LOW)
+        skipped, self.skipped, self.lagging = self.skipped, 0, False
+        await self._send_json({"type": "skipped", "bytes": skipped})
+        self.on_drain()

@@ -1,0 +1,128 @@
+"""Client helpers for the terminal and chat end-to-end tests: real HTTP and WebSocket clients."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+from websockets.asyncio.client import ClientConnection, connect
+
+from tests.support.daemon import ROOT, Daemon
+
+FAKE_ACP = str(ROOT / "tests" / "fakes" / "acp_agent.py")
+
+
+def hosting_settings() -> dict[str, Any]:
+    """A profile (for the bridge variables) and the fake ACP agent."""
+    return {
+        "profiles": {
+            "p1": {
+                "provider": "openai-chat",
+                "base_url": "http://127.0.0.1:9/v1",
+                "api_key": "sk-test",
+                "models": ["m1"],
+            }
+        },
+        "agents": {
+            "fake": {
+                "command": [sys.executable, FAKE_ACP, "--env"],
+                "acp_command": [sys.executable, FAKE_ACP],
+                "enabled": True,
+            }
+        },
+    }
+
+
+def create_session(daemon: Daemon, workspace: Path | str, **body: Any) -> dict[str, Any]:
+    payload = {"agent": "shell", "workspace": str(workspace), "kind": "terminal", **body}
+    response = httpx.post(
+        f"{daemon.url}/api/sessions", json=payload, headers=daemon.owner_headers(), timeout=30
+    )
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def get_session(daemon: Daemon, session_id: str) -> dict[str, Any]:
+    response = httpx.get(f"{daemon.url}/api/sessions/{session_id}", headers=daemon.owner_headers())
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def stop_session(daemon: Daemon, session_id: str) -> httpx.Response:
+    return httpx.delete(
+        f"{daemon.url}/api/sessions/{session_id}", headers=daemon.owner_headers(), timeout=30
+    )
+
+
+async def open_ws(daemon: Daemon, path: str, **kwargs: Any) -> ClientConnection:
+    return await connect(
+        f"{daemon.ws_url}{path}",
+        origin=daemon.origin,  # type: ignore[arg-type]
+        additional_headers=daemon.owner_headers(),
+        max_size=None,
+        **kwargs,
+    )
+
+
+class Term:
+    """One viewer: the scrollback frame, the state frame, then everything it has read."""
+
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
+        self.out = bytearray()
+        self.events: list[dict[str, Any]] = []
+        self.scrollback = b""
+        self.state: dict[str, Any] = {}
+
+    @classmethod
+    async def open(cls, daemon: Daemon, session_id: str, **kwargs: Any) -> Term:
+        term = cls(await open_ws(daemon, f"/ws?session_id={session_id}", **kwargs))
+        first = await asyncio.wait_for(term.ws.recv(), 10)
+        assert isinstance(first, bytes), f"first frame must be the scrollback, got {first!r}"
+        term.scrollback = first
+        term.state = json.loads(await asyncio.wait_for(term.ws.recv(), 10))
+        return term
+
+    async def read_frame(self, timeout: float = 10) -> None:
+        frame = await asyncio.wait_for(self.ws.recv(), timeout)
+        if isinstance(frame, bytes):
+            self.out += frame
+        else:
+            self.events.append(json.loads(frame))
+
+    async def expect(self, needle: bytes, timeout: float = 10) -> int:
+        """Read until `needle` appears in the output; returns where it ends."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while needle not in self.out:
+            remaining = deadline - loop.time()
+            assert remaining > 0, f"{needle!r} not seen; tail: {bytes(self.out[-300:])!r}"
+            await self.read_frame(remaining)
+        return self.out.index(needle) + len(needle)
+
+    async def expect_event(self, kind: str, timeout: float = 10) -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            for event in self.events:
+                if event.get("type") == kind:
+                    return event
+            remaining = deadline - loop.time()
+            assert remaining > 0, f"no {kind} event; events: {self.events}"
+            await self.read_frame(remaining)
+
+    async def run(self, command: str) -> None:
+        await self.ws.send(command.encode() + b"\r")
+
+    async def close(self) -> None:
+        await self.ws.close()
+
+
+def start_hosting_daemon(tmp: Path) -> Daemon:
+    from tests.support.daemon import migrated_home
+
+    return Daemon(migrated_home(tmp, hosting_settings())).start()
