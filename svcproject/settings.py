@@ -96,10 +96,14 @@ def _channel_layers() -> dict:
                 "CONFIG": {
                     "hosts": [redis_url],
                     "prefix": os.environ.get("SVC_REDIS_PREFIX", "svc"),
+                    "capacity": 1000,
                 },
             }
         }
-    return {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    # Capacity well above a burst of changes: a full channel silently drops group messages.
+    return {
+        "default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1000}}
+    }
 
 
 CHANNEL_LAYERS = _channel_layers()
