@@ -1,0 +1,51 @@
+"""A restart keeps every row; sessions whose process is gone are shown `exited`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import httpx
+
+from tests.support.daemon import Daemon
+
+CREATE_ROWS = """
+from sessions_app.models import Session
+Session.objects.create(agent="shell", workspace="/tmp", status="running", pid={dead})
+Session.objects.create(agent="shell", workspace="/tmp", status="running", pid={alive})
+Session.objects.create(agent="shell", workspace="/tmp", status="exited", exit_code=3)
+"""
+
+
+def dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_restart_keeps_rows_and_marks_gone_processes_exited(fresh_daemon: Daemon, tmp_path):
+    fresh_daemon.start()
+    headers = fresh_daemon.owner_headers()
+    created = httpx.post(
+        f"{fresh_daemon.url}/api/workspaces", json={"path": str(tmp_path)}, headers=headers
+    )
+    assert created.status_code == 201
+    fresh_daemon.stop()
+
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        fresh_daemon.manage("shell", "-c", CREATE_ROWS.format(dead=dead_pid(), alive=sleeper.pid))
+        fresh_daemon.start()
+        sessions = httpx.get(f"{fresh_daemon.url}/api/sessions", headers=headers).json()
+        workspaces = httpx.get(f"{fresh_daemon.url}/api/workspaces", headers=headers).json()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+    by_pid = {s["pid"]: s for s in sessions}
+    assert len(sessions) == 3
+    assert by_pid[sleeper.pid]["status"] == "running"
+    gone = [s for s in sessions if s["pid"] not in (None, sleeper.pid)]
+    assert len(gone) == 1 and gone[0]["status"] == "exited" and gone[0]["ended_at"]
+    assert [s["exit_code"] for s in sessions if s["pid"] is None] == [3]
+    assert [w["path"] for w in workspaces] == [str(tmp_path.resolve())]
