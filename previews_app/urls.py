@@ -1,3 +1,9 @@
-from django.urls import URLPattern
+from django.urls import path
 
-urlpatterns: list[URLPattern] = []
+from previews_app import views
+
+urlpatterns = [
+    path("md-preview/<str:slug>", views.md_page),
+    path("md-preview/<str:slug>/", views.md_page),
+    path("md-preview/<str:slug>/<path:rest>", views.md_asset),
+]

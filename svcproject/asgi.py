@@ -14,22 +14,27 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: 
 from django.urls import re_path  # noqa: E402
 
 from mcp_app.asgi import application as mcp_application  # noqa: E402
+from previews_app.asgi import PreviewRouter  # noqa: E402
 from sessions_app.routing import websocket_urlpatterns  # noqa: E402
 from svcproject import startup  # noqa: E402
 from svcproject.auth import WebSocketGuard  # noqa: E402
 
 startup.print_login_url()
 
+# PreviewRouter first: `{slug}.localhost` hosts are preview origins and must never reach svc's own
+# routes, and /preview/ needs raw ASGI (streamed bodies, proxied WebSockets).
 application = startup.StartupMiddleware(
-    ProtocolTypeRouter(
-        {
-            "http": URLRouter(
-                [
-                    re_path(r"^mcp/?$", mcp_application),
-                    re_path(r"", ASGIStaticFilesHandler(django_asgi_app)),
-                ]
-            ),
-            "websocket": WebSocketGuard(URLRouter(websocket_urlpatterns)),
-        }
+    PreviewRouter(
+        ProtocolTypeRouter(
+            {
+                "http": URLRouter(
+                    [
+                        re_path(r"^mcp/?$", mcp_application),
+                        re_path(r"", ASGIStaticFilesHandler(django_asgi_app)),
+                    ]
+                ),
+                "websocket": WebSocketGuard(URLRouter(websocket_urlpatterns)),
+            }
+        )
     )
 )

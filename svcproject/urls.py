@@ -3,6 +3,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
 from bridge_app import api as bridge_api
+from previews_app import api as previews_api
 from sessions_app import api as sessions_api
 from svcproject import auth, views
 
@@ -18,6 +19,8 @@ api_patterns = [
     path("channels", sessions_api.ChannelListView.as_view()),
     path("tunnels", sessions_api.TunnelListView.as_view()),
     path("settings", sessions_api.SettingsView.as_view()),
+    path("previews", previews_api.PreviewListView.as_view()),
+    path("previews/<str:slug>", previews_api.PreviewDetailView.as_view()),
 ]
 
 urlpatterns = [

@@ -1,0 +1,160 @@
+"""ASGI entry of the preview surfaces, in front of Django and the WebSocket router.
+
+- `{slug}.localhost` hosts: the owner's live preview on its own origin (origin.py).
+- `/preview/u/{slug}/…`: the owner's entry. Browsers (cookie or ?token=) are sent to the preview
+  origin with a one-time grant; clients presenting `Authorization: Bearer` are proxied in place,
+  sandboxed, since no browser attaches that header by itself.
+- `/preview/s/{share}/…`: the share, no authentication, GET/HEAD, no WebSockets, 600 s, sandboxed.
+- `/md-preview/…`: only the owner check, answered as a page for browsers; Django renders.
+Raw ASGI rather than Django views because bodies must stream both ways and WebSockets pass through.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import datetime
+from urllib.parse import quote, urlencode
+
+from asgiref.sync import sync_to_async
+from django.utils import timezone
+
+from previews_app import grants, origin, pages, proxy, selectors, services, wsproxy
+from svcproject import auth
+
+_PATH = re.compile(r"^/preview/(?P<which>[us])/(?P<slug>[^/]+)(?P<rest>/.*)?$")
+_READ_METHODS = ("GET", "HEAD")
+
+
+class PreviewRouter:
+    def __init__(self, app: Callable, clock: Callable[[], datetime] = timezone.now) -> None:
+        self.app = app
+        self.clock = clock
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        slug = origin.origin_slug(headers.get(b"host", b"").decode("latin-1"))
+        if slug is not None:
+            await origin.serve(scope, receive, send, slug)
+            return
+        match = _PATH.match(scope["path"])
+        if match and match["which"] == "s":
+            await self.share(scope, receive, send, match["slug"], match["rest"])
+        elif match:
+            await owner_entry(scope, receive, send, match["slug"], match["rest"])
+        elif scope["path"].startswith("/md-preview/") and not _owner(scope):
+            await _refuse(scope, send, "login", headers)
+        else:
+            await self.app(scope, receive, send)
+
+    async def share(
+        self, scope: dict, receive: Callable, send: Callable, share: str, rest: str | None
+    ) -> None:
+        headers = dict(scope.get("headers") or [])
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 4403})  # shares never open sockets
+            return
+        state, preview = await sync_to_async(selectors.share_lookup)(share, self.clock())
+        kind = {"missing": "not_found", "expired": "expired"}.get(state)
+        if kind is None and scope["method"] not in _READ_METHODS:
+            kind = "method"
+        if (
+            kind is None
+            and preview is not None
+            and services.port_refusal(preview.port, _port(scope))
+        ):
+            kind = "refused_port"
+        if kind is not None or preview is None:
+            await _refuse(scope, send, kind or "not_found", headers)
+            return
+        if rest is None:
+            await pages.send_redirect(send, f"/preview/s/{share}/")
+            return
+        target = _path_target(scope, preview.port, f"/preview/s/{share}", rest)
+        await proxy.forward(scope, receive, send, target)
+
+
+def _port(scope: dict) -> int:
+    return int((scope.get("server") or (None, 0))[1] or 0)
+
+
+def _owner(scope: dict) -> bool:
+    token, _ = auth.token_from_scope(scope)
+    return auth.token_kind(token) == "owner"
+
+
+def _path_target(scope: dict, port: int, base: str, rest: str) -> proxy.Target:
+    raw = scope.get("raw_path") or scope["path"].encode()
+    prefix_len = len(raw) - len(rest.encode()) if raw.endswith(rest.encode()) else len(base)
+    return proxy.Target(
+        port=port,
+        path=raw[prefix_len:] or b"/",
+        query=scope.get("query_string", b""),
+        public_base=base,
+        on_svc_origin=True,
+    )
+
+
+async def _refuse(scope: dict, send: Callable, kind: str, headers: dict[bytes, bytes]) -> None:
+    if scope["type"] == "websocket":
+        await send({"type": "websocket.close", "code": 4403})
+    else:
+        await pages.send_page(send, kind, headers, head=scope["method"] == "HEAD")
+
+
+def _query_without_token(scope: dict) -> str:
+    from urllib.parse import parse_qsl
+
+    pairs = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+    return urlencode([(k, v) for k, v in pairs if k != "token"])
+
+
+def _browser_port(headers: dict[bytes, bytes], scope: dict) -> int:
+    host = headers.get(b"host", b"").decode("latin-1")
+    tail = host.rsplit(":", 1)[-1] if ":" in host and not host.endswith("]") else ""
+    return int(tail) if tail.isdigit() else _port(scope)
+
+
+async def owner_entry(
+    scope: dict, receive: Callable, send: Callable, slug: str, rest: str | None
+) -> None:
+    headers = dict(scope.get("headers") or [])
+    token, via = auth.token_from_scope(scope)
+    if auth.token_kind(token) != "owner":
+        await _refuse(scope, send, "login", headers)
+        return
+    if scope["type"] == "websocket" and not auth.origin_allowed(
+        (headers.get(b"origin") or b"").decode("latin-1") or None, _port(scope)
+    ):
+        await send({"type": "websocket.close", "code": 4403})
+        return
+    preview = await sync_to_async(selectors.port_preview_get)(slug)
+    kind = None
+    if preview is None:
+        kind = "not_found"
+    elif services.port_refusal(preview.port, _port(scope)):
+        kind = "refused_port"
+    if kind is not None or preview is None:
+        await _refuse(scope, send, kind or "not_found", headers)
+        return
+    base = f"/preview/u/{slug}"
+    if scope["type"] == "websocket":
+        target = _path_target(scope, preview.port, base, rest or "/")
+        query = target.query.decode("latin-1")
+        path = target.path.decode("latin-1") + ("?" + query if query else "")
+        await wsproxy.forward_ws(scope, receive, send, preview.port, path)
+    elif via == "header":
+        await proxy.forward(
+            scope, receive, send, _path_target(scope, preview.port, base, rest or "/")
+        )
+    elif scope["method"] in _READ_METHODS:
+        query = _query_without_token(scope)
+        following = quote(rest or "/", safe="/%:@!$&'()*+,;=-._~") + (f"?{query}" if query else "")
+        grant = grants.grant_issue(slug)
+        location = origin.origin_url(slug, _browser_port(headers, scope)) + origin.GRANT_PATH
+        await pages.send_redirect(send, location + "?" + urlencode({"g": grant, "next": following}))
+    else:
+        await _refuse(scope, send, "method", headers)

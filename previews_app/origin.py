@@ -1,0 +1,114 @@
+"""A live preview on its own origin, `{slug}.localhost:{svc port}` (SPEC §8).
+
+The previewed page is untrusted code. On its own origin its root-relative URLs (`/app.js`,
+`/api/…`, `/ws/…`) all reach the dev server, and svc's cookies — host-only on 127.0.0.1 or
+localhost — are never sent to it, so its scripts cannot act as the owner against svc.
+Chromium (and curl, and systemd's resolver) resolve every `*.localhost` name to loopback.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from http.cookies import CookieError, SimpleCookie
+from urllib.parse import parse_qs
+
+from asgiref.sync import sync_to_async
+
+from previews_app import grants, pages, proxy, selectors, services, wsproxy
+from svcproject import auth
+
+GRANT_PATH = "/__svc_preview/grant"
+_LABEL = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
+
+
+def origin_slug(host: str | None) -> str | None:
+    """The slug when Host is `{label}.localhost[:port]`. Any other `*.localhost` name yields ""
+    so svc's own pages are never served on a preview-looking origin."""
+    if not host:
+        return None
+    name = host.lower().rsplit(":", 1)[0] if not host.endswith("]") else host.lower()
+    if not name.endswith(".localhost"):
+        return None
+    label = name[: -len(".localhost")]
+    return label if _LABEL.match(label) else ""
+
+
+def origin_url(slug: str, port: int) -> str:
+    return f"http://{slug}.localhost:{port}"
+
+
+def _cookie(headers: dict[bytes, bytes]) -> str:
+    jar = SimpleCookie()
+    try:
+        jar.load(headers.get(b"cookie", b"").decode("latin-1"))
+    except CookieError:
+        return ""
+    morsel = jar.get(grants.COOKIE_NAME)
+    return morsel.value if morsel else ""
+
+
+def _is_owner(headers: dict[bytes, bytes], slug: str) -> bool:
+    if grants.cookie_opens(_cookie(headers), slug):
+        return True
+    # Non-browser clients may present the owner token as a header; never as ?token= here.
+    token = auth.bearer(headers.get(b"authorization", b"").decode("latin-1"))
+    return auth.token_kind(token) == "owner"
+
+
+def _safe_next(values: list[str]) -> str:
+    target = values[0] if values else "/"
+    return target if target.startswith("/") and not target.startswith("//") else "/"
+
+
+async def _redeem(scope: dict, send: Callable, slug: str, headers: dict[bytes, bytes]) -> None:
+    query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+    if not grants.grant_redeem((query.get("g") or [""])[0], slug):
+        await pages.send_page(send, "grant", headers)
+        return
+    cookie = grants.set_cookie_header(slug)
+    await pages.send_redirect(send, _safe_next(query.get("next", [])), cookies=[cookie])
+
+
+async def serve(scope: dict, receive: Callable, send: Callable, slug: str) -> None:
+    headers = dict(scope.get("headers") or [])
+    is_ws = scope["type"] == "websocket"
+    host = headers.get(b"host", b"").decode("latin-1").lower()
+    if is_ws and headers.get(b"origin") not in (None, f"http://{host}".encode("latin-1")):
+        await send({"type": "websocket.close", "code": 4403})  # before accept: HTTP 403
+        return
+    if not is_ws and scope["path"] == GRANT_PATH:
+        await _redeem(scope, send, slug, headers)
+        return
+    preview = await sync_to_async(selectors.port_preview_get)(slug) if slug else None
+    kind = None
+    if preview is None:
+        kind = "not_found"
+    elif not _is_owner(headers, slug):
+        kind = "login"
+    elif services.port_refusal(preview.port, (scope.get("server") or (0, 0))[1]):
+        kind = "refused_port"
+    if kind is not None:
+        await _refuse(scope, send, kind, headers)
+        return
+    raw_path = scope.get("raw_path") or scope["path"].encode()
+    if is_ws:
+        query = scope.get("query_string", b"")
+        path = raw_path.decode("latin-1") + ("?" + query.decode("latin-1") if query else "")
+        await wsproxy.forward_ws(scope, receive, send, preview.port, path)
+        return
+    target = proxy.Target(
+        port=preview.port,
+        path=raw_path,
+        query=scope.get("query_string", b""),
+        public_base=f"http://{host}",
+        on_svc_origin=False,
+    )
+    await proxy.forward(scope, receive, send, target)
+
+
+async def _refuse(scope: dict, send: Callable, kind: str, headers: dict[bytes, bytes]) -> None:
+    if scope["type"] == "websocket":
+        await send({"type": "websocket.close", "code": 4403})
+    else:
+        await pages.send_page(send, kind, headers, head=scope["method"] == "HEAD")

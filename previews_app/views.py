@@ -1,0 +1,105 @@
+"""/md-preview/{slug}: the Markdown file rendered on every request, and the images next to it.
+
+The owner check happens in front (previews_app.asgi, then OwnerTokenMiddleware). The page runs no
+script but svc's own nonce-tagged poller, which reloads it when the file's version changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mimetypes
+import secrets
+from html import escape
+from pathlib import Path
+
+from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.http import require_safe
+
+from previews_app import files, markdown, selectors
+from previews_app.models import Preview
+
+_CODE_CSS = markdown.code_css()
+_POLL = (
+    "(function(){var v=document.querySelector('meta[name=svc-version]').content;"
+    "function poll(){window.fetch(location.pathname+'?version=1',{cache:'no-store'})"
+    ".then(function(r){return r.json()}).then(function(j){"
+    "if(j.version&&j.version!==v){location.reload()}else{setTimeout(poll,1000)}})"
+    ".catch(function(){setTimeout(poll,3000)})}setTimeout(poll,1000)})();"
+)
+
+
+def _csp(nonce: str) -> str:
+    return (
+        f"default-src 'none'; img-src 'self' data:; style-src 'nonce-{nonce}'; "
+        "style-src-attr 'unsafe-inline'; "  # only text-align survives the sanitiser
+        f"script-src 'nonce-{nonce}'; connect-src 'self'; base-uri 'self'; "
+        "form-action 'none'; frame-ancestors 'self'"
+    )
+
+
+def _secure(response: HttpResponse, csp: str) -> HttpResponse:
+    response["Content-Security-Policy"] = csp
+    response["Referrer-Policy"] = "no-referrer"
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def _not_found(message: str) -> HttpResponse:
+    return _secure(
+        HttpResponse(message, status=404, content_type="text/plain; charset=utf-8"),
+        "default-src 'none'",
+    )
+
+
+def _page(preview: Preview, text: str, version: str) -> tuple[str, str]:
+    nonce = secrets.token_urlsafe(16)
+    body, toc = markdown.render(text)
+    nav = f'<nav class="toc">{toc}</nav>' if toc else ""
+    title = escape(preview.title or Path(preview.file).name)
+    return nonce, (
+        "<!doctype html><html><head><meta charset=utf-8>"
+        '<meta name=viewport content="width=device-width, initial-scale=1">'
+        '<meta name="color-scheme" content="light dark">'
+        f'<meta name="svc-version" content="{escape(version)}">'
+        f'<base href="/md-preview/{preview.slug}/"><title>{title}</title>'
+        f'<style nonce="{nonce}">{markdown.PAGE_CSS}{_CODE_CSS}</style></head>'
+        f"<body><main><header>{escape(Path(preview.file).name)}</header>{nav}"
+        f'<article class="markdown">{body}</article></main>'
+        f'<script nonce="{nonce}">{_POLL}</script></body></html>'
+    )
+
+
+@require_safe
+def md_page(request: HttpRequest, slug: str) -> HttpResponse:
+    preview = selectors.file_preview_get(slug)
+    if preview is None:
+        return _not_found("No such Markdown preview. It may have been deleted.")
+    try:
+        path = files.markdown_path(preview)
+        raw = path.read_bytes()[: markdown.MAX_BYTES]
+    except (files.Refused, OSError):
+        return _not_found("The previewed file is gone or now resolves outside its workspace.")
+    version = hashlib.sha256(raw).hexdigest()[:16]
+    if request.GET.get("version"):
+        return _secure(JsonResponse({"version": version}), "default-src 'none'")
+    nonce, html = _page(preview, raw.decode("utf-8", errors="replace"), version)
+    return _secure(HttpResponse(html, content_type="text/html; charset=utf-8"), _csp(nonce))
+
+
+@require_safe
+def md_asset(request: HttpRequest, slug: str, rest: str) -> HttpResponse:
+    """An image the Markdown file refers to, relative to the file's folder."""
+    preview = selectors.file_preview_get(slug)
+    if preview is None:
+        return _not_found("No such Markdown preview.")
+    try:
+        path = files.asset_path(preview, rest)
+    except files.Refused as exc:
+        return _not_found(str(exc))
+    ctype = mimetypes.guess_type(path.name)[0] or ""
+    if not ctype.startswith("image/"):
+        return _not_found("Only images next to the Markdown file are served.")
+    response = FileResponse(path.open("rb"), content_type=ctype)
+    # An SVG opened on its own would be a document on svc's origin: keep it inert.
+    return _secure(response, "default-src 'none'; style-src 'unsafe-inline'; sandbox")

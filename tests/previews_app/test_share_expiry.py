@@ -1,0 +1,98 @@
+"""The share's 600 s and the per-request port rules, driven through the real PreviewRouter with an
+injected clock (no waiting ten minutes)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+
+import pytest
+from django.utils import timezone
+
+from previews_app import services
+from previews_app.asgi import PreviewRouter
+from previews_app.models import Preview
+from tests.previews_app.upstream import Upstream
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = timezone.now()
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+async def inner_app(scope: dict, receive, send) -> None:
+    raise AssertionError("preview paths must never reach svc's own routes")
+
+
+async def call(app: PreviewRouter, path: str, method: str = "GET") -> tuple[int, dict, bytes]:
+    scope = {
+        "type": "http",
+        "method": method,
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "headers": [(b"host", b"127.0.0.1:8000"), (b"accept", b"text/html")],
+        "server": ("127.0.0.1", 8000),
+    }
+    sent: list[dict] = []
+    messages = [{"type": "http.request", "body": b"", "more_body": False}]
+
+    async def receive() -> dict:
+        if messages:
+            return messages.pop(0)
+        await asyncio.Event().wait()  # the client stays connected
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    await app(scope, receive, send)
+    start = sent[0]
+    body = b"".join(m.get("body", b"") for m in sent[1:])
+    return start["status"], dict(start["headers"]), body
+
+
+@pytest.fixture
+def upstream() -> Iterator[Upstream]:
+    with Upstream() as server:
+        yield server
+
+
+async def test_a_share_answers_until_600_seconds_then_410(upstream: Upstream) -> None:
+    from asgiref.sync import sync_to_async
+
+    clock = Clock()
+    preview = await sync_to_async(services.preview_publish)(port=upstream.port, clock=clock)
+    app = PreviewRouter(inner_app, clock=clock)
+    url = f"/preview/s/{preview.share_slug}/echo"
+    status, _, body = await call(app, url)
+    assert status == 200 and json.loads(body)["path"] == "/echo"
+    clock.now += timedelta(seconds=599)
+    assert (await call(app, url))[0] == 200
+    clock.now += timedelta(seconds=1)
+    status, _, body = await call(app, url)
+    assert status == 410
+    assert b"expired" in body
+
+
+async def test_a_row_pointing_at_a_denied_port_is_refused_at_request_time() -> None:
+    from asgiref.sync import sync_to_async
+
+    clock = Clock()
+    row = await sync_to_async(Preview.objects.create)(
+        slug="sneaky-abc",
+        kind=Preview.Kind.PORT,
+        port=6379,
+        share_slug="a" * 32,
+        share_expires_at=clock() + timedelta(seconds=60),
+    )
+    app = PreviewRouter(inner_app, clock=clock)
+    status, _, _ = await call(app, f"/preview/s/{row.share_slug}/")
+    assert status == 403
