@@ -149,8 +149,9 @@ def login_view(request: HttpRequest) -> HttpResponse:
     if token_kind(token) != "owner":
         return HttpResponse(
             "<!doctype html><title>svc: log in</title><h1>Log in to svc</h1>"
-            "<p>Open the login URL that <code>make run</code> printed, or run "
-            "<code>manage.py status --login-url</code>.</p>",
+            "<p>Open the login URL that <code>make run</code> printed, or "
+            "<code>/login?token=</code> followed by <code>owner_token</code> from "
+            "<code>$SVC_HOME/auth.json</code>.</p>",
             status=401,
         )
     login(request, owner_user(), backend="django.contrib.auth.backends.ModelBackend")
