@@ -1,0 +1,128 @@
+"""Markdown previews through a real svc: rendering, headers, images, refreshing, traversal."""
+
+from __future__ import annotations
+
+import http.client
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.daemon import Daemon
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "previews" / "markdown"
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    root = tmp_path_factory.mktemp("md-ws") / "project"
+    shutil.copytree(FIXTURE, root / "docs")
+    (root / "top.png").write_bytes((FIXTURE / "img" / "dot.png").read_bytes())
+    secret = root.parent / "secret.png"
+    secret.write_bytes((FIXTURE / "img" / "dot.png").read_bytes())
+    (root / "docs" / "outside.png").symlink_to(secret)
+    (root.parent / "outside.md").write_text("# outside")
+    (root / "docs" / "outside.md").symlink_to(root.parent / "outside.md")
+    yield root
+
+
+def publish(daemon: Daemon, workspace: Path, file: str) -> dict:
+    response = httpx.post(
+        f"{daemon.url}/api/previews",
+        json={"file": file, "cwd": str(workspace)},
+        headers=daemon.owner_headers(),
+    )
+    assert response.status_code in (200, 201), response.text
+    return response.json()
+
+
+@pytest.fixture(scope="module")
+def guide(daemon: Daemon, workspace: Path) -> dict:
+    return publish(daemon, workspace, "docs/guide.md")
+
+
+def raw_get(daemon: Daemon, path: str) -> int:
+    """Sends the path byte for byte: no client-side `..` normalisation."""
+    conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=10)
+    conn.putrequest("GET", path, skip_accept_encoding=True)
+    conn.putheader("Authorization", f"Bearer {daemon.owner_token}")
+    conn.endheaders()
+    status = conn.getresponse().status
+    conn.close()
+    return status
+
+
+def test_the_page_renders_tables_highlighted_code_and_a_toc(daemon: Daemon, guide: dict) -> None:
+    assert guide["owner_url"].endswith(f"/md-preview/{guide['slug']}")
+    page = httpx.get(guide["owner_url"], headers=daemon.owner_headers())
+    assert page.status_code == 200
+    assert "<table>" in page.text and 'class="codehilite"' in page.text
+    assert '<nav class="toc">' in page.text and 'href="#table"' in page.text
+    csp = page.headers["content-security-policy"]
+    assert "default-src 'none'" in csp and "script-src 'nonce-" in csp
+    assert "unsafe-inline" not in csp.split("script-src")[1].split(";")[0]
+    assert page.headers["referrer-policy"] == "no-referrer"
+    assert "prefers-color-scheme: dark" in page.text
+
+
+def test_relative_images_load_from_the_files_folder(daemon: Daemon, guide: dict) -> None:
+    image = httpx.get(f"{guide['owner_url']}/img/dot.png", headers=daemon.owner_headers())
+    assert image.status_code == 200
+    assert image.headers["content-type"] == "image/png"
+    assert image.content.startswith(b"\x89PNG")
+
+
+def test_every_request_renders_the_file_as_it_is_now(
+    daemon: Daemon, workspace: Path, guide: dict
+) -> None:
+    version = httpx.get(f"{guide['owner_url']}?version=1", headers=daemon.owner_headers()).json()
+    note = workspace / "docs" / "guide.md"
+    original = note.read_text()
+    try:
+        note.write_text(original + "\n\nfreshly added line\n")
+        page = httpx.get(guide["owner_url"], headers=daemon.owner_headers())
+        assert "freshly added line" in page.text
+        later = httpx.get(f"{guide['owner_url']}?version=1", headers=daemon.owner_headers())
+        assert later.json()["version"] != version["version"]
+    finally:
+        note.write_text(original)
+
+
+@pytest.mark.parametrize(
+    "rest",
+    [
+        "../top.png",
+        "../../secret.png",
+        "%2e%2e%2ftop.png",
+        "%2e%2e/%2e%2e/secret.png",
+        "..%2f..%2fsecret.png",
+        "%2fetc%2fpasswd",
+        "/etc/passwd",
+        "outside.png",
+        "img/..%5c..%5ctop.png",
+    ],
+)
+def test_paths_out_of_the_folder_or_workspace_are_refused(
+    daemon: Daemon, guide: dict, rest: str
+) -> None:
+    assert raw_get(daemon, f"/md-preview/{guide['slug']}/{rest}") == 404
+
+
+def test_a_symlinked_markdown_file_pointing_outside_is_refused(
+    daemon: Daemon, workspace: Path
+) -> None:
+    response = httpx.post(
+        f"{daemon.url}/api/previews",
+        json={"file": "docs/outside.md", "cwd": str(workspace)},
+        headers=daemon.owner_headers(),
+    )
+    assert response.status_code == 400
+    assert "outside" in response.json()["error"]["message"]
+
+
+def test_the_owner_token_is_required(daemon: Daemon, guide: dict) -> None:
+    browser = httpx.get(guide["owner_url"], headers={"Accept": "text/html"})
+    assert browser.status_code == 401 and "Log in to svc" in browser.text
+    assert httpx.get(f"{guide['owner_url']}/img/dot.png").status_code == 401
