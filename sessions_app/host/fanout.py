@@ -116,6 +116,8 @@ class Viewer:
                     await self._wake.wait()
                     continue
                 await self._wait_socket(SOCKET_HIGH)
+                if self.lagging or not self._queue:  # dropped behind while waiting
+                    continue
                 item = self._next_frame()
                 if isinstance(item, dict):
                     await self._send_json(item)

@@ -1,0 +1,47 @@
+"""Daemon stop leaves no orphans; a restart shows the sessions `exited` (issue 4, acceptance 5)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import httpx
+
+from tests.sessions_app.termclient import Term, create_session
+from tests.support.daemon import Daemon
+
+
+def gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state == "Z"  # reaped by whoever adopted it; it runs no more
+
+
+async def test_daemon_stop_kills_every_child_and_restart_marks_them_exited(
+    fresh_daemon: Daemon, tmp_path: Path
+) -> None:
+    daemon = fresh_daemon.start()
+    pids: list[int] = []
+    ids = []
+    for _ in range(2):
+        session = create_session(daemon, tmp_path)
+        ids.append(session["id"])
+        pids.append(session["pid"])
+        term = await Term.open(daemon, session["id"])
+        # A background job, and one that ignores the hangup and has to be killed.
+        await term.run("sleep 300 & echo bg=$!; (trap '' HUP; exec sleep 301) & echo hup=$!")
+        while len(found := re.findall(rb"(?:bg|hup)=(\d+)\r\n", bytes(term.out))) < 2:
+            await term.read_frame()
+        pids += [int(p) for p in found]
+        await term.close()
+    assert len(pids) == 6 and not any(gone(p) for p in pids)
+
+    daemon.stop()
+    assert [p for p in pids if not gone(p)] == []
+
+    daemon.start()
+    listed = httpx.get(f"{daemon.url}/api/sessions", headers=daemon.owner_headers()).json()
+    status = {s["id"]: s["status"] for s in listed}
+    assert [status[i] for i in ids] == ["exited", "exited"]
