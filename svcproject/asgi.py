@@ -13,6 +13,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 from django.urls import re_path  # noqa: E402
 
+from bridge_app.views import application as bridge_application  # noqa: E402
 from mcp_app.asgi import application as mcp_application  # noqa: E402
 from previews_app.asgi import PreviewRouter  # noqa: E402
 from sessions_app.routing import websocket_urlpatterns  # noqa: E402
@@ -30,6 +31,7 @@ application = startup.StartupMiddleware(
                 "http": URLRouter(
                     [
                         re_path(r"^mcp/?$", mcp_application),
+                        re_path(r"^svc/(?:local-api|bridge|local-agent)/", bridge_application),
                         re_path(r"", ASGIStaticFilesHandler(django_asgi_app)),
                     ]
                 ),

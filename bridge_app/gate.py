@@ -1,0 +1,68 @@
+"""The loopback gate of SPEC §2 for the token-less bridge routes.
+
+Peer loopback alone is not enough: every same-host tunnel connects from 127.0.0.1. So the Host
+must name a loopback host, a browser Origin must be local, and any forwarding header (judged by
+presence, not value) marks the request as relayed and refuses it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Any
+from urllib.parse import urlsplit
+
+FORWARDING = (
+    b"forwarded",
+    b"x-forwarded-for",
+    b"x-forwarded-host",
+    b"x-real-ip",
+    b"tailscale-funnel-request",
+)
+LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
+HOST = re.compile(r"^(?:\[(?P<v6>[0-9a-fA-F:.]+)\]|(?P<name>[^:\[\]]+))(?::(?P<port>\d{1,5}))?$")
+
+
+def _loopback_ip(value: str) -> bool:
+    try:
+        return ipaddress.ip_address(value).is_loopback
+    except ValueError:
+        return False
+
+
+def host_is_loopback(host: str) -> bool:
+    """`localhost`, `127.0.0.1`, `[::1]`, `::1`, each with an optional valid port."""
+    if host in ("::1",):
+        return True
+    m = HOST.match(host)
+    if not m or (m.group("port") and not 0 < int(m.group("port")) < 65536):
+        return False
+    name = (m.group("v6") or m.group("name") or "").lower()
+    return name in LOOPBACK_NAMES
+
+
+def origin_is_local(origin: str) -> bool:
+    parts = urlsplit(origin)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return False
+    return host_is_loopback(parts.netloc)
+
+
+def refusal(scope: dict[str, Any]) -> str | None:
+    """Why this request may not use the bridge, or None when it may."""
+    client = scope.get("client") or ("", 0)
+    if not _loopback_ip(str(client[0])):
+        return "the bridge only answers loopback clients"
+    host = origin = None
+    for name, value in scope.get("headers") or []:
+        if name in FORWARDING:
+            return "the bridge refuses relayed requests (forwarding header present)"
+        if name == b"host":
+            host = value.decode("latin-1")
+        elif name == b"origin":
+            origin = value.decode("latin-1")
+    if host is None or not host_is_loopback(host):
+        return "the bridge only answers requests addressed to a loopback host"
+    if origin is not None and not origin_is_local(origin):
+        return "the bridge refuses requests from non-local web origins"
+    return None

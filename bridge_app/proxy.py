@@ -1,0 +1,244 @@
+"""One request through the bridge: pick the profile and model, translate the body for the
+provider, and translate what comes back (whole, or event by event) for the client."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from bridge_app import dialects, ir
+from bridge_app.dialects.common import dumps
+from bridge_app.routing import Route
+from svcproject import config
+
+
+@dataclass
+class Outbound:
+    client: ModuleType
+    provider: ModuleType
+    requested: str  # the model id the client asked for: every response names it
+    upstream_model: str
+    url: str
+    headers: dict[str, str]
+    body: bytes
+    stream: bool
+    passthrough: bool
+    include_usage: bool = True
+    sse: bool = True
+    warnings: list[str] = field(default_factory=list)
+
+
+def find_profile(route: Route) -> config.Profile:
+    profile = config.current_settings().profiles.get(route.profile)
+    if profile is None:
+        raise ir.BridgeError(404, f"no profile {route.profile!r} in settings.json")
+    return profile
+
+
+def resolve_model(profile: config.Profile, requested: str) -> str:
+    """The upstream id for a client-facing id: aliases first; 404 for ids the profile lacks."""
+    requested = requested.removeprefix("models/")
+    if requested in profile.model_aliases:
+        return profile.model_aliases[requested]
+    if profile.models and requested not in profile.models:
+        raise ir.BridgeError(404, f"model {requested!r} is not served by profile {profile.id!r}")
+    return requested
+
+
+def _drop_images(req: ir.Request) -> bool:
+    dropped = False
+    for msg in req.messages:
+        for part in msg.parts:
+            if isinstance(part, ir.ToolResult):
+                kept = [p for p in part.content if not isinstance(p, ir.Image)]
+                dropped |= len(kept) != len(part.content)
+                part.content = kept
+        kept_parts = [p for p in msg.parts if not isinstance(p, ir.Image)]
+        dropped |= len(kept_parts) != len(msg.parts)
+        msg.parts = kept_parts
+    return dropped
+
+
+def apply_capabilities(req: ir.Request, caps: dict[str, bool]) -> list[str]:
+    """Drop what the model cannot take, saying so (the client gets an X-Svc-Warning header)."""
+    warnings = []
+    if caps.get("image_input") is False and _drop_images(req):
+        warnings.append("images dropped: the model does not take image input")
+    if caps.get("tools") is False and req.tools:
+        req.tools, req.tool_choice = [], None
+        warnings.append("tools dropped: the model does not take tools")
+    return warnings
+
+
+def _restricted(profile: config.Profile) -> bool:
+    return any(profile.capabilities.get(c) is False for c in ("image_input", "tools"))
+
+
+def prepare(route: Route, body: dict[str, Any]) -> Outbound:
+    profile = find_profile(route)
+    client = dialects.get(route.dialect)
+    provider = dialects.get(profile.provider)
+    requested = (route.model if route.dialect == "gemini" else body.get("model")) or ""
+    if not isinstance(requested, str) or not requested:
+        raise ir.bad_request("`model` is required")
+    upstream_model = resolve_model(profile, requested)
+    stream = route.stream if route.dialect == "gemini" else bool(body.get("stream"))
+    passthrough = profile.provider == route.dialect and not _restricted(profile) and route.sse
+    warnings: list[str] = []
+    if passthrough:
+        if route.dialect != "gemini":
+            body["model"] = upstream_model
+        payload = body
+    else:
+        req = client.decode_request(body, requested)
+        req.model, req.stream = upstream_model, stream
+        warnings = apply_capabilities(req, profile.capabilities)
+        payload = provider.encode_request(req)
+    headers = {
+        "content-type": "application/json",
+        "accept": "text/event-stream" if stream else "application/json",
+        **provider.auth_headers(profile.resolved_key()),
+        **profile.headers,
+    }
+    include_usage = route.dialect != "openai-chat" or bool(
+        (body.get("stream_options") or {}).get("include_usage")
+    )
+    return Outbound(
+        client=client,
+        provider=provider,
+        requested=requested.removeprefix("models/"),
+        upstream_model=upstream_model,
+        url=provider.upstream_url(profile.base_url, upstream_model, stream),
+        headers=headers,
+        body=dumps(payload).encode(),
+        stream=stream,
+        passthrough=passthrough,
+        include_usage=include_usage,
+        sse=route.sse,
+        warnings=warnings,
+    )
+
+
+def _json(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw.decode("utf-8", "replace")
+
+
+def error_body(out: Outbound, status: int, raw: bytes) -> dict[str, Any]:
+    """An upstream error, its status kept and its message put into the client's dialect."""
+    message = out.provider.decode_error(_json(raw)) or f"provider answered {status}"
+    return out.client.encode_error(status, message)
+
+
+def response_body(out: Outbound, raw: bytes) -> bytes:
+    if out.passthrough and out.requested == out.upstream_model:
+        return raw
+    data = _json(raw)
+    if not isinstance(data, dict):
+        raise ir.BridgeError(502, "the provider answered something that is not a JSON object")
+    if out.passthrough:
+        out.client.rewrite_model(data, out.requested)
+        return dumps(data).encode()
+    resp = out.provider.decode_response(data)
+    resp.model = out.requested
+    return dumps(out.client.encode_response(resp)).encode()
+
+
+# --- streams ---------------------------------------------------------------------------------
+
+
+class SSEParser:
+    """Incremental: keeps partial frames across reads; CRLF or LF; `data:` with or without space."""
+
+    def __init__(self) -> None:
+        self.buf = b""
+
+    def feed(self, chunk: bytes) -> list[tuple[str, str]]:
+        self.buf = (self.buf + chunk).replace(b"\r\n", b"\n")
+        *frames, self.buf = self.buf.split(b"\n\n")
+        return [f for f in (self._frame(fr) for fr in frames) if f is not None]
+
+    @staticmethod
+    def _frame(frame: bytes) -> tuple[str, str] | None:
+        event, data = "", []
+        for line in frame.decode("utf-8", "replace").split("\n"):
+            if line.startswith("data:"):
+                data.append(line[5:].removeprefix(" "))
+            elif line.startswith("event:"):
+                event = line[6:].strip()
+        return (event, "\n".join(data)) if data else None
+
+
+class StreamTranslator:
+    """Provider SSE bytes in, client-dialect bytes out, one upstream event at a time."""
+
+    def __init__(self, out: Outbound) -> None:
+        self.out = out
+        self.raw = out.passthrough and out.requested == out.upstream_model
+        self.parser = SSEParser()
+        self.decoder = out.provider.StreamDecoder()
+        kwargs = {} if out.client.NAME != "gemini" else {"array": not out.sse}
+        self.encoder = out.client.StreamEncoder(out.requested, out.include_usage, **kwargs)
+
+    def feed(self, chunk: bytes) -> bytes:
+        if self.raw:
+            return chunk
+        pieces = []
+        for event, data in self.parser.feed(chunk):
+            if data == "[DONE]":
+                continue
+            try:
+                obj = json.loads(data)
+            except ValueError:
+                continue  # keep-alives and junk lines are not events
+            if self.out.passthrough:
+                pieces.append(self._rewrite(event, obj))
+                continue
+            for ev in self.decoder.feed(event, obj):
+                pieces.append(self.encoder.encode(ev))
+        return b"".join(pieces)
+
+    def _rewrite(self, event: str, obj: dict[str, Any]) -> bytes:
+        self.out.client.rewrite_model(obj, self.out.requested)
+        head = f"event: {event}\n" if event else ""
+        return f"{head}data: {dumps(obj)}\n\n".encode()
+
+    def close(self) -> bytes:
+        if self.out.passthrough:
+            tail = (
+                b"data: [DONE]\n\n"
+                if self.out.client.NAME == "openai-chat" and not self.raw
+                else b""
+            )
+            return tail
+        return (
+            b"".join(self.encoder.encode(ev) for ev in self.decoder.close()) + self.encoder.close()
+        )
+
+    def fail(self, status: int, message: str) -> bytes:
+        """The client dialect's own error event, for failures after the 200 went out."""
+        return self.encoder.encode(ir.Error(status, message))
+
+
+def count_tokens(route: Route, body: dict[str, Any]) -> dict[str, Any]:
+    """A local estimate in the client's shape (about 4 characters a token): the same answer for
+    every provider, and no upstream call for what clients use as a rough context gauge."""
+    from bridge_app.dialects import anthropic, gemini, openai_responses
+
+    profile = find_profile(route)
+    client = dialects.get(route.dialect)
+    requested = (route.model if route.dialect == "gemini" else body.get("model")) or ""
+    if requested:
+        resolve_model(profile, requested)
+    if route.dialect == "gemini" and "generateContentRequest" in body:
+        body = body["generateContentRequest"]
+    total = anthropic.estimate_tokens(client.decode_request(body, requested or "count"))
+    if route.dialect == "gemini":
+        return gemini.count_tokens(total)
+    if route.dialect == "openai-responses":
+        return openai_responses.input_tokens(total)
+    return anthropic.count_tokens_body(total)

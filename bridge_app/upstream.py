@@ -1,0 +1,173 @@
+"""Sending to providers: one pooled client per process, timeouts, bounded 429 retry honouring
+Retry-After, and closing the connection (not returning it to the pool) when cancelled.
+
+The client library is aiohttp: bench/bridge.py measured it against httpx and httpx2 on this
+path (numbers in docs/bridge.md). `SVC_BRIDGE_HTTP_CLIENT=httpx|httpx2` switches for comparison.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from bridge_app.ir import BridgeError
+
+CONNECT_TIMEOUT = 10.0
+READ_TIMEOUT = float(os.environ.get("SVC_BRIDGE_READ_TIMEOUT", "600"))
+MAX_RETRIES = int(os.environ.get("SVC_BRIDGE_MAX_RETRIES", "2"))
+MAX_RETRY_WAIT = 10.0  # never sleep longer than this for one Retry-After
+
+
+class Response(Protocol):
+    status: int
+    headers: dict[str, str]
+
+    async def read(self) -> bytes: ...
+    def chunks(self) -> AsyncIterator[bytes]: ...
+    async def close(self) -> None: ...
+
+
+@dataclass
+class _AiohttpResponse:
+    raw: Any
+    status: int
+    headers: dict[str, str]
+
+    async def read(self) -> bytes:
+        try:
+            return await self.raw.read()
+        finally:
+            self.raw.release()
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        async for chunk in self.raw.content.iter_any():
+            yield chunk
+
+    async def close(self) -> None:
+        self.raw.close()  # drops the connection: the provider sees the stream end
+
+
+@dataclass
+class _HttpxResponse:
+    raw: Any
+    status: int
+    headers: dict[str, str]
+
+    async def read(self) -> bytes:
+        try:
+            return await self.raw.aread()
+        finally:
+            await self.raw.aclose()
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        async for chunk in self.raw.aiter_raw():
+            yield chunk
+
+    async def close(self) -> None:
+        await self.raw.aclose()
+
+
+class _Client:
+    """Created lazily inside the running loop (daphne never runs ASGI lifespan)."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.session: Any = None
+
+    def _make(self) -> Any:
+        if self.kind == "aiohttp":
+            import aiohttp
+
+            timeout = aiohttp.ClientTimeout(
+                total=None, sock_connect=CONNECT_TIMEOUT, sock_read=READ_TIMEOUT
+            )
+            connector = aiohttp.TCPConnector(limit=256, ttl_dns_cache=300)
+            return aiohttp.ClientSession(timeout=timeout, connector=connector, auto_decompress=True)
+        lib = __import__(self.kind)
+        limits = lib.Limits(max_connections=256, max_keepalive_connections=64)
+        timeout = lib.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT)
+        return lib.AsyncClient(timeout=timeout, limits=limits)
+
+    async def open(self, url: str, headers: dict[str, str], body: bytes) -> Response:
+        if self.session is None:
+            self.session = self._make()
+        if self.kind == "aiohttp":
+            raw = await self.session.post(url, data=body, headers=headers)
+            return _AiohttpResponse(raw, raw.status, {k.lower(): v for k, v in raw.headers.items()})
+        request = self.session.build_request("POST", url, content=body, headers=headers)
+        raw = await self.session.send(request, stream=True)
+        return _HttpxResponse(raw, raw.status_code, {k.lower(): v for k, v in raw.headers.items()})
+
+    def is_timeout(self, exc: BaseException) -> bool:
+        if isinstance(exc, asyncio.TimeoutError | TimeoutError):
+            return True
+        return type(exc).__name__.endswith("Timeout") or "Timeout" in type(exc).__name__
+
+    def transport_errors(self) -> tuple[type[BaseException], ...]:
+        if self.kind == "aiohttp":
+            import aiohttp
+
+            return (aiohttp.ClientError, asyncio.TimeoutError, OSError)
+        lib = __import__(self.kind)
+        return (lib.TransportError, OSError)
+
+
+_client = _Client(os.environ.get("SVC_BRIDGE_HTTP_CLIENT", "aiohttp"))
+
+
+def retry_delay(headers: dict[str, str], attempt: int) -> float:
+    """Retry-After seconds (or retry-after-ms), else exponential backoff; always bounded."""
+    try:
+        if "retry-after-ms" in headers:
+            return min(float(headers["retry-after-ms"]) / 1000, MAX_RETRY_WAIT)
+        if "retry-after" in headers:
+            return min(float(headers["retry-after"]), MAX_RETRY_WAIT)
+    except ValueError:
+        pass
+    return min(0.5 * 2**attempt, MAX_RETRY_WAIT)
+
+
+async def send(url: str, headers: dict[str, str], body: bytes) -> Response:
+    """The provider's response with headers read; 429s retried. Transport failures become
+    BridgeError 502 (unreachable) or 504 (timed out)."""
+    attempt = 0
+    while True:
+        resp = await _open(url, headers, body)
+        if resp.status != 429 or attempt >= MAX_RETRIES:
+            return resp
+        delay = retry_delay(resp.headers, attempt)
+        await resp.read()
+        await asyncio.sleep(delay)
+        attempt += 1
+
+
+async def _open(url: str, headers: dict[str, str], body: bytes) -> Response:
+    try:
+        return await _client.open(url, headers, body)
+    except _client.transport_errors() as exc:
+        raise _translate(exc) from exc
+
+
+def _translate(exc: BaseException) -> BridgeError:
+    if _client.is_timeout(exc):
+        return BridgeError(504, f"the provider did not answer within {READ_TIMEOUT:g} s")
+    return BridgeError(502, f"the provider is unreachable: {type(exc).__name__}: {exc}")
+
+
+async def read_body(resp: Response) -> bytes:
+    try:
+        return await resp.read()
+    except _client.transport_errors() as exc:
+        raise _translate(exc) from exc
+
+
+async def chunks(resp: Response) -> AsyncIterator[bytes]:
+    """Body chunks as they arrive; transport failures mid-body become BridgeError."""
+    try:
+        async for chunk in resp.chunks():
+            yield chunk
+    except _client.transport_errors() as exc:
+        raise _translate(exc) from exc

@@ -1,0 +1,190 @@
+"""The bridge's HTTP surface: a raw ASGI app mounted ahead of Django in svcproject/asgi.py.
+
+Raw ASGI rather than Django views because the hot path needs what Django's handler cannot give:
+the Content-Length check before the body is read (413), racing the relay against
+`http.disconnect` so a client that leaves cancels the provider request at once, and flushing
+each translated SSE event as it is produced. It only parses, calls proxy, and writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from bridge_app import dialects, gate, ir, proxy, routing, upstream
+from bridge_app.dialects.common import dumps
+
+logger = logging.getLogger(__name__)
+MAX_BODY = 64 * 1024 * 1024  # SPEC §11
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class ClientGone(Exception):
+    """The client disconnected before its request body arrived."""
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers") or []:
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+async def send_json(
+    send: Send, status: int, body: Any, headers: dict[str, str] | None = None
+) -> None:
+    raw = body if isinstance(body, bytes) else dumps(body).encode()
+    head = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
+    head += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": head})
+    await send({"type": "http.response.body", "body": raw})
+
+
+async def read_body(scope: Scope, receive: Receive) -> bytes:
+    length = _header(scope, b"content-length")
+    if length and length.isdigit() and int(length) > MAX_BODY:
+        raise ir.BridgeError(413, f"request body larger than {MAX_BODY} bytes")
+    chunks, size = [], 0
+    while True:
+        msg = await receive()
+        if msg["type"] == "http.disconnect":
+            raise ClientGone
+        chunk = msg.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise ir.BridgeError(413, f"request body larger than {MAX_BODY} bytes")
+        chunks.append(chunk)
+        if not msg.get("more_body"):
+            return b"".join(chunks)
+
+
+def parse_json(scope: Scope, raw: bytes) -> dict[str, Any]:
+    ctype = (_header(scope, b"content-type") or "").split(";")[0].strip().lower()
+    if ctype != "application/json":
+        raise ir.BridgeError(415, "Content-Type must be application/json")
+    try:
+        body = json.loads(raw)
+    except ValueError as exc:
+        raise ir.bad_request(f"the body is not valid JSON: {exc}") from exc
+    if not isinstance(body, dict):
+        raise ir.bad_request("the body must be a JSON object")
+    return body
+
+
+async def _until_disconnect(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+async def run_watched(work: Awaitable[None], receive: Receive) -> None:
+    """Run `work`; if the client disconnects first, cancel it (and with it the provider call)."""
+    task = asyncio.ensure_future(work)
+    watcher = asyncio.ensure_future(_until_disconnect(receive))
+    done, _ = await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    if task in done:
+        watcher.cancel()
+        return task.result()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, ir.BridgeError):
+        await task
+
+
+class BridgeApp:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        route = routing.parse(scope["path"], scope.get("query_string", b""))
+        codec = dialects.get(route.dialect if route else "openai-chat")
+        try:
+            if reason := gate.refusal(scope):
+                raise ir.BridgeError(403, reason)
+            if route is None:
+                raise ir.BridgeError(404, f"no bridge route {scope['path']!r}")
+            await self._handle(route, scope, receive, send)
+        except ir.BridgeError as exc:
+            await send_json(
+                send, exc.status, codec.encode_error(exc.status, exc.message), exc.headers
+            )
+        except ClientGone:
+            return
+
+    async def _handle(
+        self, route: routing.Route, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        codec = dialects.get(route.dialect)
+        if route.family == "local-agent":
+            raise ir.BridgeError(
+                503, "the agent-as-API (/svc/local-agent) is not enabled in this build"
+            )
+        if route.operation in ("models", "model") and scope["method"] in ("GET", "HEAD"):
+            return await send_json(send, 200, self._models(route, codec))
+        if route.operation == "unknown":
+            raise ir.BridgeError(404, f"no bridge operation at {scope['path']!r}")
+        if scope["method"] != "POST":
+            raise ir.BridgeError(405, f"{scope['method']} is not allowed here; use POST")
+        body = parse_json(scope, await read_body(scope, receive))
+        if route.operation == "count_tokens":
+            return await send_json(send, 200, proxy.count_tokens(route, body))
+        out = proxy.prepare(route, body)
+        await run_watched(self._forward(out, send), receive)
+
+    def _models(self, route: routing.Route, codec: Any) -> dict[str, Any]:
+        ids = proxy.find_profile(route).client_model_ids()
+        if route.operation == "models":
+            return codec.encode_model_list(ids)
+        model = route.model.removeprefix("models/")
+        if model not in ids:
+            raise ir.BridgeError(404, f"model {model!r} is not served by profile {route.profile!r}")
+        return codec.encode_model(model)
+
+    async def _forward(self, out: proxy.Outbound, send: Send) -> None:
+        resp = await upstream.send(out.url, out.headers, out.body)
+        try:
+            if resp.status >= 400:
+                raw = await upstream.read_body(resp)
+                extra = (
+                    {"retry-after": resp.headers["retry-after"]}
+                    if "retry-after" in resp.headers
+                    else {}
+                )
+                return await send_json(
+                    send, resp.status, proxy.error_body(out, resp.status, raw), extra
+                )
+            warn = {"x-svc-warning": "; ".join(out.warnings)} if out.warnings else {}
+            if not out.stream:
+                body = proxy.response_body(out, await upstream.read_body(resp))
+                return await send_json(send, 200, body, warn)
+            await self._relay(out, resp, send, warn)
+        finally:
+            await resp.close()
+
+    async def _relay(
+        self, out: proxy.Outbound, resp: upstream.Response, send: Send, warn: dict[str, str]
+    ) -> None:
+        ctype = b"application/json" if not out.sse else b"text/event-stream"
+        head = [
+            (b"content-type", ctype),
+            (b"cache-control", b"no-cache"),
+            (b"x-accel-buffering", b"no"),
+        ]
+        head += [(k.encode(), v.encode()) for k, v in warn.items()]
+        await send({"type": "http.response.start", "status": 200, "headers": head})
+        translator = proxy.StreamTranslator(out)
+        try:
+            async for chunk in upstream.chunks(resp):
+                if data := translator.feed(chunk):
+                    await send({"type": "http.response.body", "body": data, "more_body": True})
+            tail = translator.close()
+        except ir.BridgeError as exc:
+            tail = translator.fail(exc.status, exc.message)
+        except Exception as exc:  # a translation bug must still end the client's stream cleanly
+            logger.exception("bridge stream translation failed")
+            tail = translator.fail(502, f"svc could not translate the provider's stream: {exc}")
+        await send({"type": "http.response.body", "body": tail, "more_body": False})
+
+
+application = BridgeApp()
