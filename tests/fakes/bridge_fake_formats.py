@@ -148,7 +148,10 @@ def extract(dialect: str, body: dict[str, Any]) -> Seen:
 
 def plan(seen: Seen, model: str) -> Plan:
     results = ";".join(f"{i}={c}" for i, c in seen.results)
-    text = f"fake {model} system=[{seen.system}] turns={seen.turns} images={seen.images} results=[{results}] said=[{seen.last_text}]"
+    text = (
+        f"fake {model} system=[{seen.system}] turns={seen.turns} images={seen.images} "
+        f"results=[{results}] said=[{seen.last_text}]"
+    )
     calls: list[tuple[str, str, dict[str, Any]]] = []
     stop = "max" if "[max]" in seen.last_text else "end"
     if "[tools]" in seen.last_text and seen.tools and not seen.after_tools:
@@ -220,9 +223,10 @@ def chat_stream(p: Plan, midfail: bool) -> list[bytes]:
     out = [_chunk(p, {"role": "assistant", "content": ""})]
     out += [_chunk(p, {"content": t}) for t in _split(p.text)]
     if midfail:
-        return out[:2] + [
-            b'data: {"error": {"message": "fake failure mid-stream", "type": "server_error", "code": null}}\n\n'
-        ]
+        error = {
+            "error": {"message": "fake failure mid-stream", "type": "server_error", "code": None}
+        }
+        return [*out[:2], f"data: {json.dumps(error)}\n\n".encode()]
     for k, (i, name, args) in enumerate(p.calls):
         out.append(
             _chunk(
@@ -354,8 +358,9 @@ def responses_stream(p: Plan, midfail: bool) -> list[bytes]:
     ids = {"item_id": "msg_fake", "output_index": 0, "content_index": 0}
     out += [s.ev("response.output_text.delta", **ids, delta=t) for t in _split(p.text)]
     if midfail:
-        return out[:5] + [
-            s.ev("error", code="server_error", message="fake failure mid-stream", param=None)
+        return [
+            *out[:5],
+            s.ev("error", code="server_error", message="fake failure mid-stream", param=None),
         ]
     items = _resp_items(p)
     out.append(s.ev("response.output_text.done", **ids, text=p.text))
@@ -440,8 +445,9 @@ def anthropic_stream(p: Plan, midfail: bool) -> list[bytes]:
         for t in _split(p.text)
     ]
     if midfail:
-        return out[:4] + [
-            _aev("error", error={"type": "overloaded_error", "message": "fake failure mid-stream"})
+        return [
+            *out[:4],
+            _aev("error", error={"type": "overloaded_error", "message": "fake failure mid-stream"}),
         ]
     out.append(_aev("content_block_stop", index=0))
     for k, (i, name, args) in enumerate(p.calls, start=1):
@@ -510,10 +516,11 @@ def _gframe(data: dict[str, Any]) -> bytes:
 def gemini_stream(p: Plan, midfail: bool) -> list[bytes]:
     out = [_gframe(_gresp(p, [{"text": t}])) for t in _split(p.text)]
     if midfail:
-        return out[:1] + [
+        return [
+            *out[:1],
             _gframe(
                 {"error": {"code": 500, "message": "fake failure mid-stream", "status": "INTERNAL"}}
-            )
+            ),
         ]
     if p.calls:
         out.append(_gframe(_gresp(p, _gcalls(p))))
@@ -588,6 +595,20 @@ def error(dialect: str, status: int, message: str) -> dict[str, Any]:
     }
 
 
+def _model(dialect: str, m: str) -> dict[str, Any]:
+    if dialect == "gemini":
+        methods = ["generateContent"]
+        return {
+            "name": f"models/{m}",
+            "version": "1",
+            "displayName": m,
+            "supportedGenerationMethods": methods,
+        }
+    if dialect == "anthropic":
+        return {"type": "model", "id": m, "display_name": m, "created_at": "2026-01-01T00:00:00Z"}
+    return {"id": m, "object": "model", "created": 0, "owned_by": "fake"}
+
+
 def meta(dialect: str, path: str) -> dict[str, Any]:
     """Model lists, model retrieval and token counts."""
     if path.endswith("count_tokens"):
@@ -595,30 +616,11 @@ def meta(dialect: str, path: str) -> dict[str, Any]:
     if path.endswith(":countTokens"):
         return {"totalTokens": 42}
     tail = path.rstrip("/").rsplit("/", 1)[-1]
+    if tail != "models":
+        return _model(dialect, tail)
+    models = [_model(dialect, m) for m in MODELS]
     if dialect == "gemini":
-        one = lambda m: {
-            "name": f"models/{m}",
-            "version": "1",
-            "displayName": m,
-            "supportedGenerationMethods": ["generateContent"],
-        }  # noqa: E731
-        return {"models": [one(m) for m in MODELS]} if tail == "models" else one(tail)
+        return {"models": models}
     if dialect == "anthropic":
-        one = lambda m: {
-            "type": "model",
-            "id": m,
-            "display_name": m,
-            "created_at": "2026-01-01T00:00:00Z",
-        }  # noqa: E731
-        return (
-            {
-                "data": [one(m) for m in MODELS],
-                "has_more": False,
-                "first_id": MODELS[0],
-                "last_id": MODELS[-1],
-            }
-            if tail == "models"
-            else one(tail)
-        )
-    one = lambda m: {"id": m, "object": "model", "created": 0, "owned_by": "fake"}  # noqa: E731
-    return {"object": "list", "data": [one(m) for m in MODELS]} if tail == "models" else one(tail)
+        return {"data": models, "has_more": False, "first_id": MODELS[0], "last_id": MODELS[-1]}
+    return {"object": "list", "data": models}

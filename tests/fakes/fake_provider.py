@@ -48,9 +48,7 @@ class Recorded:
 
 def _dialect(request: web.Request) -> str:
     path = request.path
-    if ":" in path.rsplit("/", 1)[-1] or path.rstrip("/").endswith("/models") and "/v1beta" in path:
-        return "gemini"
-    if "/v1beta/" in path or "/v1alpha/" in path:
+    if ":" in path.rsplit("/", 1)[-1] or "/v1beta/" in path or "/v1alpha/" in path:
         return "gemini"
     if (
         path.endswith("/messages")
@@ -173,10 +171,10 @@ class FakeProvider:
         return await self._stream(request, rec, dialect, plan, seen.last_text)
 
     def _forced_status(self, text: str) -> int:
-        if m := re.search(r"\[429:([\w-]+)\]", text):
-            if m.group(1) not in self.seen_tokens:
-                self.seen_tokens.add(m.group(1))
-                return 429
+        m = re.search(r"\[429:([\w-]+)\]", text)
+        if m and m.group(1) not in self.seen_tokens:
+            self.seen_tokens.add(m.group(1))
+            return 429
         if m := re.search(r"\[status:(\d{3})\]", text):
             return int(m.group(1))
         return 0

@@ -1,0 +1,452 @@
+"""The four codecs, dictionaries in and dictionaries out: requests, responses, streams, errors,
+model lists. No server: bridge_app.ir and bridge_app.dialects are plain Python."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bridge_app import dialects, ir
+from bridge_app.proxy import SSEParser
+
+NAMES = list(dialects.DIALECTS)
+PNG = "iVBORw0KGgoAAAANSUhEUg=="
+
+
+def rich_request() -> ir.Request:
+    """System, multi-turn, an image, two parallel tool calls and their results."""
+    return ir.Request(
+        model="m",
+        system=["be brief"],
+        messages=[
+            ir.Message("user", [ir.Text("look"), ir.Image("image/png", PNG)]),
+            ir.Message(
+                "assistant",
+                [
+                    ir.Text("checking"),
+                    ir.ToolCall("call_a", "weather", '{"city": "Paris"}'),
+                    ir.ToolCall("call_b", "time", '{"tz": "CET"}'),
+                ],
+            ),
+            ir.Message(
+                "user",
+                [
+                    ir.ToolResult("call_a", [ir.Text("sunny")]),
+                    ir.ToolResult("call_b", [ir.Text("noon")]),
+                ],
+            ),
+            ir.Message("user", [ir.Text("thanks")]),
+        ],
+        tools=[
+            ir.Tool("weather", "w", {"type": "object", "properties": {"city": {"type": "string"}}})
+        ],
+        tool_choice="auto",
+        max_tokens=100,
+        temperature=0.5,
+        stop=["END"],
+    )
+
+
+def summary(req: ir.Request) -> dict:
+    calls = [
+        (p.id, p.name, json.loads(p.args))
+        for m in req.messages
+        for p in m.parts
+        if isinstance(p, ir.ToolCall)
+    ]
+    results = [
+        (p.call_id, p.text()) for m in req.messages for p in m.parts if isinstance(p, ir.ToolResult)
+    ]
+    texts = [p.text for m in req.messages for p in m.parts if isinstance(p, ir.Text)]
+    images = [p.data for m in req.messages for p in m.parts if isinstance(p, ir.Image)]
+    return {
+        "system": req.system,
+        "calls": calls,
+        "results": results,
+        "texts": texts,
+        "images": images,
+        "tools": [t.name for t in req.tools],
+        "max": req.max_tokens,
+    }
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_request_survives_encode_then_decode_in_every_dialect(name: str) -> None:
+    codec = dialects.get(name)
+    body = codec.encode_request(rich_request())
+    back = codec.decode_request(json.loads(json.dumps(body)), "m")
+    assert summary(back) == summary(rich_request())
+
+
+@pytest.mark.parametrize("client", NAMES)
+@pytest.mark.parametrize("provider", NAMES)
+def test_request_translates_across_every_pair(client: str, provider: str) -> None:
+    body = dialects.get(client).encode_request(rich_request())
+    req = dialects.get(client).decode_request(body, "m")
+    upstream = dialects.get(provider).encode_request(req)
+    assert summary(dialects.get(provider).decode_request(upstream, "m")) == summary(rich_request())
+
+
+def test_openai_chat_request_fields() -> None:
+    body = {
+        "model": "gpt",
+        "messages": [
+            {"role": "developer", "content": "sys"},
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "hi"},
+                    {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}},
+                ],
+            },
+        ],
+        "tools": [
+            {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
+        ],
+        "tool_choice": {"type": "function", "function": {"name": "f"}},
+        "max_tokens": 7,
+        "stop": "X",
+        "stream": True,
+    }
+    req = dialects.get("openai-chat").decode_request(body)
+    assert req.system == ["sys"] and req.stream and req.max_tokens == 7 and req.stop == ["X"]
+    assert req.tool_choice == {"name": "f"}
+    assert req.messages[0].parts[1] == ir.Image("image/png", PNG)
+    anth = dialects.get("anthropic").encode_request(req)
+    assert anth["tool_choice"] == {"type": "tool", "name": "f"} and anth["system"] == "sys"
+    assert anth["messages"][0]["content"][1]["source"] == {
+        "type": "base64",
+        "media_type": "image/png",
+        "data": PNG,
+    }
+    gem = dialects.get("gemini").encode_request(req)
+    assert gem["toolConfig"]["functionCallingConfig"] == {
+        "mode": "ANY",
+        "allowedFunctionNames": ["f"],
+    }
+    assert gem["generationConfig"] == {"maxOutputTokens": 7, "stopSequences": ["X"]}
+
+
+def test_anthropic_requires_max_tokens_so_a_default_is_sent() -> None:
+    req = ir.Request(model="m", messages=[ir.Message("user", [ir.Text("x")])])
+    assert dialects.get("anthropic").encode_request(req)["max_tokens"] == 4096
+
+
+def test_gemini_reads_snake_case_and_uppercase_schemas() -> None:
+    body = {
+        "contents": [
+            {"role": "user", "parts": [{"inline_data": {"mime_type": "image/jpeg", "data": PNG}}]}
+        ],
+        "system_instruction": {"role": "user", "parts": [{"text": "sys"}]},
+        "tools": [
+            {
+                "function_declarations": [
+                    {
+                        "name": "f",
+                        "parameters": {"type": "OBJECT", "properties": {"a": {"type": "STRING"}}},
+                    }
+                ]
+            }
+        ],
+    }
+    req = dialects.get("gemini").decode_request(body, "models/gem")
+    assert req.model == "gem" and req.system == ["sys"]
+    assert req.messages[0].parts == [ir.Image("image/jpeg", PNG)]
+    assert req.tools[0].schema == {"type": "object", "properties": {"a": {"type": "string"}}}
+
+
+def test_gemini_function_responses_without_ids_match_calls_by_name() -> None:
+    body = {
+        "contents": [
+            {"role": "user", "parts": [{"text": "go"}]},
+            {
+                "role": "model",
+                "parts": [
+                    {"functionCall": {"name": "f", "args": {}}},
+                    {"functionCall": {"name": "g", "args": {}}},
+                ],
+            },
+            {
+                "role": "user",
+                "parts": [
+                    {"functionResponse": {"name": "g", "response": {"output": "G"}}},
+                    {"functionResponse": {"name": "f", "response": {"output": "F"}}},
+                ],
+            },
+        ]
+    }
+    req = dialects.get("gemini").decode_request(body, "m")
+    ids = {p.name: p.id for p in req.messages[1].parts}
+    results = {p.call_id: p.text() for p in req.messages[2].parts}
+    assert results == {ids["g"]: "G", ids["f"]: "F"}
+
+
+def test_responses_input_items_and_instructions() -> None:
+    body = {
+        "model": "m",
+        "instructions": "sys",
+        "input": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "input_text", "text": "hi"},
+                    {"type": "input_image", "image_url": f"data:image/png;base64,{PNG}"},
+                ],
+            },
+            {
+                "type": "function_call",
+                "id": "fc_1",
+                "call_id": "call_1",
+                "name": "f",
+                "arguments": "{}",
+            },
+            {"type": "function_call_output", "call_id": "call_1", "output": "done"},
+        ],
+        "max_output_tokens": 9,
+    }
+    req = dialects.get("openai-responses").decode_request(body)
+    assert summary(req)["results"] == [("call_1", "done")] and req.max_tokens == 9
+    chat = dialects.get("openai-chat").encode_request(req)
+    assert [m["role"] for m in chat["messages"]] == ["system", "user", "assistant", "tool"]
+    assert chat["messages"][3] == {"role": "tool", "tool_call_id": "call_1", "content": "done"}
+
+
+def test_mid_conversation_system_becomes_a_marked_user_turn_for_anthropic() -> None:
+    req = ir.Request(
+        model="m",
+        messages=[ir.Message("user", [ir.Text("a")]), ir.Message("system", [ir.Text("rule")])],
+    )
+    body = dialects.get("anthropic").encode_request(req)
+    assert body["messages"] == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "a"},
+                {"type": "text", "text": "<system-reminder>rule</system-reminder>"},
+            ],
+        }
+    ]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_decode_rejects_bodies_without_messages(name: str) -> None:
+    with pytest.raises(ir.BridgeError) as err:
+        dialects.get(name).decode_request({"model": "m"}, "m")
+    assert err.value.status == 400
+
+
+# --- responses -------------------------------------------------------------------------------
+
+
+def rich_response(stop: ir.Stop = "tool_use") -> ir.Response:
+    parts = [
+        ir.Text("hello"),
+        ir.ToolCall("call_1", "f", '{"a": 1}'),
+        ir.ToolCall("call_2", "g", "{}"),
+    ]
+    return ir.Response("x", "client-model", parts, stop, None, ir.Usage(10, 0, 0, 5, 0))
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("stop", ["end", "tool_use", "max_tokens"])
+def test_response_survives_encode_then_decode(name: str, stop: ir.Stop) -> None:
+    codec = dialects.get(name)
+    parts = rich_response().parts if stop == "tool_use" else [ir.Text("hello")]
+    resp = ir.Response("x", "client-model", parts, stop, None, ir.Usage(10, 0, 0, 5, 0))
+    back = codec.decode_response(json.loads(json.dumps(codec.encode_response(resp))))
+    assert back.stop == stop
+    assert [
+        (type(p), getattr(p, "text", None) or getattr(p, "name", None)) for p in back.parts
+    ] == [(type(p), getattr(p, "text", None) or getattr(p, "name", None)) for p in parts]
+    assert (back.usage.input_total, back.usage.output_total) == (10, 5)
+
+
+def test_response_shapes_carry_the_requested_model() -> None:
+    resp = rich_response()
+    assert (
+        dialects.get("openai-chat").encode_response(resp)["choices"][0]["finish_reason"]
+        == "tool_calls"
+    )
+    assert dialects.get("openai-chat").encode_response(resp)["model"] == "client-model"
+    assert dialects.get("anthropic").encode_response(resp)["stop_reason"] == "tool_use"
+    assert dialects.get("gemini").encode_response(resp)["modelVersion"] == "client-model"
+    out = dialects.get("openai-responses").encode_response(resp)
+    assert [i["type"] for i in out["output"]] == ["message", "function_call", "function_call"]
+    assert out["output"][1]["call_id"] == "call_1" and out["status"] == "completed"
+
+
+def test_anthropic_usage_excludes_cached_tokens() -> None:
+    resp = ir.Response("x", "m", [ir.Text("a")], usage=ir.Usage(100, 60, 10, 5))
+    usage = dialects.get("anthropic").encode_response(resp)["usage"]
+    assert usage["input_tokens"] == 30 and usage["cache_read_input_tokens"] == 60
+
+
+def test_gemini_stop_with_function_calls_is_tool_use() -> None:
+    body = {
+        "candidates": [
+            {
+                "content": {"parts": [{"functionCall": {"name": "f", "args": {"a": 1}}}]},
+                "finishReason": "STOP",
+            }
+        ]
+    }
+    resp = dialects.get("gemini").decode_response(body)
+    assert resp.stop == "tool_use" and resp.parts[0].id.startswith("call_")
+
+
+# --- streams ---------------------------------------------------------------------------------
+
+
+def events() -> list[ir.Event]:
+    return [
+        ir.Start("up"),
+        ir.BlockStart(0, "text"),
+        ir.TextDelta(0, "hel"),
+        ir.TextDelta(0, "lo"),
+        ir.BlockStop(0),
+        ir.BlockStart(1, "tool", "call_1", "f"),
+        ir.ArgsDelta(1, '{"a":'),
+        ir.ArgsDelta(1, " 1}"),
+        ir.BlockStop(1),
+        ir.BlockStart(2, "tool", "call_2", "g"),
+        ir.ArgsDelta(2, "{}"),
+        ir.BlockStop(2),
+        ir.UsageEvent(ir.Usage(10, 0, 0, 5)),
+        ir.Finish("tool_use"),
+    ]
+
+
+def encode_all(name: str, evs: list[ir.Event]) -> bytes:
+    enc = dialects.get(name).StreamEncoder("client-model", True)
+    return b"".join(enc.encode(e) for e in evs) + enc.close()
+
+
+def decode_all(name: str, raw: bytes) -> list[ir.Event]:
+    dec = dialects.get(name).StreamDecoder()
+    out: list[ir.Event] = []
+    for event, data in SSEParser().feed(raw):
+        if data != "[DONE]":
+            out += dec.feed(event, json.loads(data))
+    return out + dec.close()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_stream_encoder_output_decodes_back_to_the_same_answer(name: str) -> None:
+    resp = ir.collect(decode_all(name, encode_all(name, events())), "client-model")
+    assert resp.stop == "tool_use"
+    assert [
+        p.text if isinstance(p, ir.Text) else (p.id, p.name, json.loads(p.args)) for p in resp.parts
+    ] == [
+        "hello",
+        ("call_1", "f", {"a": 1}),
+        ("call_2", "g", {}),
+    ]
+    assert (resp.usage.input_total, resp.usage.output_total) == (10, 5)
+
+
+@pytest.mark.parametrize("client", NAMES)
+@pytest.mark.parametrize("provider", NAMES)
+def test_stream_translates_across_every_pair(client: str, provider: str) -> None:
+    upstream = encode_all(provider, events())
+    enc = dialects.get(client).StreamEncoder("client-model", True)
+    translated = b"".join(enc.encode(e) for e in decode_all(provider, upstream)) + enc.close()
+    resp = ir.collect(decode_all(client, translated), "client-model")
+    assert [getattr(p, "text", None) or getattr(p, "name", None) for p in resp.parts] == [
+        "hello",
+        "f",
+        "g",
+    ]
+    assert resp.stop == "tool_use" and resp.usage.output_total == 5
+
+
+def test_anthropic_stream_has_event_lines_dense_indices_and_usage() -> None:
+    frames = SSEParser().feed(encode_all("anthropic", events()))
+    assert frames[0][0] == "message_start" and frames[-1][0] == "message_stop"
+    starts = [json.loads(d)["index"] for e, d in frames if e == "content_block_start"]
+    assert starts == [0, 1, 2]
+    delta = next(json.loads(d) for e, d in frames if e == "message_delta")
+    assert delta["usage"]["output_tokens"] == 5 and delta["delta"]["stop_reason"] == "tool_use"
+
+
+def test_gemini_stream_frames_are_data_only_and_calls_arrive_whole() -> None:
+    raw = encode_all("gemini", events())
+    assert b"event:" not in raw and b"[DONE]" not in raw and raw.startswith(b"data: ")
+    frames = [json.loads(d) for _, d in SSEParser().feed(raw)]
+    calls = [
+        p["functionCall"]
+        for f in frames
+        for p in f["candidates"][0]["content"]["parts"]
+        if "functionCall" in p
+    ]
+    assert calls == [
+        {"id": "call_1", "name": "f", "args": {"a": 1}},
+        {"id": "call_2", "name": "g", "args": {}},
+    ]
+    assert frames[-1]["candidates"][0]["finishReason"] == "STOP"
+
+
+def test_responses_stream_keeps_one_id_and_counts_sequence_numbers() -> None:
+    frames = [json.loads(d) for _, d in SSEParser().feed(encode_all("openai-responses", events()))]
+    assert frames[0]["type"] == "response.created" and frames[-1]["type"] == "response.completed"
+    assert [f["sequence_number"] for f in frames] == list(range(len(frames)))
+    assert frames[0]["response"]["id"] == frames[-1]["response"]["id"]
+
+
+def test_chat_stream_tool_indices_are_ordinals_and_ends_with_done() -> None:
+    raw = encode_all("openai-chat", events())
+    assert raw.endswith(b"data: [DONE]\n\n")
+    chunks = [json.loads(d) for _, d in SSEParser().feed(raw) if d != "[DONE]"]
+    firsts = [
+        tc
+        for c in chunks
+        if c["choices"]
+        for tc in c["choices"][0]["delta"].get("tool_calls", [])
+        if "id" in tc
+    ]
+    assert [(t["index"], t["id"]) for t in firsts] == [(0, "call_1"), (1, "call_2")]
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] == 5
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_mid_stream_error_is_the_dialects_error_event(name: str) -> None:
+    enc = dialects.get(name).StreamEncoder("m", True)
+    raw = enc.encode(ir.Start("x")) + enc.encode(ir.Error(502, "boom")) + enc.close()
+    decoded = decode_all(name, raw)
+    assert any(isinstance(e, ir.Error) and "boom" in e.message for e in decoded)
+
+
+def test_sse_parser_keeps_partial_frames_and_accepts_crlf() -> None:
+    parser = SSEParser()
+    assert parser.feed(b'event: a\r\ndata: {"x"') == []
+    assert parser.feed(b": 1}\r\n\r\ndata:2\n\n") == [("a", '{"x": 1}'), ("", "2")]
+
+
+# --- errors and model lists ------------------------------------------------------------------
+
+
+def test_errors_in_each_dialects_shape() -> None:
+    assert dialects.get("openai-chat").encode_error(404, "no")["error"]["type"] == "not_found_error"
+    assert dialects.get("anthropic").encode_error(429, "slow") == {
+        "type": "error",
+        "error": {"type": "rate_limit_error", "message": "slow"},
+    }
+    assert dialects.get("gemini").encode_error(504, "late") == {
+        "error": {"code": 504, "message": "late", "status": "DEADLINE_EXCEEDED"}
+    }
+    for name in NAMES:
+        codec = dialects.get(name)
+        assert codec.decode_error(codec.encode_error(400, "bad thing")) == "bad thing"
+
+
+def test_model_lists_in_each_dialects_shape() -> None:
+    ids = ["a", "b"]
+    assert dialects.get("openai-chat").encode_model_list(ids)["data"][1] == {
+        "id": "b",
+        "object": "model",
+        "created": 0,
+        "owned_by": "svc",
+    }
+    anth = dialects.get("anthropic").encode_model_list(ids)
+    assert (anth["has_more"], anth["first_id"], anth["last_id"]) == (False, "a", "b")
+    assert dialects.get("gemini").encode_model_list(ids)["models"][0]["name"] == "models/a"
