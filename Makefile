@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint format bench venv dev-venv assets clean
+.PHONY: run test lint format bench venv dev-venv assets test-fixtures clean
 
 $(VENV)/.base: requirements.txt .python-version
 	@test -x $(PY) || "$$(scripts/find-python.sh)" -m venv $(VENV)
@@ -29,6 +29,14 @@ static/vendor/.installed: package.json
 
 assets: static/vendor/.installed
 
+# The preview tests run a real Vite dev server (hot reload through svc's proxy).
+VITE_FIXTURE := tests/fixtures/previews/vite-app
+$(VITE_FIXTURE)/node_modules/.installed: $(VITE_FIXTURE)/package.json $(VITE_FIXTURE)/package-lock.json
+	cd $(VITE_FIXTURE) && npm install --no-audit --no-fund --silent
+	@touch $@
+
+test-fixtures: $(VITE_FIXTURE)/node_modules/.installed
+
 run: venv assets
 	$(PY) manage.py migrate --noinput -v 0
 	SVC_PORT=$(PORT) SVC_PRINT_LOGIN=1 $(PY) manage.py runserver --noreload $(HOST):$(PORT)
@@ -41,7 +49,7 @@ format: dev-venv
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-test: dev-venv assets
+test: dev-venv assets test-fixtures
 	@scripts/ensure-services.sh
 	@scripts/ensure-chromium.sh
 	$(MAKE) --no-print-directory lint

@@ -6,7 +6,11 @@ One browser for the module; a fresh context (no cookies) per test.
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +20,7 @@ from playwright.sync_api import Browser, BrowserContext, Page
 
 from tests.previews_app.upstream import Upstream
 from tests.support.browser import chromium
-from tests.support.daemon import Daemon
+from tests.support.daemon import Daemon, free_port
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "previews"
 
@@ -194,3 +198,61 @@ CONTRAST_JS = """() => {
     const codeBg = rgb(getComputedStyle(code).backgroundColor);
     return {text: contrast(text, bg), code: contrast(kw, codeBg), dark_background: lum(bg) < 0.2};
 }"""
+
+
+VITE_APP = FIXTURES / "vite-app"
+
+
+@pytest.fixture
+def vite(tmp_path: Path) -> Iterator[tuple[int, Path]]:
+    """The fixture app copied to a scratch folder (its node_modules linked), served by Vite."""
+    app = tmp_path / "vite-app"
+    shutil.copytree(VITE_APP, app, ignore=shutil.ignore_patterns("node_modules"))
+    (app / "node_modules").symlink_to(VITE_APP / "node_modules")
+    port = free_port()
+    proc = subprocess.Popen(
+        [str(app / "node_modules" / ".bin" / "vite"), "--host", "127.0.0.1", "--port", str(port)],
+        cwd=app,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        yield port, app
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(10)
+
+
+def test_a_vite_dev_server_hot_reloads_through_the_preview(
+    context: BrowserContext, daemon: Daemon, vite: tuple[int, Path]
+) -> None:
+    port, app = vite
+    made = httpx.post(
+        f"{daemon.url}/api/previews",
+        json={"port": port, "workspace": str(app)},
+        headers=daemon.owner_headers(),
+    ).json()
+    page = context.new_page()
+    sockets: list[str] = []
+    frames: list[str] = []
+    page.on(
+        "websocket",
+        lambda ws: (sockets.append(ws.url), ws.on("framereceived", lambda f: frames.append(f))),
+    )
+    page.goto(f"{daemon.url}/preview/u/{made['slug']}/")
+    page.locator("#message", has_text="hello from vite").wait_for(timeout=15000)
+    deadline = time.monotonic() + 15
+    while not any('"connected"' in str(f) for f in frames) and time.monotonic() < deadline:
+        page.wait_for_timeout(50)  # Vite greets every HMR client with {"type":"connected"}
+    assert sockets and sockets[0].startswith(f"ws://{made['slug']}.localhost:{daemon.port}/")
+    assert any('"connected"' in str(f) for f in frames)
+    (app / "src" / "message.js").write_text('export const message = "changed on disk";\n')
+    page.locator("#message", has_text="changed on disk").wait_for(timeout=15000)

@@ -7,6 +7,7 @@ exactly what a browser resolving *.localhost to loopback sends.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Iterator
 from urllib.parse import parse_qs, urlsplit
 
@@ -252,3 +253,58 @@ def test_the_proxy_connects_to_loopback_only(daemon: Daemon, preview: dict) -> N
         response = client.get(f"/preview/u/{preview['slug']}/echo", headers=daemon.owner_headers())
     seen = response.json()
     assert seen["headers"]["host"] == f"localhost:{preview['port']}"
+
+
+@pytest.fixture(scope="module")
+def ws_upstream() -> Iterator[int]:
+    """An echo WebSocket server speaking subprotocol `echo-v1`."""
+    from websockets.sync.server import serve
+
+    def echo(conn) -> None:
+        for message in conn:
+            conn.send(message)
+
+    with serve(echo, "127.0.0.1", 0, subprotocols=["echo-v1"]) as server:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        yield server.socket.getsockname()[1]
+        server.shutdown()
+
+
+def ws_connect(daemon: Daemon, slug: str, cookie: str, origin: str | None = None):
+    host = origin_host(daemon, slug)
+    return websockets.connect(
+        f"ws://{host}/socket?x=1",
+        host="127.0.0.1",
+        port=daemon.port,
+        origin=origin or f"http://{host}",
+        additional_headers={"Cookie": f"svc_preview={cookie}"},
+        subprotocols=["echo-v1"],
+        proxy=None,
+    )
+
+
+def test_websockets_are_proxied_on_the_preview_origin(daemon: Daemon, ws_upstream: int) -> None:
+    made = httpx.post(
+        f"{daemon.url}/api/previews", json={"port": ws_upstream}, headers=daemon.owner_headers()
+    ).json()
+    cookie = grant_cookie(daemon, made["slug"])
+
+    async def roundtrip() -> tuple[str | None, object, object]:
+        async with ws_connect(daemon, made["slug"], cookie) as ws:
+            await ws.send("hello")
+            text = await ws.recv()
+            await ws.send(b"\x00\x01binary")
+            return ws.subprotocol, text, await ws.recv()
+
+    assert asyncio.run(roundtrip()) == ("echo-v1", "hello", b"\x00\x01binary")
+
+    async def refused(**kwargs) -> int:
+        try:
+            async with ws_connect(daemon, made["slug"], **kwargs):
+                return 101
+        except websockets.InvalidStatus as exc:
+            return exc.response.status_code
+
+    assert asyncio.run(refused(cookie="forged")) == 403
+    assert asyncio.run(refused(cookie=cookie, origin="http://evil.example")) == 403
