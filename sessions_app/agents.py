@@ -155,7 +155,7 @@ def resolve_launch(
     """argv for the session kind (`terminal` → command, others → acp_command) plus environment."""
     argv = agent.command if kind == "terminal" else agent.acp_command
     if not argv:
-        mode = "an interactive command" if kind == "terminal" else "an ACP command"
-        raise ValueError(f"agent {agent.name!r} has no {mode} for {kind} sessions")
+        mode = "interactive `command`" if kind == "terminal" else "`acp_command` (ACP on stdio)"
+        raise ValueError(f"agent {agent.name!r} has no {mode}, so it cannot run {kind} sessions")
     env = session_env(agent, session_id=session_id, workspace=workspace, profile_id=profile_id)
     return Launch(argv=tuple(argv), env=env, cwd=workspace)

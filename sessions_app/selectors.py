@@ -20,6 +20,16 @@ def session_get(session_id: str) -> Session | None:
         return None
 
 
+def session_events(session_id: str) -> list[dict[str, Any]]:
+    """A chat session's stored events in order, shaped as /ws/chat sends them."""
+    from sessions_app.models import SessionEvent
+
+    return [
+        {**e.payload, "kind": e.kind, "session_id": session_id, "seq": e.seq}
+        for e in SessionEvent.objects.filter(session_id=session_id).order_by("seq")
+    ]
+
+
 def workspace_list() -> list[Workspace]:
     return list(Workspace.objects.all())
 

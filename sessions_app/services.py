@@ -205,6 +205,14 @@ def _check_session_args(kind: str, profile_id: str, cols: int, rows: int) -> Non
             raise ServiceError(f"{name} must be between 1 and {TERMINAL_SIZE_MAX}, got {value}")
 
 
+async def _store_event(session_id: str, kind: str, payload: dict) -> int:
+    from asgiref.sync import sync_to_async
+
+    return await sync_to_async(session_event_append)(
+        session_id=session_id, kind=kind, payload=payload
+    )
+
+
 async def _on_process_exit(session_id: str, exit_code: int) -> None:
     from asgiref.sync import sync_to_async
 
@@ -244,8 +252,9 @@ def session_create(
             from sessions_app.host import acp
 
             pid, agent_session_id = async_to_sync(acp.start_chat)(
-                str(session.id), launch=launch, on_exit=_on_process_exit
-            )
+                str(session.id), agent=agent, argv=launch.argv, env=launch.env, cwd=launch.cwd,
+                store=_store_event, on_exit=_on_process_exit,
+            )  # fmt: skip
     except Exception as exc:
         session.mark_exited(None, failed=True)
         session.save()

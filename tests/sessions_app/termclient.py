@@ -29,7 +29,7 @@ def hosting_settings() -> dict[str, Any]:
         },
         "agents": {
             "fake": {
-                "command": [sys.executable, FAKE_ACP, "--env"],
+                "command": [sys.executable, FAKE_ACP],
                 "acp_command": [sys.executable, FAKE_ACP],
                 "enabled": True,
             }
@@ -122,7 +122,44 @@ class Term:
         await self.ws.close()
 
 
-def start_hosting_daemon(tmp: Path) -> Daemon:
+def start_hosting_daemon(tmp: Path, env: dict[str, str] | None = None) -> Daemon:
     from tests.support.daemon import migrated_home
 
-    return Daemon(migrated_home(tmp, hosting_settings())).start()
+    return Daemon(migrated_home(tmp, hosting_settings()), env=env or {}).start()
+
+
+class Chat:
+    """A /ws/chat client that keeps every event it has read."""
+
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
+        self.events: list[dict[str, Any]] = []
+        self.cursor = 0
+
+    @classmethod
+    async def connect(cls, daemon: Daemon) -> Chat:
+        return cls(await open_ws(daemon, "/ws/chat"))
+
+    async def send(self, **message: Any) -> None:
+        await self.ws.send(json.dumps(message))
+
+    async def next(self, kind: str, timeout: float = 10, **match: Any) -> dict[str, Any]:
+        """The next event of `kind` (after the previous match) whose fields equal `match`."""
+        async with asyncio.timeout(timeout):
+            while True:
+                while self.cursor < len(self.events):
+                    event = self.events[self.cursor]
+                    self.cursor += 1
+                    if event["kind"] == kind and all(event.get(k) == v for k, v in match.items()):
+                        return event
+                self.events.append(json.loads(await self.ws.recv()))
+
+    def texts(self, kind: str = "agent_message_chunk") -> str:
+        return "".join(e.get("text", "") for e in self.events if e["kind"] == kind)
+
+    async def open(self, **fields: Any) -> dict[str, Any]:
+        await self.send(type="open", **fields)
+        return await self.next("session")
+
+    async def close(self) -> None:
+        await self.ws.close()

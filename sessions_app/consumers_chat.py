@@ -1,0 +1,156 @@
+"""`/ws/chat`: chat clients with hosted ACP agents (SPEC §7).
+
+One socket may hold several sessions. Everything sent goes through one queue and one writer task,
+so a session's replayed history, its `session` event and its live events arrive in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from sessions_app import selectors, services
+from sessions_app.host import registry
+from sessions_app.host.acp import AcpSession
+
+
+def error(message: str, session_id: str | None = None) -> dict[str, Any]:
+    return {"kind": "error", "session_id": session_id, "message": message}
+
+
+class ChatConsumer(AsyncWebsocketConsumer):
+    async def connect(self) -> None:
+        self.outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.subscriptions: dict[str, tuple[AcpSession, Any]] = {}
+        self.turns: set[asyncio.Task] = set()
+        await self.accept()
+        self.writer = asyncio.get_running_loop().create_task(self._write())
+
+    async def _write(self) -> None:
+        while True:
+            event = await self.outbox.get()
+            await self.send(text_data=json.dumps(event))
+
+    async def disconnect(self, code: int) -> None:
+        for chat, deliver in self.subscriptions.values():
+            chat.subscribers.discard(deliver)
+        if hasattr(self, "writer"):
+            self.writer.cancel()
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        try:
+            message = json.loads(text_data or "")
+        except ValueError:
+            message = None
+        if not isinstance(message, dict):
+            self.outbox.put_nowait(error("send a JSON object with a `type`"))
+            return
+        handler = {
+            "open": self.on_open,
+            "prompt": self.on_prompt,
+            "cancel": self.on_cancel,
+            "permission": self.on_permission,
+        }.get(message.get("type"))
+        if handler is None:
+            self.outbox.put_nowait(error("type must be open, prompt, cancel or permission"))
+            return
+        await handler(message)
+
+    async def on_open(self, message: dict[str, Any]) -> None:
+        session_id = message.get("session_id")
+        if not session_id:
+            try:
+                session = await database_sync_to_async(services.session_create)(
+                    agent=str(message.get("agent") or ""),
+                    workspace=str(message.get("workspace") or ""),
+                    kind="chat",
+                    profile_id=str(message.get("profile_id") or ""),
+                )
+            except services.ServiceError as exc:
+                self.outbox.put_nowait(error(str(exc)))
+                return
+            session_id = str(session.id)
+        await self._attach(str(session_id))
+
+    async def _attach(self, session_id: str) -> None:
+        session = await database_sync_to_async(selectors.session_get)(session_id)
+        if session is None:
+            self.outbox.put_nowait(error(f"no session {session_id}", session_id))
+            return
+        session_id = str(session.id)
+        chat = registry.chat(session_id)
+        live: list[dict[str, Any]] = []
+        if chat is not None and session_id not in self.subscriptions:
+            # Subscribe before reading the history: an event stored meanwhile is in one of the
+            # two, and the seq numbers drop the duplicate.
+            self.subscriptions[session_id] = (chat, live.append)
+            chat.subscribers.add(live.append)
+        history = await database_sync_to_async(selectors.session_events)(session_id)
+        for event in history:
+            self.outbox.put_nowait({**event, "replay": True})
+        self.outbox.put_nowait(self._session_event(session, chat))
+        last = history[-1]["seq"] if history else 0
+        for event in live:
+            if event["seq"] is None or event["seq"] > last:
+                self.outbox.put_nowait(event)
+        if chat is not None:
+            chat.subscribers.discard(live.append)
+            chat.subscribers.add(self.outbox.put_nowait)
+            self.subscriptions[session_id] = (chat, self.outbox.put_nowait)
+
+    def _session_event(self, session: Any, chat: AcpSession | None) -> dict[str, Any]:
+        return {
+            "kind": "session",
+            "session_id": str(session.id),
+            "agent": session.agent,
+            "workspace": session.workspace,
+            "status": session.status if chat is not None else "exited",
+            "agent_session_id": session.agent_session_id,
+            "agent_info": chat.agent_info if chat is not None else {},
+            "busy": bool(chat and chat.busy),
+        }
+
+    def _chat_for(self, message: dict[str, Any]) -> AcpSession | None:
+        session_id = str(message.get("session_id") or "")
+        chat = registry.chat(session_id)
+        if chat is None:
+            self.outbox.put_nowait(error(f"no live chat session {session_id!r}", session_id))
+        return chat
+
+    async def on_prompt(self, message: dict[str, Any]) -> None:
+        chat = self._chat_for(message)
+        text = message.get("text")
+        if chat is None:
+            return
+        if not isinstance(text, str) or not text.strip():
+            self.outbox.put_nowait(error("prompt needs a non-empty `text`", chat.session_id))
+            return
+        if chat.busy:
+            self.outbox.put_nowait(error("a turn is already running", chat.session_id))
+            return
+        # The turn runs on its own so this socket can still cancel it or answer permissions.
+        task = asyncio.get_running_loop().create_task(chat.prompt(text))
+        self.turns.add(task)
+        task.add_done_callback(self.turns.discard)
+
+    async def on_cancel(self, message: dict[str, Any]) -> None:
+        chat = self._chat_for(message)
+        if chat is not None:
+            with contextlib.suppress(Exception):
+                await chat.cancel()
+
+    async def on_permission(self, message: dict[str, Any]) -> None:
+        request_id, option_id = message.get("request_id"), message.get("option_id")
+        problem = f"no pending permission request {request_id!r} to answer"
+        for chat, _ in self.subscriptions.values():
+            answer = chat.answer_permission(str(request_id), str(option_id))
+            if answer is None:
+                return
+            if answer.startswith("option_id"):  # the request is this chat's; the option is not
+                problem = answer
+        self.outbox.put_nowait(error(problem))

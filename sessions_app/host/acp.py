@@ -1,0 +1,297 @@
+"""Chat sessions: svc as the client of an agent's ACP stdio server (agent-client-protocol SDK).
+
+Every update becomes an event `{"kind", "session_id", "seq", ...}`: stored first (through the
+injected `store`), then handed to the subscribed chat clients, so a client that reopens the
+session and replays the stored events never misses or repeats one. Permission requests go to the
+subscribed clients and are refused when nobody answers within PERMISSION_TIMEOUT_S.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import os
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any, BinaryIO
+
+from acp import PROTOCOL_VERSION, connect_to_agent, text_block
+from acp.schema import (
+    AllowedOutcome,
+    ClientCapabilities,
+    DeniedOutcome,
+    Implementation,
+    PermissionOption,
+    RequestPermissionResponse,
+    ToolCallUpdate,
+)
+
+from sessions_app.host import processes, runtime
+
+logger = logging.getLogger(__name__)
+
+PERMISSION_TIMEOUT_S = float(os.environ.get("SVC_PERMISSION_TIMEOUT", "60"))
+START_TIMEOUT_S = 60.0
+STREAM_LIMIT = 50 << 20  # one ACP message may carry images or whole files
+
+Store = Callable[[str, str, dict[str, Any]], Awaitable[int]]
+OnExit = Callable[[str, int], Awaitable[None]]
+Deliver = Callable[[dict[str, Any]], None]
+
+
+def update_event(update: Any) -> tuple[str, dict[str, Any]]:
+    data = update.model_dump(mode="json", by_alias=True, exclude_none=True)
+    kind = data.pop("sessionUpdate", "update")
+    if "kind" in data:  # a tool call's kind would shadow the event's own `kind`
+        data["tool_kind"] = data.pop("kind")
+    content = data.get("content")
+    if kind.endswith("_chunk") and isinstance(content, dict) and content.get("type") == "text":
+        data["text"] = content.get("text", "")
+    return kind, data
+
+
+class _HostClient:
+    """The ACP `Client` side: updates and permission requests go to the chat session."""
+
+    def __init__(self, chat: AcpSession) -> None:
+        self.chat = chat
+
+    def on_connect(self, conn: Any) -> None:
+        pass
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        await self.chat.emit(*update_event(update))
+
+    async def request_permission(
+        self, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption], **kw: Any
+    ) -> RequestPermissionResponse:
+        return await self.chat.ask_permission(tool_call, options)
+
+
+class AcpSession:
+    def __init__(self, session_id: str, agent: str, *, store: Store, on_exit: OnExit) -> None:
+        self.session_id, self.agent = session_id, agent
+        self._store, self._on_exit = store, on_exit
+        self.subscribers: set[Deliver] = set()
+        self.permission_mode = "ask"  # ask | allow | deny
+        self.busy = False
+        self.agent_session_id = ""
+        self.agent_info: dict[str, Any] = {}
+        self._pending: dict[str, tuple[asyncio.Future[str | None], set[str]]] = {}
+        self._emit_lock = asyncio.Lock()
+        self.exited = asyncio.Event()
+        self.exit_code: int | None = None
+
+    async def start(self, argv: tuple[str, ...], env: dict[str, str], cwd: str) -> int:
+        with _agent_log(self.session_id) as stderr:
+            self.proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=stderr,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,  # its own session: stop reaches every descendant
+                limit=STREAM_LIMIT,
+            )
+        self.pid = self.proc.pid
+        self.conn = connect_to_agent(_HostClient(self), self.proc.stdin, self.proc.stdout)
+        self._watcher = asyncio.get_running_loop().create_task(self._watch_exit())
+        try:
+            await asyncio.wait_for(self._handshake(cwd), START_TIMEOUT_S)
+        except BaseException:
+            await self.stop()
+            raise
+        await self._publish_runtime()
+        return self.pid
+
+    async def _handshake(self, cwd: str) -> None:
+        init = await self.conn.initialize(
+            protocol_version=PROTOCOL_VERSION,
+            client_capabilities=ClientCapabilities(),
+            client_info=Implementation(name="svc", version="0.1.0"),
+        )
+        if init.agent_info is not None:
+            self.agent_info = {"name": init.agent_info.name, "version": init.agent_info.version}
+        new = await self.conn.new_session(cwd=cwd, mcp_servers=[])
+        self.agent_session_id = new.session_id
+
+    async def _publish_runtime(self, current_turn: str | None = None) -> None:
+        from sessions_app import lists
+
+        runtime.put(
+            self.session_id,
+            agent=self.agent,
+            agent_name=self.agent_info.get("name", ""),
+            agent_version=self.agent_info.get("version", ""),
+            agent_session_id=self.agent_session_id,
+            busy=self.busy,
+            current_turn=current_turn,
+        )
+        await lists.abroadcast("agents_runtime")
+
+    # --- events ----------------------------------------------------------------------------
+
+    def event(self, kind: str, payload: dict[str, Any], seq: int | None = None) -> dict[str, Any]:
+        return {**payload, "kind": kind, "session_id": self.session_id, "seq": seq}
+
+    async def emit(self, kind: str, payload: dict[str, Any], *, store: bool = True) -> None:
+        async with self._emit_lock:  # stored order == delivered order
+            seq = await self._store(self.session_id, kind, payload) if store else None
+            event = self.event(kind, payload, seq)
+            for deliver in list(self.subscribers):
+                deliver(event)
+
+    # --- turns -----------------------------------------------------------------------------
+
+    async def prompt(self, text: str) -> str:
+        if self.busy:
+            raise RuntimeError("a turn is already running; cancel it or wait for turn_end")
+        if self.exited.is_set():
+            raise RuntimeError("the agent has exited; open a new chat session")
+        self.busy = True
+        await self._publish_runtime(current_turn=text[:200])
+        try:
+            await self.emit("user_message_chunk", {"text": text})
+            response = await self.conn.prompt(
+                session_id=self.agent_session_id, prompt=[text_block(text)]
+            )
+            stop_reason = str(response.stop_reason)
+            await self.emit("turn_end", {"stop_reason": stop_reason})
+            return stop_reason
+        except Exception as exc:
+            await self.emit("error", {"message": f"prompt failed: {exc}"})
+            await self.emit("turn_end", {"stop_reason": "error"})
+            return "error"
+        finally:
+            self.busy = False
+            if not self.exited.is_set():
+                await self._publish_runtime()
+
+    async def cancel(self) -> None:
+        # ACP: the client answers pending permission requests of a cancelled turn "cancelled".
+        for future, _ in self._pending.values():
+            if not future.done():
+                future.set_result(None)
+        await self.conn.cancel(session_id=self.agent_session_id)
+
+    # --- permissions -----------------------------------------------------------------------
+
+    async def ask_permission(
+        self, tool_call: ToolCallUpdate, options: list[PermissionOption]
+    ) -> RequestPermissionResponse:
+        ids = {o.option_id for o in options}
+        if self.permission_mode == "allow":
+            return _choose(options, "allow") or _refuse(options)
+        if self.permission_mode == "deny" or not self.subscribers:
+            return _refuse(options)
+        request_id = uuid.uuid4().hex
+        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = (future, ids)
+        await self.emit(
+            "permission_request",
+            {
+                "request_id": request_id,
+                "tool_call": tool_call.model_dump(mode="json", by_alias=True, exclude_none=True),
+                "options": [
+                    {"option_id": o.option_id, "name": o.name, "kind": str(o.kind)} for o in options
+                ],
+            },
+        )
+        try:
+            chosen = await asyncio.wait_for(future, PERMISSION_TIMEOUT_S)
+        except TimeoutError:
+            chosen = None
+        finally:
+            self._pending.pop(request_id, None)
+        resolved = {"request_id": request_id, "option_id": chosen, "answered": chosen is not None}
+        await self.emit("permission_resolved", resolved)
+        if chosen is None:
+            return _refuse(options)
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(option_id=chosen, outcome="selected")
+        )
+
+    def answer_permission(self, request_id: str, option_id: str) -> str | None:
+        """None when accepted, else why not."""
+        pending = self._pending.get(request_id)
+        if pending is None or pending[0].done():
+            return f"no pending permission request {request_id!r}"
+        if option_id not in pending[1]:
+            return f"option_id must be one of {sorted(pending[1])}"
+        pending[0].set_result(option_id)
+        return None
+
+    # --- end -------------------------------------------------------------------------------
+
+    async def _watch_exit(self) -> None:
+        returncode = await self.proc.wait()
+        self.exit_code = processes.exit_code_of(returncode)
+        runtime.remove(self.session_id)
+        from sessions_app import lists
+
+        await lists.abroadcast("agents_runtime")
+        with contextlib.suppress(Exception):
+            await self.conn.close()
+        try:
+            await self._on_exit(self.session_id, self.exit_code)
+        finally:
+            self.exited.set()
+            ended = {"status": "exited", "exit_code": self.exit_code}
+            await self.emit("session", ended, store=False)
+
+    async def stop(self, grace: float = 1.0) -> None:
+        if self.exited.is_set():
+            return
+        with contextlib.suppress(Exception):
+            self.proc.stdin.close()  # well-behaved agents exit at EOF
+        await processes.kill_session(self.pid, grace)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.exited.wait(), 3)
+
+
+def _agent_log(session_id: str) -> BinaryIO:
+    """The agent's stderr, kept for the user under $SVC_HOME/logs (stdout is the protocol)."""
+    from svcproject import config
+
+    return (config.svc_home() / "logs" / f"agent-{session_id}.log").open("ab")
+
+
+def _choose(options: list[PermissionOption], prefix: str) -> RequestPermissionResponse | None:
+    for option in options:
+        if str(option.kind).startswith(prefix):
+            return RequestPermissionResponse(
+                outcome=AllowedOutcome(option_id=option.option_id, outcome="selected")
+            )
+    return None
+
+
+def _refuse(options: list[PermissionOption]) -> RequestPermissionResponse:
+    return _choose(options, "reject") or RequestPermissionResponse(
+        outcome=DeniedOutcome(outcome="cancelled")
+    )
+
+
+async def start_chat(
+    session_id: str, *, agent: str, argv: tuple[str, ...], env: dict[str, str], cwd: str,
+    store: Store, on_exit: OnExit,
+) -> tuple[int, str]:  # fmt: skip
+    """Start the agent and its ACP session; returns (pid, the agent's own session id)."""
+    from sessions_app.host import registry
+
+    chat = AcpSession(session_id, agent, store=store, on_exit=on_exit)
+
+    async def ended(sid: str, code: int) -> None:
+        registry.forget_chat(sid)
+        await on_exit(sid, code)
+
+    chat._on_exit = ended
+    # A fresh context: callers come through async_to_sync from a request or consumer thread.
+    task = asyncio.get_running_loop().create_task(
+        chat.start(argv, env, cwd), context=contextvars.Context()
+    )
+    pid = await task
+    registry.register_chat(session_id, chat)
+    return pid, chat.agent_session_id

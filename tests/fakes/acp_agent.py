@@ -1,0 +1,143 @@
+"""A small ACP agent on stdio, written with the agent-client-protocol SDK, for svc's tests.
+
+What it does depends on the prompt text:
+  echo <words>     streams the words back, one chunk each
+  think <words>    a thought chunk, then the words as a message
+  permission       a tool call, a permission request, then which option came back
+  sleep <seconds>  streams a dot every 50 ms until done or cancelled (stop reason `cancelled`)
+  env              the SVC_* variables it was started with, as JSON
+  plan             a two-entry plan
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import uuid
+from typing import Any
+
+from acp import (
+    PROTOCOL_VERSION,
+    Agent,
+    InitializeResponse,
+    NewSessionResponse,
+    PromptResponse,
+    plan_entry,
+    run_agent,
+    start_tool_call,
+    update_agent_message_text,
+    update_agent_thought_text,
+    update_plan,
+    update_tool_call,
+)
+from acp.interfaces import Client
+from acp.schema import (
+    AgentCapabilities,
+    Implementation,
+    LoadSessionResponse,
+    PermissionOption,
+    ToolCallUpdate,
+)
+
+
+class FakeAgent(Agent):
+    def __init__(self) -> None:
+        self.conn: Client | None = None
+        self.cancelled: set[str] = set()
+
+    def on_connect(self, conn: Client) -> None:
+        self.conn = conn
+
+    async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
+        return InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(load_session=True),
+            agent_info=Implementation(name="svc-fake-agent", version="1.2.3"),
+        )
+
+    async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
+        return NewSessionResponse(session_id=f"fake-{uuid.uuid4().hex[:8]}")
+
+    async def load_session(self, cwd: str, session_id: str, **kwargs: Any) -> LoadSessionResponse:
+        return LoadSessionResponse()
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        self.cancelled.add(session_id)
+
+    async def say(self, session_id: str, text: str) -> None:
+        assert self.conn is not None
+        await self.conn.session_update(session_id, update_agent_message_text(text))
+
+    async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
+        text = " ".join(getattr(block, "text", "") for block in prompt).strip()
+        command, _, rest = text.partition(" ")
+        self.cancelled.discard(session_id)
+        handler = getattr(self, f"do_{command}", None)
+        if handler is None:
+            await self.say(session_id, f"unknown command {command!r}")
+            return PromptResponse(stop_reason="end_turn")
+        return PromptResponse(stop_reason=await handler(session_id, rest))
+
+    async def do_echo(self, session_id: str, rest: str) -> str:
+        for i, word in enumerate(rest.split()):
+            await self.say(session_id, (" " if i else "") + word)
+        return "end_turn"
+
+    async def do_think(self, session_id: str, rest: str) -> str:
+        assert self.conn is not None
+        await self.conn.session_update(session_id, update_agent_thought_text("hmm " + rest))
+        await self.say(session_id, rest)
+        return "end_turn"
+
+    async def do_sleep(self, session_id: str, rest: str) -> str:
+        for _ in range(int(float(rest or "1") / 0.05)):
+            if session_id in self.cancelled:
+                return "cancelled"
+            await self.say(session_id, ".")
+            await asyncio.sleep(0.05)
+        return "end_turn"
+
+    async def do_env(self, session_id: str, rest: str) -> str:
+        shown = {k: v for k, v in os.environ.items() if k.startswith("SVC_") or "BASE_URL" in k}
+        await self.say(session_id, json.dumps(shown, sort_keys=True))
+        return "end_turn"
+
+    async def do_plan(self, session_id: str, rest: str) -> str:
+        assert self.conn is not None
+        entries = [plan_entry("look", status="completed"), plan_entry("answer")]
+        await self.conn.session_update(session_id, update_plan(entries))
+        return "end_turn"
+
+    async def do_permission(self, session_id: str, rest: str) -> str:
+        assert self.conn is not None
+        call_id = f"call-{uuid.uuid4().hex[:6]}"
+        await self.conn.session_update(
+            session_id, start_tool_call(call_id, "rm -rf build", kind="execute", status="pending")
+        )
+        answer = await self.conn.request_permission(
+            session_id,
+            ToolCallUpdate(tool_call_id=call_id, title="rm -rf build"),
+            [
+                PermissionOption(option_id="allow", name="Allow once", kind="allow_once"),
+                PermissionOption(option_id="reject", name="Reject", kind="reject_once"),
+            ],
+        )
+        outcome = answer.outcome
+        chosen = getattr(outcome, "option_id", None) or outcome.outcome
+        status = "completed" if chosen == "allow" else "failed"
+        await self.conn.session_update(session_id, update_tool_call(call_id, status=status))
+        await self.say(session_id, f"permission: {chosen}")
+        return "end_turn"
+
+
+def main() -> None:
+    asyncio.run(run_agent(FakeAgent()))
+
+
+if __name__ == "__main__":
+    if "--version" in sys.argv:
+        print("svc-fake-agent 1.2.3")
+    else:
+        main()
