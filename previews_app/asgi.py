@@ -45,8 +45,8 @@ class PreviewRouter:
             await self.share(scope, receive, send, match["slug"], match["rest"])
         elif match:
             await owner_entry(scope, receive, send, match["slug"], match["rest"])
-        elif scope["path"].startswith("/md-preview/") and not _owner(scope):
-            await _refuse(scope, send, "login", headers)
+        elif scope["path"].startswith("/md-preview/"):
+            await md_entry(scope, receive, send, self.app)
         else:
             await self.app(scope, receive, send)
 
@@ -77,13 +77,23 @@ class PreviewRouter:
         await proxy.forward(scope, receive, send, target)
 
 
+async def md_entry(scope: dict, receive: Callable, send: Callable, app: Callable) -> None:
+    """The owner check for /md-preview, as a page for browsers. A ?token= URL goes through
+    /login first, so the page's images and its refresh poll carry the cookie."""
+    headers = dict(scope.get("headers") or [])
+    token, via = auth.token_from_scope(scope)
+    if auth.token_kind(token) != "owner":
+        await _refuse(scope, send, "login", headers)
+    elif via == "query" and scope["type"] == "http" and scope["method"] in _READ_METHODS:
+        query = _query_without_token(scope)
+        following = quote(scope["path"]) + (f"?{query}" if query else "")
+        await pages.send_redirect(send, "/login?" + urlencode({"token": token, "next": following}))
+    else:
+        await app(scope, receive, send)
+
+
 def _port(scope: dict) -> int:
     return int((scope.get("server") or (None, 0))[1] or 0)
-
-
-def _owner(scope: dict) -> bool:
-    token, _ = auth.token_from_scope(scope)
-    return auth.token_kind(token) == "owner"
 
 
 def _path_target(scope: dict, port: int, base: str, rest: str) -> proxy.Target:
@@ -125,6 +135,11 @@ async def owner_entry(
     token, via = auth.token_from_scope(scope)
     if auth.token_kind(token) != "owner":
         await _refuse(scope, send, "login", headers)
+        return
+    if headers.get(b"sec-fetch-site", b"none") not in (b"none", b"same-origin"):
+        # SameSite=Strict still sends svc's cookie from `*.localhost` when svc is used on
+        # localhost (same site), so a preview's script could mint grants for other previews.
+        await _refuse(scope, send, "cross_site", headers)
         return
     if scope["type"] == "websocket" and not auth.origin_allowed(
         (headers.get(b"origin") or b"").decode("latin-1") or None, _port(scope)

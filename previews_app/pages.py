@@ -43,6 +43,12 @@ MESSAGES: dict[str, tuple[int, str, str]] = {
         "This preview belongs to svc's owner. Open the login URL svc printed at start-up (or "
         "run <code>manage.py status --login-url</code>), then open the preview again.",
     ),
+    "cross_site": (
+        403,
+        "Open previews from svc",
+        "Another site (or another preview) tried to open this preview. Open it from svc's "
+        "dashboard or type its address.",
+    ),
     "grant": (
         403,
         "Preview link used or expired",

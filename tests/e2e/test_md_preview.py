@@ -126,3 +126,15 @@ def test_the_owner_token_is_required(daemon: Daemon, guide: dict) -> None:
     browser = httpx.get(guide["owner_url"], headers={"Accept": "text/html"})
     assert browser.status_code == 401 and "Log in to svc" in browser.text
     assert httpx.get(f"{guide['owner_url']}/img/dot.png").status_code == 401
+
+
+def test_a_token_in_the_url_becomes_the_login_cookie_then_a_clean_url(
+    daemon: Daemon, guide: dict
+) -> None:
+    with httpx.Client(base_url=daemon.url) as browser:
+        first = browser.get(f"/md-preview/{guide['slug']}?token={daemon.owner_token}")
+        assert first.status_code == 303 and first.headers["location"].startswith("/login?")
+        landed = browser.get(first.headers["location"], follow_redirects=True)
+        assert landed.status_code == 200 and "<table>" in landed.text
+        assert daemon.owner_token not in str(landed.url)
+        assert browser.get(f"/md-preview/{guide['slug']}/img/dot.png").status_code == 200

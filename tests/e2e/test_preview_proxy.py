@@ -308,3 +308,16 @@ def test_websockets_are_proxied_on_the_preview_origin(daemon: Daemon, ws_upstrea
 
     assert asyncio.run(refused(cookie="forged")) == 403
     assert asyncio.run(refused(cookie=cookie, origin="http://evil.example")) == 403
+
+
+def test_other_sites_cannot_open_the_owner_entry(daemon: Daemon, preview: dict) -> None:
+    """From a preview origin (same site as svc on localhost), svc's cookie would ride along:
+    Sec-Fetch-Site tells those requests apart from the owner's own navigation."""
+    path = f"/preview/u/{preview['slug']}/"
+    with httpx.Client(base_url=daemon.url) as browser:
+        browser.get("/login", params={"token": daemon.owner_token})
+        for site in ("same-site", "cross-site"):
+            refused = browser.get(path, headers={"Sec-Fetch-Site": site})
+            assert refused.status_code == 403
+        for site in ("same-origin", "none"):
+            assert browser.get(path, headers={"Sec-Fetch-Site": site}).status_code == 303
