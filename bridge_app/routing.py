@@ -70,8 +70,8 @@ def _gemini(rest: list[str], query: dict[str, list[str]]) -> tuple[str, str, boo
     if len(rest) >= 2 and rest[0] == "models" and ":" in rest[-1]:
         model, method = "/".join(rest[1:]).rsplit(":", 1)
         op = GEMINI_METHODS.get(method, "unknown")
-        sse = query.get("alt", [""])[0] == "sse"
-        return op, model, method == "streamGenerateContent", sse
+        stream = method == "streamGenerateContent"
+        return op, model, stream, not stream or query.get("alt", [""])[0] == "sse"
     op, model = _models(rest)
     return op, model, False, True
 

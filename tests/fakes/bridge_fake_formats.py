@@ -43,19 +43,17 @@ def _text(content: Any) -> str:
     return ""
 
 
+IMAGE_TYPES = {"image_url", "input_image", "image"}
+IMAGE_KEYS = {"inlineData", "inline_data", "fileData", "file_data"}
+
+
 def _count_images(value: Any) -> int:
-    text = json.dumps(value)
-    return sum(
-        text.count(k)
-        for k in (
-            '"image_url"',
-            '"input_image"',
-            '"type": "image"',
-            '"inlineData"',
-            '"inline_data"',
-            '"fileData"',
-        )
-    )
+    if isinstance(value, list):
+        return sum(_count_images(v) for v in value)
+    if not isinstance(value, dict):
+        return 0
+    own = 1 if value.get("type") in IMAGE_TYPES or IMAGE_KEYS & set(value) else 0
+    return own + sum(_count_images(v) for v in value.values())
 
 
 def _chat(body: dict[str, Any], seen: Seen) -> None:
