@@ -1,0 +1,182 @@
+"""PTY → WebSocket throughput and keystroke echo latency: svc against terminado, same run.
+
+Both serve `bash -l` in a PTY to a `websockets` client on loopback. Throughput: the bytes of
+`head -c 30000000 /dev/zero | base64` between two markers, over the time between them (3 rounds,
+interleaved, median). Echo: one keystroke at a time into bash's prompt, time until the next
+output frame (p50/p99 of 300).
+Bars (issue 4): svc throughput ≥ 50 % of terminado's, echo p50 ≤ 5 ms.
+
+Run: `.venv/bin/python bench/terminal.py` (make bench sets SVC_HOME to a temporary directory).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+FLOOD = "printf '\\001BEGIN\\001'; head -c 30000000 /dev/zero | base64; printf '\\001END\\001'"
+ROUNDS = 3
+KEYSTROKES = 300
+
+Send = Callable[[bytes], Awaitable[None]]
+Recv = Callable[[], Awaitable[bytes]]
+
+
+def serve_terminado(port: int) -> None:
+    import tornado.ioloop
+    import tornado.web
+    from terminado import SingleTermManager, TermSocket
+
+    manager = SingleTermManager(shell_command=["bash", "-l"])
+    app = tornado.web.Application([(r"/websocket", TermSocket, {"term_manager": manager})])
+    app.listen(port, "127.0.0.1")
+    tornado.ioloop.IOLoop.current().start()
+
+
+async def throughput(send: Send, recv: Recv) -> float:
+    """MB/s of PTY output reaching the client."""
+    out = bytearray()
+    await send(FLOOD.encode() + b"\r")
+    while b"\x01BEGIN\x01" not in out:
+        out += await recv()
+    start = time.perf_counter()
+    del out[: out.index(b"\x01BEGIN\x01") + 7]
+    size = len(out)
+    while b"\x01END\x01" not in out[-4096:]:
+        chunk = await recv()
+        out += chunk
+        size += len(chunk)
+        if len(out) > 1 << 20:
+            del out[: len(out) - 8192]
+    return size / (time.perf_counter() - start) / 1e6
+
+
+async def echo_latencies(send: Send, recv: Recv) -> list[float]:
+    samples = []
+    for i in range(KEYSTROKES):
+        key = b"x" if i % 2 == 0 else b"\x7f"  # type, erase: the line never grows
+        start = time.perf_counter()
+        await send(key)
+        await recv()
+        samples.append((time.perf_counter() - start) * 1000)
+    return samples
+
+
+async def settle(recv: Recv) -> None:
+    """Swallow output until the shell has been quiet for 300 ms."""
+    while True:
+        try:
+            await asyncio.wait_for(recv(), 0.3)
+        except TimeoutError:
+            return
+
+
+async def open_svc() -> tuple[Send, Recv, Callable[[], None]]:
+    import httpx
+    from websockets.asyncio.client import connect
+
+    from tests.support.daemon import Daemon, migrated_home
+
+    home = Path(tempfile.mkdtemp(prefix="svc-bench-"))
+    daemon = Daemon(migrated_home(home / "home")).start()
+    session = httpx.post(
+        f"{daemon.url}/api/sessions",
+        json={"agent": "shell", "workspace": str(home), "cols": 120, "rows": 40},
+        headers=daemon.owner_headers(),
+        timeout=30,
+    ).json()
+    ws = await connect(
+        f"{daemon.ws_url}/ws?session_id={session['id']}",
+        origin=daemon.origin,  # type: ignore[arg-type]
+        additional_headers=daemon.owner_headers(),
+        max_size=None,
+    )
+
+    async def recv() -> bytes:
+        while True:
+            frame = await ws.recv()
+            if isinstance(frame, bytes):
+                return frame
+
+    return ws.send, recv, daemon.stop
+
+
+async def open_terminado() -> tuple[Send, Recv, Callable[[], None]]:
+    from websockets.asyncio.client import connect
+
+    from tests.support.daemon import free_port
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, __file__, "--serve-terminado", str(port)])
+    for _ in range(100):
+        try:
+            ws = await connect(f"ws://127.0.0.1:{port}/websocket", max_size=None)
+            break
+        except OSError:
+            await asyncio.sleep(0.1)
+    await ws.send(json.dumps(["set_size", 40, 120]))
+
+    async def send(data: bytes) -> None:
+        await ws.send(json.dumps(["stdin", data.decode()]))
+
+    async def recv() -> bytes:
+        while True:
+            message = json.loads(await ws.recv())
+            if message[0] == "stdout":
+                return message[1].encode()
+
+    return send, recv, proc.terminate
+
+
+async def main() -> int:
+    servers = {"svc": await open_svc(), "terminado": await open_terminado()}
+    rates: dict[str, list[float]] = {name: [] for name in servers}
+    echo: dict[str, list[float]] = {}
+    for _send, recv, _stop in servers.values():
+        await settle(recv)
+    for _ in range(ROUNDS):  # interleaved, so both see the same machine load
+        for name, (send, recv, _) in servers.items():
+            rates[name].append(await throughput(send, recv))
+            await settle(recv)
+    for name, (send, recv, _) in servers.items():
+        echo[name] = await echo_latencies(send, recv)
+    for _, _, stop in servers.values():
+        stop()
+    return report(rates, echo)
+
+
+def report(rates: dict[str, list[float]], echo: dict[str, list[float]]) -> int:
+    print(f"{'server':<10} {'MB/s (median of 3)':>20} {'echo p50 ms':>12} {'echo p99 ms':>12}")
+    for name in rates:
+        p99 = statistics.quantiles(echo[name], n=100)[98]
+        print(
+            f"{name:<10} {statistics.median(rates[name]):>20.1f} "
+            f"{statistics.median(echo[name]):>12.2f} {p99:>12.2f}"
+        )
+    ratio = statistics.median(rates["svc"]) / statistics.median(rates["terminado"])
+    echo_p50 = statistics.median(echo["svc"])
+    echo_ratio = echo_p50 / statistics.median(echo["terminado"])
+    print(f"throughput svc/terminado = {ratio:.2f} (bar ≥ 0.50)")
+    print(f"echo p50 svc/terminado = {echo_ratio:.2f}; svc p50 {echo_p50:.2f} ms (bar ≤ 5 ms)")
+    ok = ratio >= 0.5 and echo_p50 <= 5.0
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--serve-terminado":
+        serve_terminado(int(sys.argv[2]))
+    else:
+        os.environ.setdefault("SVC_HOME", tempfile.mkdtemp(prefix="svc-bench-home-"))
+        sys.exit(asyncio.run(main()))
