@@ -1,0 +1,149 @@
+// Terminal and chat sessions in the dashboard: create, open (xterm.js over /ws), chat (/ws/chat), stop.
+"use strict";
+
+const svc = {
+  csrf() { return document.querySelector('meta[name="csrf-token"]').content; },
+  async api(method, path, body) {
+    const response = await fetch(`/api/${path}`, {
+      method,
+      headers: { "Content-Type": "application/json", "X-CSRFToken": svc.csrf() },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: "same-origin",
+    });
+    const data = response.status === 204 ? null : await response.json();
+    if (!response.ok) throw new Error(data && (data.detail || JSON.stringify(data)));
+    return data;
+  },
+  ws(path) { return new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}${path}`); },
+  el(tag, props = {}, ...children) {
+    const node = Object.assign(document.createElement(tag), props);
+    node.append(...children);
+    return node;
+  },
+};
+
+async function fillNewSessionForm() {
+  const [agents, workspaces, profiles] = await Promise.all([
+    svc.api("GET", "agents"), svc.api("GET", "workspaces"), svc.api("GET", "profiles").catch(() => []),
+  ]);
+  const agentSelect = document.getElementById("new-agent");
+  agentSelect.replaceChildren(...agents.filter((a) => a.enabled).map((a) => svc.el("option", { value: a.name, textContent: a.name })));
+  document.getElementById("workspace-choices").replaceChildren(...workspaces.map((w) => svc.el("option", { value: w.path })));
+  const profileSelect = document.getElementById("new-profile");
+  profileSelect.replaceChildren(svc.el("option", { value: "", textContent: "(none)" }),
+    ...profiles.map((p) => svc.el("option", { value: p.id || p.profile_id || p.name, textContent: p.id || p.profile_id || p.name })));
+}
+
+async function createSession(event) {
+  event.preventDefault();
+  const form = event.target;
+  const status = document.getElementById("new-status");
+  status.textContent = "starting…";
+  try {
+    const session = await svc.api("POST", "sessions", {
+      agent: form.agent.value, workspace: form.workspace.value, kind: form.kind.value,
+      profile_id: form.profile.value, cols: 100, rows: 30,
+    });
+    status.textContent = "";
+    openSession(session);
+  } catch (error) {
+    status.textContent = error.message;
+  }
+}
+
+let current = null; // {close()} of the open terminal or chat
+
+function panel(session) {
+  if (current) current.close();
+  const box = document.getElementById("session-panel");
+  box.hidden = false;
+  const stop = svc.el("button", { type: "button", textContent: "Stop", onclick: () => svc.api("DELETE", `sessions/${session.id}`) });
+  const close = svc.el("button", { type: "button", textContent: "Close", onclick: () => { current && current.close(); box.hidden = true; } });
+  const title = svc.el("h2", { textContent: `${session.agent} · ${session.kind} · ${session.workspace}` });
+  const body = svc.el("div", { className: "session-body" });
+  box.replaceChildren(svc.el("div", { className: "session-head" }, title, stop, close), body);
+  return body;
+}
+
+function openTerminal(session) {
+  const body = panel(session);
+  const term = new Terminal({ cursorBlink: true, scrollback: 10000, fontSize: 13 });
+  const fit = new FitAddon.FitAddon();
+  term.loadAddon(fit);
+  term.open(body);
+  fit.fit();
+  const ws = svc.ws(`/ws?session_id=${session.id}`);
+  ws.binaryType = "arraybuffer";
+  const encoder = new TextEncoder();
+  const sendSize = () => ws.readyState === WebSocket.OPEN && ws.send(JSON.stringify({ type: "resize", cols: term.cols, rows: term.rows }));
+  ws.onopen = sendSize;
+  ws.onmessage = (event) => {
+    if (typeof event.data !== "string") { term.write(new Uint8Array(event.data)); return; }
+    const message = JSON.parse(event.data);
+    if (message.type === "exited") term.write(`\r\n\x1b[2m[process exited with code ${message.exit_code}]\x1b[0m\r\n`);
+    if (message.type === "skipped") term.write(`\r\n\x1b[2m[svc: ${message.bytes} bytes of output skipped]\x1b[0m\r\n`);
+  };
+  ws.onclose = (event) => { if (event.code === 4404) term.write("\r\n[no such session]\r\n"); };
+  const input = term.onData((data) => ws.readyState === WebSocket.OPEN && ws.send(encoder.encode(data)));
+  const resized = term.onResize(sendSize);
+  const onWindowResize = () => fit.fit();
+  window.addEventListener("resize", onWindowResize);
+  term.focus();
+  current = { close() { input.dispose(); resized.dispose(); window.removeEventListener("resize", onWindowResize); ws.close(); term.dispose(); current = null; } };
+}
+
+function openChat(session) {
+  const body = panel(session);
+  const log = svc.el("div", { className: "chat-log" });
+  const text = svc.el("textarea", { rows: 3, placeholder: "Message the agent (Enter sends, Shift+Enter new line)" });
+  const cancel = svc.el("button", { type: "button", textContent: "Cancel turn" });
+  body.append(log, svc.el("div", { className: "chat-input" }, text, cancel));
+  const ws = svc.ws("/ws/chat");
+  let bubble = null; // the agent message being streamed
+  const add = (cls, content) => { const node = svc.el("div", { className: `chat-${cls}`, textContent: content }); log.append(node); log.scrollTop = log.scrollHeight; return node; };
+  ws.onopen = () => ws.send(JSON.stringify({ type: "open", session_id: session.id }));
+  ws.onmessage = (event) => {
+    const e = JSON.parse(event.data);
+    if (e.kind === "agent_message_chunk") { bubble = bubble || add("agent", ""); bubble.textContent += e.text || ""; return; }
+    if (e.kind !== "agent_thought_chunk") bubble = null;
+    if (e.kind === "user_message_chunk") add("user", e.text);
+    else if (e.kind === "agent_thought_chunk") add("thought", e.text);
+    else if (e.kind === "tool_call") add("tool", `⚙ ${e.title} (${e.status || "pending"})`);
+    else if (e.kind === "tool_call_update") add("tool", `⚙ ${e.toolCallId}: ${e.status || "updated"}`);
+    else if (e.kind === "plan") add("plan", (e.entries || []).map((p) => `${p.status === "completed" ? "☑" : "☐"} ${p.content}`).join("\n"));
+    else if (e.kind === "turn_end") add("end", `— ${e.stop_reason}`);
+    else if (e.kind === "error") add("error", e.message);
+    else if (e.kind === "session") add("end", `session ${e.status}${e.agent_info && e.agent_info.name ? ` · ${e.agent_info.name} ${e.agent_info.version}` : ""}`);
+    else if (e.kind === "permission_request" && !e.replay) askPermission(e);
+    else if (e.kind === "permission_resolved") add("end", `permission ${e.answered ? e.option_id : "refused (no answer)"}`);
+  };
+  const askPermission = (e) => {
+    const box = add("permission", `Allow ${(e.tool_call && e.tool_call.title) || "this action"}? `);
+    for (const option of e.options) {
+      box.append(svc.el("button", { type: "button", textContent: option.name, onclick: () => {
+        ws.send(JSON.stringify({ type: "permission", request_id: e.request_id, option_id: option.option_id }));
+        box.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+      } }));
+    }
+  };
+  text.addEventListener("keydown", (event) => {
+    if (event.key !== "Enter" || event.shiftKey || !text.value.trim()) return;
+    event.preventDefault();
+    ws.send(JSON.stringify({ type: "prompt", session_id: session.id, text: text.value }));
+    text.value = "";
+  });
+  cancel.onclick = () => ws.send(JSON.stringify({ type: "cancel", session_id: session.id }));
+  text.focus();
+  current = { close() { ws.close(); current = null; } };
+}
+
+function openSession(session) {
+  if (session.kind === "terminal") openTerminal(session); else openChat(session);
+}
+
+document.getElementById("new-session").addEventListener("submit", createSession);
+document.querySelector("#sessions tbody").addEventListener("click", async (event) => {
+  const row = event.target.closest("tr[data-session-id]");
+  if (row) openSession(await svc.api("GET", `sessions/${row.dataset.sessionId}`));
+});
+fillNewSessionForm().catch((error) => { document.getElementById("new-status").textContent = error.message; });
