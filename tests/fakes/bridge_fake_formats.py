@@ -146,9 +146,10 @@ def extract(dialect: str, body: dict[str, Any]) -> Seen:
 
 def plan(seen: Seen, model: str) -> Plan:
     results = ";".join(f"{i}={c}" for i, c in seen.results)
+    said = seen.last_text[:200]  # a 64 MiB prompt must not become a 64 MiB answer
     text = (
         f"fake {model} system=[{seen.system}] turns={seen.turns} images={seen.images} "
-        f"results=[{results}] said=[{seen.last_text}]"
+        f"results=[{results}] said=[{said}]"
     )
     calls: list[tuple[str, str, dict[str, Any]]] = []
     stop = "max" if "[max]" in seen.last_text else "end"
@@ -159,7 +160,7 @@ def plan(seen: Seen, model: str) -> Plan:
             for i, name in enumerate(seen.tools[:2])
         ]
         stop = "tool"
-    words = len(json.dumps(seen.__dict__).split())
+    words = 1 + len(seen.system.split()) + len(seen.last_text[:10000].split()) + seen.turns
     return Plan(model, text, calls, stop, (words, len(text.split())), seen.include_usage)
 
 

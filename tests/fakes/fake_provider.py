@@ -153,7 +153,7 @@ class FakeProvider:
                 headers={"Retry-After": "1"} if status == 429 else {},
             )
         if "[hang]" in seen.last_text:
-            await asyncio.sleep(3600)
+            return await self._hang(request, rec)
         model = (
             request.match_info["tail"].split("models/")[-1].split(":")[0]
             if dialect == "gemini"
@@ -169,6 +169,16 @@ class FakeProvider:
             rec.finished = True
             return web.json_response(fmt.render(dialect, plan))
         return await self._stream(request, rec, dialect, plan, seen.last_text)
+
+    async def _hang(self, request: web.Request, rec: Recorded) -> web.StreamResponse:
+        """Say nothing until the caller gives up (then record when it did)."""
+        deadline = time.monotonic() + 3600
+        while time.monotonic() < deadline:
+            if request.transport is None or request.transport.is_closing():
+                rec.closed_at = time.monotonic()
+                break
+            await asyncio.sleep(0.02)
+        return web.Response(status=504)
 
     def _forced_status(self, text: str) -> int:
         m = re.search(r"\[429:([\w-]+)\]", text)
