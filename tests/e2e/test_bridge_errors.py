@@ -138,7 +138,7 @@ def _body_of_size(size: int) -> bytes:
 
 
 def test_64_mib_accepted_and_one_byte_more_is_413(bridge) -> None:
-    daemon, fake = bridge
+    daemon, _ = bridge
     before = _peak_rss(daemon.proc.pid)
     ok = httpx.post(
         chat_url(daemon),
@@ -247,7 +247,7 @@ def test_client_disconnect_closes_the_upstream_stream_within_a_second(bridge, cl
 
 
 def test_images_are_dropped_with_a_warning_when_the_model_cannot_take_them(bridge) -> None:
-    daemon, fake = bridge
+    daemon, _ = bridge
     content = [
         {"type": "text", "text": "noimg-check"},
         {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
