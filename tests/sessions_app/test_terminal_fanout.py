@@ -1,0 +1,85 @@
+"""The terminal host's scrollback and per-viewer backpressure, in-process with fake sockets."""
+
+from __future__ import annotations
+
+import asyncio
+
+from sessions_app.consumers_terminal import parse_resize
+from sessions_app.host import fanout
+from sessions_app.host.processes import exit_code_of
+from sessions_app.host.pty import Scrollback
+
+
+def test_scrollback_keeps_exactly_the_last_bytes() -> None:
+    ring = Scrollback(limit=10)
+    for chunk in (b"abc", b"defgh", b"ijklmnop", b"q"):
+        ring.append(chunk)
+    assert ring.read() == b"hijklmnopq"
+    assert ring.size == 10
+
+
+def test_resize_frames_are_validated() -> None:
+    assert parse_resize('{"type":"resize","cols":80,"rows":24}') == (80, 24)
+    assert parse_resize('{"type":"resize","cols":0,"rows":24}') is None
+    assert parse_resize('{"type":"resize","cols":"80","rows":24}') is None
+    assert parse_resize('{"type":"other"}') is None
+    assert parse_resize("{not json") is None
+
+
+def test_signals_become_shell_style_exit_codes() -> None:
+    assert exit_code_of(3) == 3
+    assert exit_code_of(-1) == 129  # SIGHUP
+
+
+class FakeSocket:
+    def __init__(self) -> None:
+        self.frames: list[bytes | dict] = []
+        self.unsent = 0  # what a stalled client leaves in the server's buffer
+
+    async def send_bytes(self, data: bytes) -> None:
+        self.frames.append(data)
+
+    async def send_json(self, event: dict) -> None:
+        self.frames.append(event)
+
+    def backlog(self) -> int:
+        return self.unsent
+
+    def data(self) -> bytes:
+        return b"".join(f for f in self.frames if isinstance(f, bytes))
+
+
+async def test_preamble_comes_first_then_output_in_order() -> None:
+    sock = FakeSocket()
+    viewer = fanout.Viewer(
+        sock.send_bytes, sock.send_json, sock.backlog, [b"old", {"type": "running"}]
+    )
+    for i in range(100):
+        viewer.offer(b"%d," % i)
+    viewer.offer_event({"type": "exited", "exit_code": 0})
+    while not sock.frames or sock.frames[-1] != {"type": "exited", "exit_code": 0}:
+        await asyncio.sleep(0.001)
+    assert sock.frames[:2] == [b"old", {"type": "running"}]
+    assert sock.data()[3:] == b"".join(b"%d," % i for i in range(100))
+    await viewer.close()
+
+
+async def test_a_stalled_viewer_skips_ahead_and_is_told_how_much() -> None:
+    sock = FakeSocket()
+    sock.unsent = 10 << 20
+    viewer = fanout.Viewer(sock.send_bytes, sock.send_json, sock.backlog, [b""])
+    viewer.offer(b"x" * fanout.QUEUE_LIMIT)
+    assert viewer.full
+    viewer.drop_behind()  # what the PTY's stall watchdog does
+    assert not viewer.full
+    viewer.offer(b"y" * 100)  # skipped while lagging
+    await asyncio.sleep(0.05)
+    assert sock.frames == [b""]
+    sock.unsent = 0  # the client reads again
+    while len(sock.frames) < 2:
+        await asyncio.sleep(0.001)
+    assert sock.frames[1] == {"type": "skipped", "bytes": fanout.QUEUE_LIMIT + 100}
+    viewer.offer(b"live")
+    while sock.data() != b"live":
+        await asyncio.sleep(0.001)
+    await viewer.close()
