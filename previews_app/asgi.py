@@ -14,12 +14,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import datetime
-from urllib.parse import quote, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from previews_app import grants, origin, pages, proxy, selectors, services, wsproxy
+from previews_app.models import Preview
 from svcproject import auth
 
 _PATH = re.compile(r"^/preview/(?P<which>[us])/(?P<slug>[^/]+)(?P<rest>/.*)?$")
@@ -58,23 +59,18 @@ class PreviewRouter:
             await send({"type": "websocket.close", "code": 4403})  # shares never open sockets
             return
         state, preview = await sync_to_async(selectors.share_lookup)(share, self.clock())
-        kind = {"missing": "not_found", "expired": "expired"}.get(state)
-        if kind is None and scope["method"] not in _READ_METHODS:
-            kind = "method"
-        if (
-            kind is None
-            and preview is not None
-            and services.port_refusal(preview.port, _port(scope))
-        ):
-            kind = "refused_port"
-        if kind is not None or preview is None:
-            await _refuse(scope, send, kind or "not_found", headers)
-            return
-        if rest is None:
+        refusal = {"missing": "not_found", "expired": "expired"}.get(state)
+        if refusal is None and scope["method"] not in _READ_METHODS:
+            refusal = "method"
+        if refusal is None and preview is not None:
+            preview, refusal = await _live_preview(scope, preview.slug)
+        if refusal is not None or preview is None:
+            await _refuse(scope, send, refusal or "not_found", headers)
+        elif rest is None:
             await pages.send_redirect(send, f"/preview/s/{share}/")
-            return
-        target = _path_target(scope, preview.port, f"/preview/s/{share}", rest)
-        await proxy.forward(scope, receive, send, target)
+        else:
+            target = _path_target(scope, preview.port, f"/preview/s/{share}")
+            await proxy.forward(scope, receive, send, target)
 
 
 async def md_entry(scope: dict, receive: Callable, send: Callable, app: Callable) -> None:
@@ -96,12 +92,13 @@ def _port(scope: dict) -> int:
     return int((scope.get("server") or (None, 0))[1] or 0)
 
 
-def _path_target(scope: dict, port: int, base: str, rest: str) -> proxy.Target:
+def _path_target(scope: dict, port: int, base: str) -> proxy.Target:
+    """The upstream path is what follows `base` in the raw (still percent-encoded) path."""
     raw = scope.get("raw_path") or scope["path"].encode()
-    prefix_len = len(raw) - len(rest.encode()) if raw.endswith(rest.encode()) else len(base)
+    prefix = base.encode()
     return proxy.Target(
         port=port,
-        path=raw[prefix_len:] or b"/",
+        path=(raw[len(prefix) :] if raw.startswith(prefix) else b"") or b"/",
         query=scope.get("query_string", b""),
         public_base=base,
         on_svc_origin=True,
@@ -116,8 +113,6 @@ async def _refuse(scope: dict, send: Callable, kind: str, headers: dict[bytes, b
 
 
 def _query_without_token(scope: dict) -> str:
-    from urllib.parse import parse_qsl
-
     pairs = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
     return urlencode([(k, v) for k, v in pairs if k != "token"])
 
@@ -128,48 +123,57 @@ def _browser_port(headers: dict[bytes, bytes], scope: dict) -> int:
     return int(tail) if tail.isdigit() else _port(scope)
 
 
+def _owner_refusal(scope: dict, headers: dict[bytes, bytes]) -> str | None:
+    token, _ = auth.token_from_scope(scope)
+    if auth.token_kind(token) != "owner":
+        return "login"
+    if headers.get(b"sec-fetch-site", b"none") not in (b"none", b"same-origin"):
+        # SameSite=Strict still sends svc's cookie from `*.localhost` when svc is used on
+        # localhost (same site), so a preview's script could mint grants for other previews.
+        return "cross_site"
+    origin_header = (headers.get(b"origin") or b"").decode("latin-1") or None
+    if scope["type"] == "websocket" and not auth.origin_allowed(origin_header, _port(scope)):
+        return "cross_site"
+    return None
+
+
+async def _live_preview(scope: dict, slug: str) -> tuple[Preview | None, str | None]:
+    preview = await sync_to_async(selectors.port_preview_get)(slug)
+    if preview is None:
+        return None, "not_found"
+    if services.port_refusal(preview.port, _port(scope)):
+        return None, "refused_port"
+    return preview, None
+
+
 async def owner_entry(
     scope: dict, receive: Callable, send: Callable, slug: str, rest: str | None
 ) -> None:
     headers = dict(scope.get("headers") or [])
-    token, via = auth.token_from_scope(scope)
-    if auth.token_kind(token) != "owner":
-        await _refuse(scope, send, "login", headers)
-        return
-    if headers.get(b"sec-fetch-site", b"none") not in (b"none", b"same-origin"):
-        # SameSite=Strict still sends svc's cookie from `*.localhost` when svc is used on
-        # localhost (same site), so a preview's script could mint grants for other previews.
-        await _refuse(scope, send, "cross_site", headers)
-        return
-    if scope["type"] == "websocket" and not auth.origin_allowed(
-        (headers.get(b"origin") or b"").decode("latin-1") or None, _port(scope)
-    ):
-        await send({"type": "websocket.close", "code": 4403})
-        return
-    preview = await sync_to_async(selectors.port_preview_get)(slug)
-    kind = None
+    refusal = _owner_refusal(scope, headers)
+    preview, refusal = (None, refusal) if refusal else await _live_preview(scope, slug)
     if preview is None:
-        kind = "not_found"
-    elif services.port_refusal(preview.port, _port(scope)):
-        kind = "refused_port"
-    if kind is not None or preview is None:
-        await _refuse(scope, send, kind or "not_found", headers)
+        await _refuse(scope, send, refusal or "not_found", headers)
         return
-    base = f"/preview/u/{slug}"
+    target = _path_target(scope, preview.port, f"/preview/u/{slug}")
     if scope["type"] == "websocket":
-        target = _path_target(scope, preview.port, base, rest or "/")
         query = target.query.decode("latin-1")
         path = target.path.decode("latin-1") + ("?" + query if query else "")
         await wsproxy.forward_ws(scope, receive, send, preview.port, path)
-    elif via == "header":
-        await proxy.forward(
-            scope, receive, send, _path_target(scope, preview.port, base, rest or "/")
-        )
+    elif auth.token_from_scope(scope)[1] == "header":
+        await proxy.forward(scope, receive, send, target)
     elif scope["method"] in _READ_METHODS:
-        query = _query_without_token(scope)
-        following = quote(rest or "/", safe="/%:@!$&'()*+,;=-._~") + (f"?{query}" if query else "")
-        grant = grants.grant_issue(slug)
-        location = origin.origin_url(slug, _browser_port(headers, scope)) + origin.GRANT_PATH
-        await pages.send_redirect(send, location + "?" + urlencode({"g": grant, "next": following}))
+        await _send_to_origin(scope, send, slug, rest or "/", headers)
     else:
         await _refuse(scope, send, "method", headers)
+
+
+async def _send_to_origin(
+    scope: dict, send: Callable, slug: str, rest: str, headers: dict[bytes, bytes]
+) -> None:
+    """303 to the preview's own origin with a one-time grant; `next` keeps path and query."""
+    query = _query_without_token(scope)
+    following = quote(rest, safe="/%:@!$&'()*+,;=-._~") + (f"?{query}" if query else "")
+    grant = grants.grant_issue(slug)
+    location = origin.origin_url(slug, _browser_port(headers, scope)) + origin.GRANT_PATH
+    await pages.send_redirect(send, location + "?" + urlencode({"g": grant, "next": following}))

@@ -16,6 +16,7 @@ from urllib.parse import parse_qs
 from asgiref.sync import sync_to_async
 
 from previews_app import grants, pages, proxy, selectors, services, wsproxy
+from previews_app.models import Preview
 from svcproject import auth
 
 GRANT_PATH = "/__svc_preview/grant"
@@ -70,6 +71,21 @@ async def _redeem(scope: dict, send: Callable, slug: str, headers: dict[bytes, b
     await pages.send_redirect(send, _safe_next(query.get("next", [])), cookies=[cookie])
 
 
+async def _usable(
+    scope: dict, slug: str, headers: dict[bytes, bytes]
+) -> tuple[Preview | None, str]:
+    """(preview, "") or (None, why not). The owner check comes first, so strangers cannot tell
+    which slugs exist."""
+    if not _is_owner(headers, slug):
+        return None, "login"
+    preview = await sync_to_async(selectors.port_preview_get)(slug) if slug else None
+    if preview is None:
+        return None, "not_found"
+    if services.port_refusal(preview.port, (scope.get("server") or (0, 0))[1]):
+        return None, "refused_port"
+    return preview, ""
+
+
 async def serve(scope: dict, receive: Callable, send: Callable, slug: str) -> None:
     headers = dict(scope.get("headers") or [])
     is_ws = scope["type"] == "websocket"
@@ -80,27 +96,20 @@ async def serve(scope: dict, receive: Callable, send: Callable, slug: str) -> No
     if not is_ws and scope["path"] == GRANT_PATH:
         await _redeem(scope, send, slug, headers)
         return
-    preview = await sync_to_async(selectors.port_preview_get)(slug) if slug else None
-    kind = None
+    preview, refusal = await _usable(scope, slug, headers)
     if preview is None:
-        kind = "not_found"
-    elif not _is_owner(headers, slug):
-        kind = "login"
-    elif services.port_refusal(preview.port, (scope.get("server") or (0, 0))[1]):
-        kind = "refused_port"
-    if kind is not None:
-        await _refuse(scope, send, kind, headers)
+        await _refuse(scope, send, refusal, headers)
         return
     raw_path = scope.get("raw_path") or scope["path"].encode()
+    query = scope.get("query_string", b"")
     if is_ws:
-        query = scope.get("query_string", b"")
         path = raw_path.decode("latin-1") + ("?" + query.decode("latin-1") if query else "")
         await wsproxy.forward_ws(scope, receive, send, preview.port, path)
         return
     target = proxy.Target(
         port=preview.port,
         path=raw_path,
-        query=scope.get("query_string", b""),
+        query=query,
         public_base=f"http://{host}",
         on_svc_origin=False,
     )

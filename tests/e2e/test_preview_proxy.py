@@ -321,3 +321,15 @@ def test_other_sites_cannot_open_the_owner_entry(daemon: Daemon, preview: dict) 
             assert refused.status_code == 403
         for site in ("same-origin", "none"):
             assert browser.get(path, headers={"Sec-Fetch-Site": site}).status_code == 303
+
+
+def test_a_browser_that_goes_away_cancels_the_upstream_request(
+    daemon: Daemon, upstream: Upstream, preview: dict
+) -> None:
+    upstream.hold_closed.clear()
+    with (
+        origin_client(daemon, preview["slug"], grant_cookie(daemon, preview["slug"])) as client,
+        client.stream("GET", "/hold") as response,
+    ):
+        assert next(response.iter_raw()).startswith(b"hello")
+    assert upstream.hold_closed.wait(5)

@@ -2,11 +2,13 @@
 
 /echo answers what arrived (method, path, headers, body size); /stream sends one chunk, then waits
 until the test releases it, which proves the proxy streams instead of buffering; /redirect-away
-points at another host; /redirect-self at this server's own absolute URL.
+points at another host; /redirect-self at this server's own absolute URL; /hold streams one chunk
+and records when the proxy closes the connection.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -18,6 +20,7 @@ STATIC = Path(__file__).resolve().parents[1] / "fixtures" / "previews" / "static
 class Upstream:
     def __init__(self, root: Path = STATIC) -> None:
         self.release = threading.Event()
+        self.hold_closed = threading.Event()
         self.requests: list[dict] = []
         outer = self
 
@@ -75,6 +78,17 @@ class Upstream:
                         self.wfile.flush()
                         outer.release.wait(10)
                     self.wfile.write(b"0\r\n\r\n")
+                elif self.path == "/hold":
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    self.wfile.write(b"6\r\nhello\n\r\n")
+                    self.wfile.flush()
+                    with contextlib.suppress(OSError):  # blocks until the proxy hangs up
+                        self.connection.recv(1)
+                    outer.hold_closed.set()
+                    self.close_connection = True
                 else:
                     return False
                 return True
