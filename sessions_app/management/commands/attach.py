@@ -1,0 +1,94 @@
+"""`manage.py attach <session id>`: this terminal becomes a viewer of a hosted terminal session.
+
+Raw mode, so every key (Ctrl-C included) goes to the session; the window size follows this
+terminal (SIGWINCH). Ctrl-] detaches and leaves the session running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import sys
+import termios
+import tty
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
+
+from sessions_app.management.commands._client import api, base_url, headers
+
+DETACH = b"\x1d"  # Ctrl-]
+
+
+class Command(BaseCommand):
+    help = "Attach this terminal to a hosted terminal session (Ctrl-] detaches)."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("session_id")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        session = api("GET", f"sessions/{options['session_id']}")
+        if session["kind"] != "terminal":
+            raise CommandError(f"session {session['id']} is a {session['kind']} session")
+        if not sys.stdin.isatty():
+            raise CommandError("attach needs a terminal on stdin")
+        saved = termios.tcgetattr(sys.stdin.fileno())
+        try:
+            tty.setraw(sys.stdin.fileno())
+            message = asyncio.run(_attach(session["id"]))
+        finally:
+            termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, saved)
+        self.stdout.write(f"\r\n[{message}]")
+
+
+async def _attach(session_id: str) -> str:
+    url = base_url().replace("http", "ws", 1) + f"/ws?session_id={session_id}"
+    async with connect(url, additional_headers=headers(), max_size=None) as ws:
+        loop = asyncio.get_running_loop()
+        detached = loop.create_future()
+        await _send_size(ws)
+        loop.add_signal_handler(signal.SIGWINCH, lambda: loop.create_task(_send_size(ws)))
+        loop.add_reader(sys.stdin.fileno(), _forward_keys, ws, detached)
+        try:
+            output = loop.create_task(_print_output(ws))
+            done, _ = await asyncio.wait({output, detached}, return_when=asyncio.FIRST_COMPLETED)
+            return "detached; the session keeps running" if detached in done else output.result()
+        finally:
+            loop.remove_reader(sys.stdin.fileno())
+            loop.remove_signal_handler(signal.SIGWINCH)
+
+
+def _forward_keys(ws: ClientConnection, detached: asyncio.Future) -> None:
+    data = os.read(sys.stdin.fileno(), 4096)
+    if DETACH in data or not data:
+        if not detached.done():
+            detached.set_result(True)
+        return
+    asyncio.get_running_loop().create_task(ws.send(data))
+
+
+async def _send_size(ws: ClientConnection) -> None:
+    size = shutil.get_terminal_size()
+    with contextlib.suppress(ConnectionClosed):
+        await ws.send(json.dumps({"type": "resize", "cols": size.columns, "rows": size.lines}))
+
+
+async def _print_output(ws: ClientConnection) -> str:
+    out = sys.stdout.buffer
+    async for frame in ws:
+        if isinstance(frame, bytes):
+            out.write(frame)
+            out.flush()
+            continue
+        event = json.loads(frame)
+        if event.get("type") == "exited":
+            return f"session exited with code {event.get('exit_code')}"
+        if event.get("type") == "skipped":
+            out.write(f"\r\n[svc: {event['bytes']} bytes skipped]\r\n".encode())
+    return "connection closed"

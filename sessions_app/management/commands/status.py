@@ -1,0 +1,35 @@
+"""`manage.py status [--json]`: is the daemon up, where, and what it hosts."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from sessions_app.management.commands._client import api, base_url
+
+
+class Command(BaseCommand):
+    help = "Show whether the svc daemon is running and what it hosts."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--json", action="store_true")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        sessions = api("GET", "sessions")  # raises "svc is not running at …" when down
+        agents = api("GET", "agents")
+        live = [s for s in sessions if s["status"] in ("starting", "running")]
+        status = {
+            "running": True,
+            "url": base_url(),
+            "sessions": len(sessions),
+            "live_sessions": len(live),
+            "agents_enabled": [a["name"] for a in agents if a.get("enabled")],
+        }
+        if options["json"]:
+            self.stdout.write(json.dumps(status, indent=2))
+            return
+        self.stdout.write(f"svc is running at {status['url']}")
+        self.stdout.write(f"sessions: {len(live)} live, {len(sessions)} in total")
+        self.stdout.write(f"agents enabled: {', '.join(status['agents_enabled']) or '(none)'}")
