@@ -242,12 +242,14 @@ def report(fake_port: int, raw_port: int, svc: Any) -> None:
     rawlat = asyncio.run(sequential(raw_url, CHAT_BODY))
     print(f"direct to fake           c=1 p50 {ms(direct)[0]:.2f} ms  p99 {ms(direct)[1]:.2f} ms")
     print(
-        f"raw ASGI proxy (daphne)  added p50 {ms(rawlat)[0] - ms(direct)[0]:.2f} ms  p99 {ms(rawlat)[1] - ms(direct)[1]:.2f} ms"
+        f"raw ASGI proxy (daphne)  added p50 {ms(rawlat)[0] - ms(direct)[0]:.2f} ms  "
+        f"p99 {ms(rawlat)[1] - ms(direct)[1]:.2f} ms"
     )
     for name, (url, body) in svc_urls(svc).items():
         lat = asyncio.run(sequential(url, body))
         print(
-            f"svc {name:40s} added p50 {ms(lat)[0] - ms(direct)[0]:.2f} ms  p99 {ms(lat)[1] - ms(direct)[1]:.2f} ms"
+            f"svc {name:40s} added p50 {ms(lat)[0] - ms(direct)[0]:.2f} ms  "
+            f"p99 {ms(lat)[1] - ms(direct)[1]:.2f} ms"
         )
     rps_direct = asyncio.run(concurrent(direct_url, CHAT_BODY))
     rps_raw = asyncio.run(concurrent(raw_url, CHAT_BODY))
@@ -256,23 +258,27 @@ def report(fake_port: int, raw_port: int, svc: Any) -> None:
     turl, tbody = svc_urls(svc)["translated (anthropic -> openai-chat)"]
     rps_tr = asyncio.run(concurrent(turl, tbody))
     print(
-        f"c=32 requests/s: direct {rps_direct:.0f}  raw proxy {rps_raw:.0f}  svc passthrough {rps_svc:.0f}  svc translated {rps_tr:.0f}"
+        f"c=32 requests/s: direct {rps_direct:.0f}  raw proxy {rps_raw:.0f}  "
+        f"svc passthrough {rps_svc:.0f}  svc translated {rps_tr:.0f}"
     )
     print(
-        f"ratio svc/raw proxy at c=32: passthrough {rps_svc / rps_raw:.0%}  translated {rps_tr / rps_raw:.0%}"
+        f"ratio svc/raw proxy at c=32: passthrough {rps_svc / rps_raw:.0%}  "
+        f"translated {rps_tr / rps_raw:.0%}"
     )
     stream_body = {**CHAT_BODY, "stream": True}
     ttfc_direct = asyncio.run(sequential(direct_url, stream_body, n=100, first_chunk=True))
     ttfc_svc = asyncio.run(sequential(url, stream_body, n=100, first_chunk=True))
     ttfc_tr = asyncio.run(sequential(turl, {**tbody, "stream": True}, n=100, first_chunk=True))
     print(
-        f"stream time-to-first-chunk p50: direct {ms(ttfc_direct)[0]:.2f} ms  svc passthrough {ms(ttfc_svc)[0]:.2f} ms  svc translated {ms(ttfc_tr)[0]:.2f} ms"
+        f"stream time-to-first-chunk p50: direct {ms(ttfc_direct)[0]:.2f} ms  "
+        f"svc passthrough {ms(ttfc_svc)[0]:.2f} ms  svc translated {ms(ttfc_tr)[0]:.2f} ms"
     )
     if os.environ.get("BENCH_CLIENTS", "1") == "1":
         for lib in ("aiohttp", "httpx", "httpx2"):
             numbers = measure_client(fake_port, lib, direct)
             print(
-                f"upstream client {lib:8s} passthrough added p50 {numbers['added_p50']:.2f} ms  c=32 {numbers['rps']:.0f} req/s"
+                f"upstream client {lib:8s} passthrough added p50 {numbers['added_p50']:.2f} ms  "
+                f"c=32 {numbers['rps']:.0f} req/s"
             )
 
 
