@@ -33,7 +33,14 @@ _HOP_BY_HOP = frozenset(
         b"upgrade",
     }
 )
-_DROP_REQUEST = _HOP_BY_HOP | {b"host", b"authorization", b"cookie", b"origin", b"referer"}
+_DROP_REQUEST = _HOP_BY_HOP | {
+    b"host",
+    b"authorization",
+    b"cookie",
+    b"origin",
+    b"referer",
+    b"expect",
+}
 # What a path-mounted (svc-origin) response may not do to svc's own origin.
 _DROP_ON_SVC_ORIGIN = frozenset({b"set-cookie", b"clear-site-data", b"service-worker-allowed"})
 SANDBOX_CSP = b"sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads"

@@ -333,3 +333,12 @@ def test_a_browser_that_goes_away_cancels_the_upstream_request(
     ):
         assert next(response.iter_raw()).startswith(b"hello")
     assert upstream.hold_closed.wait(5)
+
+
+def test_a_dev_server_listening_on_ipv6_loopback_only_is_reached(daemon: Daemon) -> None:
+    with Upstream(host="::1") as v6:
+        made = httpx.post(
+            f"{daemon.url}/api/previews", json={"port": v6.port}, headers=daemon.owner_headers()
+        ).json()
+        with origin_client(daemon, made["slug"], grant_cookie(daemon, made["slug"])) as client:
+            assert client.get("/echo").json()["method"] == "GET"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -17,8 +18,12 @@ from pathlib import Path
 STATIC = Path(__file__).resolve().parents[1] / "fixtures" / "previews" / "static"
 
 
+class _IPv6Server(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+
+
 class Upstream:
-    def __init__(self, root: Path = STATIC) -> None:
+    def __init__(self, root: Path = STATIC, host: str = "127.0.0.1") -> None:
         self.release = threading.Event()
         self.hold_closed = threading.Event()
         self.requests: list[dict] = []
@@ -106,7 +111,8 @@ class Upstream:
 
             do_PUT = do_DELETE = do_PATCH = do_POST
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server_class = _IPv6Server if ":" in host else ThreadingHTTPServer
+        self.server = server_class((host, 0), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
