@@ -29,3 +29,10 @@ def profiles_sync(settings: config.Settings) -> None:
             },
         )
     Profile.objects.exclude(id__in=list(settings.profiles)).delete()
+
+
+def bridge_requests_record(*, rows: list[dict]) -> None:
+    """Append request-log rows (never bodies or keys), written in batches off the hot path."""
+    from bridge_app.models import BridgeRequest
+
+    BridgeRequest.objects.bulk_create([BridgeRequest(**row) for row in rows])

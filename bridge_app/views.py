@@ -12,10 +12,11 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bridge_app import dialects, gate, ir, proxy, routing, upstream
+from bridge_app import dialects, gate, ir, proxy, requestlog, routing, upstream
 from bridge_app.dialects.common import dumps
 
 logger = logging.getLogger(__name__)
@@ -98,13 +99,43 @@ async def run_watched(work: Awaitable[None], receive: Receive) -> None:
 class BridgeApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         route = routing.parse(scope["path"], scope.get("query_string", b""))
+        if route is None or route.operation != "generate":
+            return await self._answer(route, scope, receive, send, {})
+        started, status, info = time.perf_counter(), [0], {"model": route.model[:200]}
+
+        async def send_logged(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        try:
+            await self._answer(route, scope, receive, send_logged, info)
+        finally:
+            requestlog.record(
+                route=route.family,
+                profile_id=route.profile[:64],
+                scope=route.scope,
+                client_dialect=route.dialect,
+                status=status[0],
+                duration_ms=(time.perf_counter() - started) * 1000,
+                **info,
+            )
+
+    async def _answer(
+        self,
+        route: routing.Route | None,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        info: dict[str, Any],
+    ) -> None:
         codec = dialects.get(route.dialect if route else "openai-chat")
         try:
             if reason := gate.refusal(scope):
                 raise ir.BridgeError(403, reason)
             if route is None:
                 raise ir.BridgeError(404, f"no bridge route {scope['path']!r}")
-            await self._handle(route, scope, receive, send)
+            await self._handle(route, scope, receive, send, info)
         except ir.BridgeError as exc:
             await send_json(
                 send, exc.status, codec.encode_error(exc.status, exc.message), exc.headers
@@ -113,7 +144,7 @@ class BridgeApp:
             return
 
     async def _handle(
-        self, route: routing.Route, scope: Scope, receive: Receive, send: Send
+        self, route: routing.Route, scope: Scope, receive: Receive, send: Send, info: dict[str, Any]
     ) -> None:
         codec = dialects.get(route.dialect)
         if route.family == "local-agent":
@@ -130,6 +161,7 @@ class BridgeApp:
         if route.operation == "count_tokens":
             return await send_json(send, 200, proxy.count_tokens(route, body))
         out = proxy.prepare(route, body)
+        info.update(provider=out.provider.NAME, model=out.requested[:200], stream=out.stream)
         await run_watched(self._forward(out, send), receive)
 
     def _models(self, route: routing.Route, codec: Any) -> dict[str, Any]:

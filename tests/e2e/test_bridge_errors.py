@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -258,3 +259,19 @@ def test_images_are_dropped_with_a_warning_when_the_model_cannot_take_them(bridg
     )
     assert r.status_code == 200 and "images=0" in r.json()["choices"][0]["message"]["content"]
     assert "image" in r.headers["x-svc-warning"]
+
+
+def test_each_request_is_logged_with_its_scope_without_bodies(bridge) -> None:
+    daemon, _ = bridge
+    url = f"{daemon.url}/svc/local-api/claude/my-scope.1/openai-chat/v1/chat/completions"
+    assert httpx.post(url, json=chat_body("log me")).status_code == 200
+    deadline = time.monotonic() + 5
+    rows: list = []
+    while time.monotonic() < deadline and not rows:
+        with sqlite3.connect(daemon.home / "db.sqlite3") as db:
+            rows = db.execute(
+                "select scope, client_dialect, provider, model, status"
+                " from bridge_app_bridgerequest where scope = 'my-scope.1'"
+            ).fetchall()
+        time.sleep(0.05)
+    assert rows == [("my-scope.1", "openai-chat", "anthropic", ALIAS, 200)]
