@@ -1,4 +1,5 @@
-"""/md-preview/{slug}: the Markdown file rendered on every request, and the images next to it.
+"""/md-preview/{slug}: the Markdown file rendered on every request, the images next to it, and
+the Markdown files it links to.
 
 The owner check happens in front (previews_app.asgi, then OwnerTokenMiddleware). The page runs no
 script but svc's own nonce-tagged poller, which reloads it when the file's version changes.
@@ -16,7 +17,6 @@ from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_safe
 
 from previews_app import files, markdown, selectors
-from previews_app.models import Preview
 
 _CODE_CSS = markdown.code_css()
 _POLL = (
@@ -52,22 +52,35 @@ def _not_found(message: str) -> HttpResponse:
     )
 
 
-def _page(preview: Preview, text: str, version: str) -> tuple[str, str]:
+def _page(title: str, name: str, base: str, text: str, version: str) -> tuple[str, str]:
     nonce = secrets.token_urlsafe(16)
     body, toc = markdown.render(text)
     nav = f'<nav class="toc">{toc}</nav>' if toc else ""
-    title = escape(preview.title or Path(preview.file).name)
     return nonce, (
         "<!doctype html><html><head><meta charset=utf-8>"
         '<meta name=viewport content="width=device-width, initial-scale=1">'
         '<meta name="color-scheme" content="light dark">'
         f'<meta name="svc-version" content="{escape(version)}">'
-        f'<base href="/md-preview/{preview.slug}/"><title>{title}</title>'
+        f'<base href="{escape(base)}"><title>{escape(title)}</title>'
         f'<style nonce="{nonce}">{markdown.PAGE_CSS}{_CODE_CSS}</style></head>'
-        f"<body><main><header>{escape(Path(preview.file).name)}</header>{nav}"
+        f"<body><main><header>{escape(name)}</header>{nav}"
         f'<article class="markdown">{body}</article></main>'
         f'<script nonce="{nonce}">{_POLL}</script></body></html>'
     )
+
+
+def _markdown_response(request: HttpRequest, path: Path, title: str, base: str) -> HttpResponse:
+    """Read now, render now: `?version=1` answers the file's hash for the refresh poll."""
+    try:
+        raw = path.read_bytes()[: markdown.MAX_BYTES]
+    except OSError:
+        return _not_found("The previewed file is gone.")
+    version = hashlib.sha256(raw).hexdigest()[:16]
+    if request.GET.get("version"):
+        return _secure(JsonResponse({"version": version}), "default-src 'none'")
+    text = raw.decode("utf-8", errors="replace")
+    nonce, html = _page(title, path.name, base, text, version)
+    return _secure(HttpResponse(html, content_type="text/html; charset=utf-8"), _csp(nonce))
 
 
 @require_safe
@@ -77,19 +90,16 @@ def md_page(request: HttpRequest, slug: str) -> HttpResponse:
         return _not_found("No such Markdown preview. It may have been deleted.")
     try:
         path = files.markdown_path(preview)
-        raw = path.read_bytes()[: markdown.MAX_BYTES]
-    except (files.Refused, OSError):
+    except files.Refused:
         return _not_found("The previewed file is gone or now resolves outside its workspace.")
-    version = hashlib.sha256(raw).hexdigest()[:16]
-    if request.GET.get("version"):
-        return _secure(JsonResponse({"version": version}), "default-src 'none'")
-    nonce, html = _page(preview, raw.decode("utf-8", errors="replace"), version)
-    return _secure(HttpResponse(html, content_type="text/html; charset=utf-8"), _csp(nonce))
+    title = preview.title or path.name
+    return _markdown_response(request, path, title, f"/md-preview/{slug}/")
 
 
 @require_safe
 def md_asset(request: HttpRequest, slug: str, rest: str) -> HttpResponse:
-    """An image the Markdown file refers to, relative to the file's folder."""
+    """What the Markdown file links to, relative to its folder: images, and other Markdown files
+    of the workspace, rendered the same way (so a README's links to docs/ work)."""
     preview = selectors.file_preview_get(slug)
     if preview is None:
         return _not_found("No such Markdown preview.")
@@ -97,9 +107,12 @@ def md_asset(request: HttpRequest, slug: str, rest: str) -> HttpResponse:
         path = files.asset_path(preview, rest)
     except files.Refused as exc:
         return _not_found(str(exc))
+    if path.suffix.lower() in (".md", ".markdown"):
+        folder = rest.rsplit("/", 1)[0] + "/" if "/" in rest else ""
+        return _markdown_response(request, path, path.name, f"/md-preview/{slug}/{folder}")
     ctype = mimetypes.guess_type(path.name)[0] or ""
     if not ctype.startswith("image/"):
-        return _not_found("Only images next to the Markdown file are served.")
+        return _not_found("Only images and Markdown files next to the Markdown file are served.")
     response = FileResponse(path.open("rb"), content_type=ctype)
     # An SVG opened on its own would be a document on svc's origin: keep it inert.
     return _secure(response, "default-src 'none'; style-src 'unsafe-inline'; sandbox")

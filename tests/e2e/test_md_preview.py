@@ -25,6 +25,8 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     (root / "docs" / "outside.png").symlink_to(secret)
     (root.parent / "outside.md").write_text("# outside")
     (root / "docs" / "outside.md").symlink_to(root.parent / "outside.md")
+    (root / "docs" / "sub").mkdir()
+    (root / "docs" / "sub" / "more.md").write_text("# More docs\n\n![dot](../img/dot.png)\n")
     yield root
 
 
@@ -138,3 +140,15 @@ def test_a_token_in_the_url_becomes_the_login_cookie_then_a_clean_url(
         assert landed.status_code == 200 and "<table>" in landed.text
         assert daemon.owner_token not in str(landed.url)
         assert browser.get(f"/md-preview/{guide['slug']}/img/dot.png").status_code == 200
+
+
+def test_linked_markdown_files_in_the_workspace_render_too(daemon: Daemon, guide: dict) -> None:
+    page = httpx.get(f"{guide['owner_url']}/sub/more.md", headers=daemon.owner_headers())
+    assert page.status_code == 200 and "More docs</h1>" in page.text
+    assert f'<base href="/md-preview/{guide["slug"]}/sub/">' in page.text
+    assert "script-src 'nonce-" in page.headers["content-security-policy"]
+    version = httpx.get(
+        f"{guide['owner_url']}/sub/more.md?version=1", headers=daemon.owner_headers()
+    )
+    assert version.json()["version"]
+    assert raw_get(daemon, f"/md-preview/{guide['slug']}/outside.md") == 404
