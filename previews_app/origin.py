@@ -29,6 +29,7 @@ def origin_slug(host: str | None) -> str | None:
     if not host:
         return None
     name = host.lower().rsplit(":", 1)[0] if not host.endswith("]") else host.lower()
+    name = name.removesuffix(".")  # `x.localhost.` is the same name, spelled fully qualified
     if not name.endswith(".localhost"):
         return None
     label = name[: -len(".localhost")]
