@@ -75,6 +75,12 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 self.outbox.put_nowait(error(str(exc)))
                 return
             session_id = str(session.id)
+        elif message.get("resume"):
+            try:
+                await database_sync_to_async(services.session_resume)(session_id=str(session_id))
+            except services.ServiceError as exc:
+                self.outbox.put_nowait(error(str(exc), str(session_id)))
+                return
         await self._attach(str(session_id))
 
     async def _attach(self, session_id: str) -> None:

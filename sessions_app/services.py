@@ -272,6 +272,41 @@ def _mark_running(session_id: str, pid: int, agent_session_id: str) -> Session:
     return session
 
 
+def session_resume(*, session_id: str) -> Session:
+    """Start a chat session's agent again, loading its earlier ACP session when the agent can
+    (else a fresh one); the row is live again. A live session is returned as it is."""
+    from asgiref.sync import async_to_sync
+
+    from sessions_app.host import acp, registry
+
+    session = _session_or_404(session_id)
+    if session.kind == Session.Kind.TERMINAL:
+        raise ServiceError("terminal sessions cannot be resumed; start a new one")
+    if session.is_live and registry.chat(str(session.id)) is not None:
+        return session
+    launch = _launch_for(
+        agent=session.agent, workspace=session.workspace, kind=session.kind,
+        profile_id=session.profile_id, session_id=str(session.id),
+    )  # fmt: skip
+    try:
+        pid, agent_session_id = async_to_sync(acp.start_chat)(
+            str(session.id), agent=session.agent, argv=launch.argv, env=launch.env,
+            cwd=launch.cwd, store=_store_event, on_exit=_on_process_exit,
+            resume_id=session.agent_session_id,
+        )  # fmt: skip
+    except Exception as exc:
+        raise ServiceError(f"could not resume {session.agent!r}: {exc}") from exc
+    with transaction.atomic():
+        session = Session.objects.select_for_update().get(pk=session.pk)
+        # Back to live: the row records the new process (the model has no resume transition).
+        session.status, session.pid, session.agent_session_id = (
+            Session.Status.RUNNING, pid, agent_session_id,
+        )  # fmt: skip
+        session.exit_code = session.ended_at = None
+        session.save()
+    return session
+
+
 @transaction.atomic
 def session_mark_exited(*, session_id: str, exit_code: int | None, failed: bool = False) -> None:
     session = Session.objects.select_for_update().filter(pk=session_id).first()

@@ -83,8 +83,11 @@ class AcpSession:
         self._emit_lock = asyncio.Lock()
         self.exited = asyncio.Event()
         self.exit_code: int | None = None
+        self._replaying = False
 
-    async def start(self, argv: tuple[str, ...], env: dict[str, str], cwd: str) -> int:
+    async def start(
+        self, argv: tuple[str, ...], env: dict[str, str], cwd: str, resume_id: str = ""
+    ) -> int:
         with _agent_log(self.session_id) as stderr:
             self.proc = await asyncio.create_subprocess_exec(
                 *argv,
@@ -100,14 +103,14 @@ class AcpSession:
         self.conn = connect_to_agent(_HostClient(self), self.proc.stdin, self.proc.stdout)
         self._watcher = asyncio.get_running_loop().create_task(self._watch_exit())
         try:
-            await asyncio.wait_for(self._handshake(cwd), START_TIMEOUT_S)
+            await asyncio.wait_for(self._handshake(cwd, resume_id), START_TIMEOUT_S)
         except BaseException:
             await self.stop()
             raise
         await self._publish_runtime()
         return self.pid
 
-    async def _handshake(self, cwd: str) -> None:
+    async def _handshake(self, cwd: str, resume_id: str) -> None:
         init = await self.conn.initialize(
             protocol_version=PROTOCOL_VERSION,
             client_capabilities=ClientCapabilities(),
@@ -115,6 +118,15 @@ class AcpSession:
         )
         if init.agent_info is not None:
             self.agent_info = {"name": init.agent_info.name, "version": init.agent_info.version}
+        if resume_id and init.agent_capabilities and init.agent_capabilities.load_session:
+            # The agent replays the conversation as updates; svc already stored it, so drop them.
+            self._replaying = True
+            try:
+                await self.conn.load_session(cwd=cwd, session_id=resume_id, mcp_servers=[])
+            finally:
+                self._replaying = False
+            self.agent_session_id = resume_id
+            return
         new = await self.conn.new_session(cwd=cwd, mcp_servers=[])
         self.agent_session_id = new.session_id
 
@@ -138,6 +150,8 @@ class AcpSession:
         return {**payload, "kind": kind, "session_id": self.session_id, "seq": seq}
 
     async def emit(self, kind: str, payload: dict[str, Any], *, store: bool = True) -> None:
+        if self._replaying:
+            return
         async with self._emit_lock:  # stored order == delivered order
             seq = await self._store(self.session_id, kind, payload) if store else None
             event = self.event(kind, payload, seq)
@@ -276,9 +290,10 @@ def _refuse(options: list[PermissionOption]) -> RequestPermissionResponse:
 
 async def start_chat(
     session_id: str, *, agent: str, argv: tuple[str, ...], env: dict[str, str], cwd: str,
-    store: Store, on_exit: OnExit,
+    store: Store, on_exit: OnExit, resume_id: str = "",
 ) -> tuple[int, str]:  # fmt: skip
-    """Start the agent and its ACP session; returns (pid, the agent's own session id)."""
+    """Start the agent and its ACP session — a new one, or with `resume_id` the agent's earlier
+    session when it can load sessions; returns (pid, the agent's own session id)."""
     from sessions_app.host import registry
 
     chat = AcpSession(session_id, agent, store=store, on_exit=on_exit)
@@ -290,7 +305,7 @@ async def start_chat(
     chat._on_exit = ended
     # A fresh context: callers come through async_to_sync from a request or consumer thread.
     task = asyncio.get_running_loop().create_task(
-        chat.start(argv, env, cwd), context=contextvars.Context()
+        chat.start(argv, env, cwd, resume_id), context=contextvars.Context()
     )
     pid = await task
     registry.register_chat(session_id, chat)

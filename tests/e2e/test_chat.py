@@ -188,3 +188,26 @@ def test_chat_sessions_are_created_over_the_api_too(host: Daemon, tmp_path: Path
     body = response.json()
     assert body["status"] == "running" and body["agent_session_id"].startswith("fake-")
     assert stop_session(host, body["id"]).json()["status"] == "exited"
+
+
+async def test_an_ended_chat_resumes_the_agents_own_session(host: Daemon, tmp_path: Path) -> None:
+    chat, sid = await open_chat(host, tmp_path)
+    await chat.send(type="prompt", session_id=sid, text="echo before")
+    await chat.next("turn_end")
+    first = httpx.get(f"{host.url}/api/sessions/{sid}", headers=host.owner_headers()).json()
+    stop_session(host, sid)
+    await chat.next("session", status="exited")
+    await chat.close()
+
+    again = await Chat.connect(host)
+    ready = await again.open(session_id=sid, resume=True)
+    assert ready["status"] == "running" and ready["busy"] is False
+    assert ready["agent_session_id"] == first["agent_session_id"]  # loaded, not new
+    assert "before" in again.texts()  # the history, replayed once from the database
+    await again.send(type="prompt", session_id=sid, text="echo after")
+    await again.next("turn_end")
+    assert again.texts().endswith("after")
+    row = httpx.get(f"{host.url}/api/sessions/{sid}", headers=host.owner_headers()).json()
+    assert row["status"] == "running" and row["ended_at"] is None
+    stop_session(host, sid)
+    await again.close()
