@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import httpx
 
-from tests.sessions_app.termclient import Term, create_session
+from tests.sessions_app.termclient import Term, create_session, hosting_settings
 from tests.support.daemon import Daemon
 
 
@@ -22,6 +23,7 @@ def gone(pid: int) -> bool:
 async def test_daemon_stop_kills_every_child_and_restart_marks_them_exited(
     fresh_daemon: Daemon, tmp_path: Path
 ) -> None:
+    (fresh_daemon.home / "settings.json").write_text(json.dumps(hosting_settings()))
     daemon = fresh_daemon.start()
     pids: list[int] = []
     ids = []
@@ -36,7 +38,10 @@ async def test_daemon_stop_kills_every_child_and_restart_marks_them_exited(
             await term.read_frame()
         pids += [int(p) for p in found]
         await term.close()
-    assert len(pids) == 6 and not any(gone(p) for p in pids)
+    chat = create_session(daemon, tmp_path, agent="fake", kind="chat")
+    ids.append(chat["id"])
+    pids.append(chat["pid"])
+    assert len(pids) == 7 and not any(gone(p) for p in pids)
 
     daemon.stop()
     assert [p for p in pids if not gone(p)] == []
@@ -44,4 +49,4 @@ async def test_daemon_stop_kills_every_child_and_restart_marks_them_exited(
     daemon.start()
     listed = httpx.get(f"{daemon.url}/api/sessions", headers=daemon.owner_headers()).json()
     status = {s["id"]: s["status"] for s in listed}
-    assert [status[i] for i in ids] == ["exited", "exited"]
+    assert [status[i] for i in ids] == ["exited", "exited", "exited"]
