@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import httpx
 
@@ -58,7 +58,6 @@ class Target:
     query: bytes
     public_base: str  # what upstream-absolute Locations are rewritten to (origin or path prefix)
     on_svc_origin: bool  # shares (and header-auth owner requests) live on svc's own origin
-    extra_headers: list[tuple[bytes, bytes]] = field(default_factory=list)
 
 
 def _client() -> httpx.AsyncClient:
@@ -136,7 +135,6 @@ def response_headers(raw: list[tuple[bytes, bytes]], target: Target) -> list:
         out.append((b"content-security-policy", SANDBOX_CSP))
         out.append((b"referrer-policy", b"no-referrer"))
         out.append((b"x-content-type-options", b"nosniff"))
-    out.extend(target.extra_headers)
     return out
 
 
@@ -159,7 +157,6 @@ class RequestBody:
             if message["type"] == "http.disconnect":
                 self.disconnected = True
                 raise ClientGone
-
             if message.get("body"):
                 yield message["body"]
             if not message.get("more_body"):
@@ -204,7 +201,7 @@ async def forward(scope: dict, receive: Callable, send: Callable, target: Target
     headers = upstream_headers(raw_headers, target)
     try:
         response = await _open(scope, body, target, headers)
-    except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError):
+    except httpx.TransportError:  # refused, reset, or hung up before answering
         await pages.send_page(send, "unreachable", header_map, head=scope["method"] == "HEAD")
         return
     except ClientGone:
@@ -217,15 +214,13 @@ async def forward(scope: dict, receive: Callable, send: Callable, target: Target
                 "headers": response_headers(response.headers.raw, target),
             }
         )
-        await _relay_until_disconnect(
-            response, receive, send, body is None or not body.disconnected
-        )
+        await _relay_until_disconnect(response, receive, send)
     finally:
         await response.aclose()
 
 
 async def _relay_until_disconnect(
-    response: httpx.Response, receive: Callable, send: Callable, watch: bool
+    response: httpx.Response, receive: Callable, send: Callable
 ) -> None:
     async def relay() -> None:
         with contextlib.suppress(httpx.ReadError, httpx.RemoteProtocolError):
@@ -237,9 +232,7 @@ async def _relay_until_disconnect(
         while (await receive())["type"] != "http.disconnect":
             pass
 
-    tasks = [asyncio.ensure_future(relay())]
-    if watch:
-        tasks.append(asyncio.ensure_future(disconnected()))
+    tasks = [asyncio.ensure_future(relay()), asyncio.ensure_future(disconnected())]
     try:
         done, _pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     finally:
