@@ -342,3 +342,30 @@ def test_a_dev_server_listening_on_ipv6_loopback_only_is_reached(daemon: Daemon)
         ).json()
         with origin_client(daemon, made["slug"], grant_cookie(daemon, made["slug"])) as client:
             assert client.get("/echo").json()["method"] == "GET"
+
+
+def test_bearer_clients_reach_preview_websockets_on_the_owner_path(
+    daemon: Daemon, ws_upstream: int
+) -> None:
+    made = httpx.post(
+        f"{daemon.url}/api/previews", json={"port": ws_upstream}, headers=daemon.owner_headers()
+    ).json()
+    url = f"{daemon.ws_url}/preview/u/{made['slug']}/socket"
+
+    async def echo(headers: dict[str, str], origin: str | None = None) -> object:
+        try:
+            async with websockets.connect(
+                url,
+                additional_headers=headers,
+                origin=origin,
+                proxy=None,
+                subprotocols=["echo-v1"],
+            ) as ws:
+                await ws.send("ping")
+                return await ws.recv()
+        except websockets.InvalidStatus as exc:
+            return exc.response.status_code
+
+    assert asyncio.run(echo(daemon.owner_headers())) == "ping"
+    assert asyncio.run(echo(daemon.owner_headers(), origin="http://x.localhost:1")) == 403
+    assert asyncio.run(echo({})) == 403
