@@ -230,10 +230,6 @@ def session_create(
     title: str = "",
 ) -> Session:
     """Create the row, start the process in the host, and return the running session."""
-    from asgiref.sync import async_to_sync
-
-    from sessions_app.host import registry
-
     _check_session_args(kind, profile_id, cols, rows)
     path = str(_normalise_workspace(workspace))
     session = Session(agent=agent, workspace=path, kind=kind, profile_id=profile_id, title=title)
@@ -242,24 +238,31 @@ def session_create(
     )
     session.save()
     try:
-        if kind == Session.Kind.TERMINAL:
-            pid = async_to_sync(registry.start_terminal)(
-                str(session.id), argv=launch.argv, env=launch.env, cwd=launch.cwd,
-                cols=cols, rows=rows, on_exit=_on_process_exit,
-            )  # fmt: skip
-            agent_session_id = ""
-        else:
-            from sessions_app.host import acp
-
-            pid, agent_session_id = async_to_sync(acp.start_chat)(
-                str(session.id), agent=agent, argv=launch.argv, env=launch.env, cwd=launch.cwd,
-                store=_store_event, on_exit=_on_process_exit,
-            )  # fmt: skip
+        pid, agent_session_id = _start_process(session, launch, cols, rows)
     except Exception as exc:
         session.mark_exited(None, failed=True)
         session.save()
         raise ServiceError(f"could not start {agent!r}: {exc}") from exc
     return _mark_running(str(session.id), pid, agent_session_id)
+
+
+def _start_process(
+    session: Session, launch: agent_registry.Launch, cols: int, rows: int
+) -> tuple[int, str]:
+    from asgiref.sync import async_to_sync
+
+    from sessions_app.host import acp, registry
+
+    if session.kind == Session.Kind.TERMINAL:
+        pid = async_to_sync(registry.start_terminal)(
+            str(session.id), argv=launch.argv, env=launch.env, cwd=launch.cwd,
+            cols=cols, rows=rows, on_exit=_on_process_exit,
+        )  # fmt: skip
+        return pid, ""
+    return async_to_sync(acp.start_chat)(
+        str(session.id), agent=session.agent, argv=launch.argv, env=launch.env, cwd=launch.cwd,
+        store=_store_event, on_exit=_on_process_exit,
+    )  # fmt: skip
 
 
 @transaction.atomic
