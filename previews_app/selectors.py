@@ -8,6 +8,7 @@ from typing import Literal
 from django.utils import timezone
 
 from previews_app.models import Preview
+from svcproject import config
 
 ShareState = Literal["ok", "expired", "missing"]
 
@@ -48,3 +49,16 @@ def preview_urls(preview: Preview, base: str) -> dict[str, str | None]:
         return {"owner_url": f"{base}/md-preview/{preview.slug}", "share_url": None}
     share = f"{base}/preview/s/{preview.share_slug}/" if preview.share_slug else None
     return {"owner_url": f"{base}/preview/u/{preview.slug}/", "share_url": share}
+
+
+def preview_links(preview: Preview, base: str = "") -> dict[str, str | None]:
+    """What the MCP tools answer: `preview` → slug, owner_url, share_url, share_expires_at;
+    `md_preview` → slug, owner_url. `base` defaults to svc's loopback address."""
+    base = base or f"http://127.0.0.1:{config.svc_port()}"
+    urls = preview_urls(preview, base)
+    links: dict[str, str | None] = {"slug": preview.slug, "owner_url": urls["owner_url"]}
+    if preview.kind == Preview.Kind.PORT:
+        expires = preview.share_expires_at
+        links["share_url"] = urls["share_url"]
+        links["share_expires_at"] = expires.isoformat() if expires else None
+    return links

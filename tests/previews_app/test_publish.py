@@ -59,3 +59,19 @@ def test_delete_removes_and_unknown_slug_is_not_found() -> None:
     services.preview_delete(slug=preview.slug)
     with pytest.raises(services.PreviewNotFound):
         services.preview_delete(slug=preview.slug)
+
+
+def test_links_for_the_mcp_tools(tmp_path: Path) -> None:
+    from previews_app import selectors
+
+    live = services.preview_publish(port=5173)
+    links = selectors.preview_links(live, "http://127.0.0.1:8000")
+    assert links["owner_url"] == f"http://127.0.0.1:8000/preview/u/{live.slug}/"
+    assert links["share_url"] == f"http://127.0.0.1:8000/preview/s/{live.share_slug}/"
+    assert links["share_expires_at"]
+    (tmp_path / "a.md").write_text("# a")
+    doc = services.preview_publish(file="a.md", workspace=str(tmp_path))
+    assert (
+        selectors.preview_links(doc, "http://h")["owner_url"] == f"http://h/md-preview/{doc.slug}"
+    )
+    assert "share_url" not in selectors.preview_links(doc)
