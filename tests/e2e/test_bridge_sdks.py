@@ -114,3 +114,13 @@ def test_token_counting_routes(bridge) -> None:
     )
     g = sdk(daemon, "gemini", "claude")
     assert g.models.count_tokens(model=ALIAS, contents="hello there").total_tokens > 0
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+@pytest.mark.parametrize(("client", "provider"), PAIRS, ids=IDS)
+def test_reasoning_text_crosses_when_both_sides_carry_it(
+    bridge, client: str, provider: str, stream: bool
+) -> None:
+    answer = ask(bridge, client, provider, f"think-{client}-{provider} [think]", stream)
+    assert answer.reasoning == "Thinking it over."
+    assert "said=[think-" in answer.text and answer.stop == "end"

@@ -28,6 +28,7 @@ class Answer:
     stop: str = ""  # end | tool | max
     model: str = ""
     usage: tuple[int, int] = (0, 0)
+    reasoning: str = ""
 
 
 # --- OpenAI Chat -------------------------------------------------------------------------------
@@ -80,6 +81,7 @@ def chat(client: Any, model: str, prompt: str, stream: bool, tools_round: Any = 
             CHAT_STOP[r.choices[0].finish_reason],
             r.model,
             (r.usage.prompt_tokens, r.usage.completion_tokens),
+            (msg.model_extra or {}).get("reasoning_content") or "",
         )
     out, calls, models = Answer(), {}, set()
     for chunk in client.chat.completions.create(
@@ -90,6 +92,7 @@ def chat(client: Any, model: str, prompt: str, stream: bool, tools_round: Any = 
             out.usage = (chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
         for choice in chunk.choices:
             out.text += choice.delta.content or ""
+            out.reasoning += (choice.delta.model_extra or {}).get("reasoning_content") or ""
             for tc in choice.delta.tool_calls or []:
                 slot = calls.setdefault(tc.index, ["", "", ""])
                 slot[0] = tc.id or slot[0]
@@ -162,9 +165,9 @@ def responses(
         (i.call_id, i.name, json.loads(i.arguments)) for i in r.output if i.type == "function_call"
     ]
     stop = "max" if r.status == "incomplete" else "tool" if calls else "end"
-    return Answer(
-        r.output_text, calls, stop, r.model, (r.usage.input_tokens, r.usage.output_tokens)
-    )
+    reasoning = "".join(s.text for i in r.output if i.type == "reasoning" for s in i.summary)
+    usage = (r.usage.input_tokens, r.usage.output_tokens)
+    return Answer(r.output_text, calls, stop, r.model, usage, reasoning)
 
 
 # --- Anthropic ---------------------------------------------------------------------------------
@@ -227,6 +230,7 @@ def anthropic(
         ANTHROPIC_STOP[m.stop_reason],
         m.model,
         (m.usage.input_tokens, m.usage.output_tokens),
+        "".join(b.thinking for b in m.content if b.type == "thinking"),
     )
 
 
@@ -292,7 +296,9 @@ def gemini(client: Any, model: str, prompt: str, stream: bool, tools_round: Any 
         for part in (
             r.candidates[0].content.parts or [] if r.candidates and r.candidates[0].content else []
         ):
-            if part.text:
+            if part.text and part.thought:
+                out.reasoning += part.text
+            elif part.text:
                 out.text += part.text
             if part.function_call:
                 fc = part.function_call

@@ -31,6 +31,7 @@ class Plan:
     stop: str  # end | tool | max
     usage: tuple[int, int]
     include_usage: bool = True
+    reasoning: str = ""
 
 
 def _text(content: Any) -> str:
@@ -161,7 +162,9 @@ def plan(seen: Seen, model: str) -> Plan:
         ]
         stop = "tool"
     words = 1 + len(seen.system.split()) + len(seen.last_text[:10000].split()) + seen.turns
-    return Plan(model, text, calls, stop, (words, len(text.split())), seen.include_usage)
+    reasoning = "Thinking it over." if "[think]" in seen.last_text else ""
+    usage = (words, len(text.split()))
+    return Plan(model, text, calls, stop, usage, seen.include_usage, reasoning)
 
 
 def _split(text: str, n: int = 3) -> list[str]:
@@ -186,6 +189,8 @@ def _chat_finish(p: Plan) -> str:
 
 def chat_json(p: Plan) -> dict[str, Any]:
     msg: dict[str, Any] = {"role": "assistant", "content": p.text, "refusal": None}
+    if p.reasoning:  # the de-facto field (DeepSeek, vLLM): not in OpenAI's schema
+        msg["reasoning_content"] = p.reasoning
     if p.calls:
         msg["tool_calls"] = [
             {
@@ -220,6 +225,7 @@ def _chunk(p: Plan, delta: dict[str, Any], finish: str | None = None) -> bytes:
 
 def chat_stream(p: Plan, midfail: bool) -> list[bytes]:
     out = [_chunk(p, {"role": "assistant", "content": ""})]
+    out += [_chunk(p, {"reasoning_content": t}) for t in _split(p.reasoning, 2) if p.reasoning]
     out += [_chunk(p, {"content": t}) for t in _split(p.text)]
     if midfail:
         error = {
@@ -263,15 +269,21 @@ def chat_stream(p: Plan, midfail: bool) -> list[bytes]:
 # --- OpenAI Responses --------------------------------------------------------------------------
 
 
+def _reasoning_item(p: Plan) -> list[dict[str, Any]]:
+    summary = [{"type": "summary_text", "text": p.reasoning}]
+    return [{"type": "reasoning", "id": "rs_fake", "summary": summary}] if p.reasoning else []
+
+
 def _resp_items(p: Plan) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = [
+        *_reasoning_item(p),
         {
             "type": "message",
             "id": "msg_fake",
             "status": "completed",
             "role": "assistant",
             "content": [{"type": "output_text", "text": p.text, "annotations": []}],
-        }
+        },
     ]
     items += [
         {
@@ -327,6 +339,25 @@ class _Seq:
         return f"event: {kind}\ndata: {json.dumps(data)}\n\n".encode()
 
 
+def _responses_reasoning(p: Plan, s: _Seq) -> list[bytes]:
+    if not p.reasoning:
+        return []
+    ids = {"item_id": "rs_fake", "output_index": 0, "summary_index": 0}
+    item = _reasoning_item(p)[0]
+    return [
+        s.ev("response.output_item.added", output_index=0, item={**item, "summary": []}),
+        s.ev(
+            "response.reasoning_summary_part.added",
+            **ids,
+            part={"type": "summary_text", "text": ""},
+        ),
+        s.ev("response.reasoning_summary_text.delta", **ids, delta=p.reasoning),
+        s.ev("response.reasoning_summary_text.done", **ids, text=p.reasoning),
+        s.ev("response.reasoning_summary_part.done", **ids, part=item["summary"][0]),
+        s.ev("response.output_item.done", output_index=0, item=item),
+    ]
+
+
 def _responses_head(p: Plan, s: _Seq) -> list[bytes]:
     pending = responses_json(p, "in_progress", [])
     msg = {
@@ -337,14 +368,16 @@ def _responses_head(p: Plan, s: _Seq) -> list[bytes]:
         "content": [],
     }
     part = {"type": "output_text", "text": "", "annotations": []}
+    off = 1 if p.reasoning else 0
     return [
         s.ev("response.created", response=pending),
         s.ev("response.in_progress", response=pending),
-        s.ev("response.output_item.added", output_index=0, item=msg),
+        *_responses_reasoning(p, s),
+        s.ev("response.output_item.added", output_index=off, item=msg),
         s.ev(
             "response.content_part.added",
             item_id="msg_fake",
-            output_index=0,
+            output_index=off,
             content_index=0,
             part=part,
         ),
@@ -354,7 +387,8 @@ def _responses_head(p: Plan, s: _Seq) -> list[bytes]:
 def responses_stream(p: Plan, midfail: bool) -> list[bytes]:
     s = _Seq()
     out = _responses_head(p, s)
-    ids = {"item_id": "msg_fake", "output_index": 0, "content_index": 0}
+    off = 1 if p.reasoning else 0
+    ids = {"item_id": "msg_fake", "output_index": off, "content_index": 0}
     out += [s.ev("response.output_text.delta", **ids, delta=t) for t in _split(p.text)]
     if midfail:
         return [
@@ -363,9 +397,9 @@ def responses_stream(p: Plan, midfail: bool) -> list[bytes]:
         ]
     items = _resp_items(p)
     out.append(s.ev("response.output_text.done", **ids, text=p.text))
-    out.append(s.ev("response.content_part.done", **ids, part=items[0]["content"][0]))
-    out.append(s.ev("response.output_item.done", output_index=0, item=items[0]))
-    for k, item in enumerate(items[1:], start=1):
+    out.append(s.ev("response.content_part.done", **ids, part=items[off]["content"][0]))
+    out.append(s.ev("response.output_item.done", output_index=off, item=items[off]))
+    for k, item in enumerate(items[off + 1 :], start=off + 1):
         out.append(
             s.ev(
                 "response.output_item.added",
@@ -404,6 +438,8 @@ def _anth_stop(p: Plan) -> str:
 
 def anthropic_json(p: Plan) -> dict[str, Any]:
     content: list[dict[str, Any]] = [{"type": "text", "text": p.text}]
+    if p.reasoning:
+        content.insert(0, {"type": "thinking", "thinking": p.reasoning, "signature": "sig-fake"})
     content += [
         {"type": "tool_use", "id": f"toolu_{i}", "name": n, "input": a} for i, n, a in p.calls
     ]
@@ -430,17 +466,35 @@ def _anthropic_head(p: Plan) -> list[bytes]:
         "stop_reason": None,
         "usage": {"input_tokens": p.usage[0], "output_tokens": 1},
     }
+    head = [_aev("message_start", message=message), _aev("ping")]
+    if p.reasoning:
+        block = {"type": "thinking", "thinking": "", "signature": ""}
+        head += [
+            _aev("content_block_start", index=0, content_block=block),
+            _aev(
+                "content_block_delta",
+                index=0,
+                delta={"type": "thinking_delta", "thinking": p.reasoning},
+            ),
+            _aev(
+                "content_block_delta",
+                index=0,
+                delta={"type": "signature_delta", "signature": "sig-fake"},
+            ),
+            _aev("content_block_stop", index=0),
+        ]
+    off = 1 if p.reasoning else 0
     return [
-        _aev("message_start", message=message),
-        _aev("ping"),
-        _aev("content_block_start", index=0, content_block={"type": "text", "text": ""}),
+        *head,
+        _aev("content_block_start", index=off, content_block={"type": "text", "text": ""}),
     ]
 
 
 def anthropic_stream(p: Plan, midfail: bool) -> list[bytes]:
     out = _anthropic_head(p)
+    off = 1 if p.reasoning else 0
     out += [
-        _aev("content_block_delta", index=0, delta={"type": "text_delta", "text": t})
+        _aev("content_block_delta", index=off, delta={"type": "text_delta", "text": t})
         for t in _split(p.text)
     ]
     if midfail:
@@ -448,8 +502,8 @@ def anthropic_stream(p: Plan, midfail: bool) -> list[bytes]:
             *out[:4],
             _aev("error", error={"type": "overloaded_error", "message": "fake failure mid-stream"}),
         ]
-    out.append(_aev("content_block_stop", index=0))
-    for k, (i, name, args) in enumerate(p.calls, start=1):
+    out.append(_aev("content_block_stop", index=off))
+    for k, (i, name, args) in enumerate(p.calls, start=1 + off):
         out.append(
             _aev(
                 "content_block_start",
@@ -505,7 +559,9 @@ def _gcalls(p: Plan) -> list[dict[str, Any]]:
 
 
 def gemini_json(p: Plan) -> dict[str, Any]:
-    return _gresp(p, [{"text": p.text}, *_gcalls(p)], "MAX_TOKENS" if p.stop == "max" else "STOP")
+    thought = [{"text": p.reasoning, "thought": True}] if p.reasoning else []
+    parts = [*thought, {"text": p.text}, *_gcalls(p)]
+    return _gresp(p, parts, "MAX_TOKENS" if p.stop == "max" else "STOP")
 
 
 def _gframe(data: dict[str, Any]) -> bytes:
@@ -513,7 +569,8 @@ def _gframe(data: dict[str, Any]) -> bytes:
 
 
 def gemini_stream(p: Plan, midfail: bool) -> list[bytes]:
-    out = [_gframe(_gresp(p, [{"text": t}])) for t in _split(p.text)]
+    out = [_gframe(_gresp(p, [{"text": p.reasoning, "thought": True}]))] if p.reasoning else []
+    out += [_gframe(_gresp(p, [{"text": t}])) for t in _split(p.text)]
     if midfail:
         return [
             *out[:1],
