@@ -6,10 +6,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from tests.fakes.bridge_clients import DRIVERS, SYSTEM
-from tests.fakes.bridge_setup import ALIAS, DIALECTS, PROFILE, sdk, start_bridge
+from tests.fakes.bridge_setup import ALIAS, DIALECTS, PROFILE, base_url, sdk, start_bridge
 
 PAIRS = [(c, p) for c in DIALECTS for p in DIALECTS]
 IDS = [f"{c}->{p}" for c, p in PAIRS]
@@ -124,3 +125,54 @@ def test_reasoning_text_crosses_when_both_sides_carry_it(
     answer = ask(bridge, client, provider, f"think-{client}-{provider} [think]", stream)
     assert answer.reasoning == "Thinking it over."
     assert "said=[think-" in answer.text and answer.stop == "end"
+
+
+def _sampling_request(client: str, marker: str) -> tuple[str, dict]:
+    user = {"role": "user", "content": marker}
+    if client == "openai-chat":
+        body = {
+            "messages": [user],
+            "max_tokens": 77,
+            "temperature": 0.5,
+            "top_p": 0.9,
+            "stop": ["END"],
+        }
+        return "/chat/completions", {"model": ALIAS, **body}
+    if client == "openai-responses":  # the Responses API has no stop parameter
+        body = {"input": marker, "max_output_tokens": 77, "temperature": 0.5, "top_p": 0.9}
+        return "/responses", {"model": ALIAS, **body}
+    if client == "anthropic":
+        body = {"messages": [user], "max_tokens": 77, "temperature": 0.5, "top_p": 0.9}
+        return "/v1/messages", {"model": ALIAS, **body, "stop_sequences": ["END"]}
+    config = {"maxOutputTokens": 77, "temperature": 0.5, "topP": 0.9, "stopSequences": ["END"]}
+    body = {"contents": [{"role": "user", "parts": [{"text": marker}]}], "generationConfig": config}
+    return f"/v1beta/models/{ALIAS}:generateContent", body
+
+
+def _sampling_seen(provider: str, body: dict) -> tuple:
+    if provider == "gemini":
+        c = body["generationConfig"]
+        return c.get("maxOutputTokens"), c.get("temperature"), c.get("topP"), c.get("stopSequences")
+    max_key = {"openai-chat": "max_completion_tokens", "openai-responses": "max_output_tokens"}
+    stop_key = {"openai-chat": "stop", "anthropic": "stop_sequences"}
+    max_tokens = body.get(max_key.get(provider, "max_tokens"), body.get("max_tokens"))
+    stop = body.get(stop_key.get(provider, "-"))
+    return max_tokens, body.get("temperature"), body.get("top_p"), stop
+
+
+@pytest.mark.parametrize(("client", "provider"), PAIRS, ids=IDS)
+def test_temperature_max_tokens_top_p_and_stop_reach_the_provider(
+    bridge, client: str, provider: str
+) -> None:
+    daemon, fake = bridge
+    marker = f"sampling-{client}-{provider}"
+    path, body = _sampling_request(client, marker)
+    r = httpx.post(base_url(daemon, client, PROFILE[provider]) + path, json=body)
+    assert r.status_code == 200, r.text
+    max_tokens, temperature, top_p, stop = _sampling_seen(provider, fake.last(marker).body)
+    assert (max_tokens, temperature) == (77, 0.5)
+    expressible = "openai-responses" not in (client, provider)
+    assert stop == (["END"] if expressible else None)
+    # Newer Claude models reject temperature and top_p together: translation keeps temperature.
+    dropped = provider == "anthropic" and client != "anthropic"
+    assert top_p == (None if dropped else 0.9)
