@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from http.cookies import CookieError, SimpleCookie
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, quote
 
 from asgiref.sync import sync_to_async
 
@@ -60,7 +60,9 @@ def _is_owner(headers: dict[bytes, bytes], slug: str) -> bool:
 
 def _safe_next(values: list[str]) -> str:
     target = values[0] if values else "/"
-    return target if target.startswith("/") and not target.startswith("//") else "/"
+    # Browsers read `/\host` as `//host`: only a plain path on this origin may follow a grant.
+    plain = target.startswith("/") and not target.startswith("//") and "\\" not in target
+    return quote(target, safe="/?&=%:@!$'()*+,;~-._#") if plain and target.isprintable() else "/"
 
 
 async def _redeem(scope: dict, send: Callable, slug: str, headers: dict[bytes, bytes]) -> None:
