@@ -176,3 +176,49 @@ def test_temperature_max_tokens_top_p_and_stop_reach_the_provider(
     # Newer Claude models reject temperature and top_p together: translation keeps temperature.
     dropped = provider == "anthropic" and client != "anthropic"
     assert top_p == (None if dropped else 0.9)
+
+
+def test_legacy_bridge_route_serves_the_same_api(bridge) -> None:
+    daemon, _ = bridge
+    import openai
+
+    client = openai.OpenAI(base_url=f"{daemon.url}/svc/bridge/claude/openai-chat/v1", api_key="x")
+    r = client.chat.completions.create(
+        model=ALIAS, messages=[{"role": "user", "content": "legacy"}]
+    )
+    assert "said=[legacy]" in r.choices[0].message.content and r.model == ALIAS
+
+
+def test_claude_code_style_request_with_x_api_key_and_beta_query(bridge) -> None:
+    daemon, fake = bridge
+    url = base_url(daemon, "anthropic", "chat") + "/v1/messages?beta=true"
+    body = {"model": ALIAS, "max_tokens": 9, "messages": [{"role": "user", "content": "cc-style"}]}
+    r = httpx.post(
+        url, json=body, headers={"x-api-key": "sk-ant-client", "anthropic-version": "2023-06-01"}
+    )
+    assert r.status_code == 200 and r.json()["model"] == ALIAS
+    assert "sk-ant-client" not in repr(fake.last("cc-style").headers)
+
+
+def test_gemini_sdk_with_doubled_version_base_url(bridge) -> None:
+    daemon, _ = bridge
+    from google import genai
+    from google.genai import types
+
+    options = types.HttpOptions(base_url=base_url(daemon, "gemini", "claude") + "/v1beta")
+    client = genai.Client(
+        api_key="x", http_options=options
+    )  # sends .../gemini/v1beta/v1/models/...
+    assert "said=[doubled]" in client.models.generate_content(model=ALIAS, contents="doubled").text
+
+
+def test_gemini_stream_without_alt_sse_is_a_json_array(bridge) -> None:
+    daemon, _ = bridge
+    url = base_url(daemon, "gemini", "chat") + f"/v1beta/models/{ALIAS}:streamGenerateContent"
+    body = {"contents": [{"role": "user", "parts": [{"text": "array"}]}]}
+    chunks = httpx.post(url, json=body).json()
+    assert isinstance(chunks, list) and chunks[-1]["candidates"][0]["finishReason"] == "STOP"
+    text = "".join(
+        p.get("text", "") for c in chunks for p in c["candidates"][0]["content"]["parts"]
+    )
+    assert "said=[array]" in text
