@@ -74,11 +74,11 @@ class TerminalConsumer(AsyncWebsocketConsumer):
         session_id = (query.get("session_id") or [""])[0]
         session = await database_sync_to_async(selectors.session_get)(session_id)
         await self.accept()
-        if session is None:
+        if session is None or session.kind != "terminal":  # chats live on /ws/chat
             await self.close(CLOSE_NOT_FOUND)
             return
         self.term = registry.terminal(str(session.id))
-        if self.term is None:  # ended before a restart, or not a terminal: nothing to show
+        if self.term is None:  # ended before a restart: nothing left to show but the code
             await self._send_bytes(b"")
             await self._send_json({"type": "exited", "exit_code": session.exit_code})
             return

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from websockets.exceptions import ConnectionClosed
 
 from tests.sessions_app.termclient import Chat, open_ws, start_hosting_daemon, stop_session
 from tests.support.daemon import Daemon
@@ -187,6 +188,7 @@ def test_chat_sessions_are_created_over_the_api_too(host: Daemon, tmp_path: Path
     assert response.status_code == 201, response.text
     body = response.json()
     assert body["status"] == "running" and body["agent_session_id"].startswith("fake-")
+    assert body["pid"] and Path(f"/proc/{body['pid']}").exists()
     assert stop_session(host, body["id"]).json()["status"] == "exited"
 
 
@@ -211,3 +213,13 @@ async def test_an_ended_chat_resumes_the_agents_own_session(host: Daemon, tmp_pa
     assert row["status"] == "running" and row["ended_at"] is None
     stop_session(host, sid)
     await again.close()
+
+
+async def test_a_chat_session_is_not_a_terminal(host: Daemon, tmp_path: Path) -> None:
+    chat, sid = await open_chat(host, tmp_path)
+    ws = await open_ws(host, f"/ws?session_id={sid}")
+    with pytest.raises(ConnectionClosed):
+        await ws.recv()
+    assert ws.close_code == 4404
+    await chat.close()
+    stop_session(host, sid)

@@ -92,7 +92,7 @@ async def test_sessions_list_follows_creation_and_exit_within_a_second(
         return lambda items: any(s["id"] == session["id"] and s["status"] == status for s in items)
 
     await next_snapshot_where(sessions_ws, has("running"))
-    assert time.monotonic() - created < 1.0 + 0.5  # creation itself takes a few ms
+    assert time.monotonic() - created < 1.0  # measured from before the POST
     term = await Term.open(host, session["id"])
     await term.run("exit 5")
     exited_at = time.monotonic()
