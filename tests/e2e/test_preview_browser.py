@@ -244,11 +244,13 @@ def vite(tmp_path: Path) -> Iterator[tuple[int, Path]]:
     )
     try:
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+        while True:
             try:
                 if httpx.get(f"http://127.0.0.1:{port}/", timeout=1).status_code == 200:
                     break
             except httpx.TransportError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("vite did not start (run `make test-fixtures`)") from None
                 time.sleep(0.1)
         yield port, app
     finally:
