@@ -1,0 +1,63 @@
+"""What the proxy sends upstream and hands back: credentials out, redirects rewritten."""
+
+from __future__ import annotations
+
+from previews_app.proxy import Target, response_headers, rewrite_location, upstream_headers
+
+ORIGIN = Target(port=5173, path=b"/", query=b"", public_base="http://app-x.localhost:8000",
+                on_svc_origin=False)  # fmt: skip
+SHARE = Target(port=5173, path=b"/", query=b"", public_base="/preview/s/abc", on_svc_origin=True)
+
+BROWSER = [
+    (b"host", b"app-x.localhost:8000"),
+    (b"authorization", b"Bearer owner-secret"),
+    (b"cookie", b"svc_preview=signed; theme=dark; svc_token=owner-secret; sessionid=s"),
+    (b"origin", b"http://app-x.localhost:8000"),
+    (b"referer", b"http://app-x.localhost:8000/page"),
+    (b"x-forwarded-for", b"1.2.3.4"),
+    (b"connection", b"keep-alive"),
+    (b"accept", b"text/html"),
+]
+
+
+def test_the_preview_origin_forwards_the_apps_cookies_only() -> None:
+    sent = dict(upstream_headers(BROWSER, ORIGIN))
+    assert sent[b"cookie"] == b"theme=dark"
+    assert b"authorization" not in sent and b"x-forwarded-for" not in sent
+    assert b"connection" not in sent
+    assert sent[b"host"] == b"localhost:5173"
+    assert sent[b"origin"] == b"http://localhost:5173"
+    assert sent[b"referer"] == b"http://localhost:5173/page"
+    assert sent[b"accept"] == b"text/html"
+
+
+def test_on_svcs_origin_no_cookie_goes_upstream_at_all() -> None:
+    sent = dict(upstream_headers(BROWSER, SHARE))
+    assert b"cookie" not in sent and b"authorization" not in sent
+
+
+def test_locations() -> None:
+    assert (
+        rewrite_location("http://localhost:5173/a?b", ORIGIN) == "http://app-x.localhost:8000/a?b"
+    )
+    assert rewrite_location("http://127.0.0.1:5173", ORIGIN) == "http://app-x.localhost:8000/"
+    assert rewrite_location("http://127.0.0.1:51730/x", ORIGIN) == "http://127.0.0.1:51730/x"
+    assert rewrite_location("https://elsewhere.example/", ORIGIN) == "https://elsewhere.example/"
+    assert rewrite_location("/login", SHARE) == "/preview/s/abc/login"
+    assert rewrite_location("//elsewhere.example/", SHARE) == "//elsewhere.example/"
+
+
+def test_responses_on_svcs_origin_are_sandboxed_and_cannot_touch_its_cookies() -> None:
+    upstream = [
+        (b"Set-Cookie", b"svc_token=evil; Path=/"),
+        (b"Clear-Site-Data", b'"cookies"'),
+        (b"Transfer-Encoding", b"chunked"),
+        (b"Content-Type", b"text/html"),
+    ]
+    shared = dict(response_headers(upstream, SHARE))
+    assert b"set-cookie" not in shared and b"clear-site-data" not in shared
+    assert b"transfer-encoding" not in shared
+    assert shared[b"content-security-policy"].startswith(b"sandbox")
+    own = dict(response_headers(upstream, ORIGIN))
+    assert own[b"set-cookie"] == b"svc_token=evil; Path=/"  # host-only on the preview origin
+    assert b"content-security-policy" not in own
