@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 from django.db import transaction
 
 from sessions_app import agents as agent_registry
-from sessions_app import lists
 from sessions_app.models import Agent, Channel, Session, Tunnel, Workspace
 from svcproject import config
 
@@ -188,11 +188,14 @@ def _launch_for(
     if not definition.enabled:
         raise ServiceError(f"agent {agent!r} is not enabled (its executable was not found)")
     try:
-        return agent_registry.resolve_launch(
+        launch = agent_registry.resolve_launch(
             definition, kind=kind, session_id=session_id, workspace=workspace, profile_id=profile_id
         )
     except ValueError as exc:
         raise ServiceError(str(exc)) from exc
+    if shutil.which(launch.argv[0], path=launch.env.get("PATH")) is None:
+        raise ServiceError(f"agent {agent!r}: {launch.argv[0]!r} was not found on PATH")
+    return launch
 
 
 def _check_session_args(kind: str, profile_id: str, cols: int, rows: int) -> None:
@@ -353,8 +356,3 @@ def session_event_append(*, session_id: str, kind: str, payload: dict) -> int:
     seq = (last or 0) + 1
     SessionEvent.objects.create(session_id=session_id, seq=seq, kind=kind, payload=payload)
     return seq
-
-
-def session_set_agent_session_id(*, session_id: str, agent_session_id: str) -> None:
-    Session.objects.filter(pk=session_id).update(agent_session_id=agent_session_id)
-    lists.broadcast_on_commit("sessions")

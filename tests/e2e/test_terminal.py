@@ -161,3 +161,20 @@ def _is_zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
     except OSError:
         return True
+
+
+def test_an_agent_whose_program_is_missing_is_refused_clearly(
+    fresh_daemon: Daemon, tmp_path: Path
+) -> None:
+    import json
+
+    settings = {"agents": {"ghost": {"command": ["svc-no-such-program"], "enabled": True}}}
+    (fresh_daemon.home / "settings.json").write_text(json.dumps(settings))
+    fresh_daemon.start()
+    response = httpx.post(
+        f"{fresh_daemon.url}/api/sessions",
+        json={"agent": "ghost", "workspace": str(tmp_path)},
+        headers=fresh_daemon.owner_headers(),
+    )
+    assert response.status_code == 400
+    assert "'svc-no-such-program' was not found on PATH" in response.text, response.text
