@@ -70,6 +70,9 @@ class PreviewRouter:
             await pages.send_redirect(send, f"/preview/s/{share}/")
         else:
             target = _path_target(scope, preview.port, f"/preview/s/{share}")
+            if preview.share_expires_at is not None:
+                left = (preview.share_expires_at - self.clock()).total_seconds()
+                target.seconds_left = max(left, 0.0)
             await proxy.forward(scope, receive, send, target)
 
 

@@ -58,6 +58,7 @@ class Target:
     query: bytes
     public_base: str  # what upstream-absolute Locations are rewritten to (origin or path prefix)
     on_svc_origin: bool  # shares (and header-auth owner requests) live on svc's own origin
+    seconds_left: float | None = None  # a share's remaining life: long streams end with it
 
 
 def _client() -> httpx.AsyncClient:
@@ -214,14 +215,16 @@ async def forward(scope: dict, receive: Callable, send: Callable, target: Target
                 "headers": response_headers(response.headers.raw, target),
             }
         )
-        await _relay_until_disconnect(response, receive, send)
+        await _relay_until_disconnect(response, receive, send, target.seconds_left)
     finally:
         await response.aclose()
 
 
 async def _relay_until_disconnect(
-    response: httpx.Response, receive: Callable, send: Callable
+    response: httpx.Response, receive: Callable, send: Callable, seconds_left: float | None
 ) -> None:
+    """Relay until the body ends, the browser leaves, or (shares) the link's life runs out."""
+
     async def relay() -> None:
         with contextlib.suppress(httpx.ReadError, httpx.RemoteProtocolError):
             async for chunk in response.aiter_raw():
@@ -232,7 +235,13 @@ async def _relay_until_disconnect(
         while (await receive())["type"] != "http.disconnect":
             pass
 
+    async def expired() -> None:
+        await asyncio.sleep(seconds_left or 0)
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
     tasks = [asyncio.ensure_future(relay()), asyncio.ensure_future(disconnected())]
+    if seconds_left is not None:
+        tasks.append(asyncio.ensure_future(expired()))
     try:
         done, _pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     finally:

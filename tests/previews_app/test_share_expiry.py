@@ -96,3 +96,17 @@ async def test_a_row_pointing_at_a_denied_port_is_refused_at_request_time() -> N
     app = PreviewRouter(inner_app, clock=clock)
     status, _, _ = await call(app, f"/preview/s/{row.share_slug}/")
     assert status == 403
+
+
+async def test_a_stream_on_a_share_ends_when_the_share_expires(upstream: Upstream) -> None:
+    from asgiref.sync import sync_to_async
+
+    clock = Clock()
+    preview = await sync_to_async(services.preview_publish)(port=upstream.port, clock=clock)
+    clock.now += timedelta(seconds=599.8)  # 0.2 s of life left; /stream holds its second chunk
+    upstream.release.clear()
+    status, _, body = await asyncio.wait_for(
+        call(PreviewRouter(inner_app, clock=clock), f"/preview/s/{preview.share_slug}/stream"), 5
+    )
+    assert status == 200
+    assert body.startswith(b"first") and b"second" not in body
