@@ -24,6 +24,8 @@ HOST = re.compile(r"^(?:\[(?P<v6>[0-9a-fA-F:.]+)\]|(?P<name>[^:\[\]]+))(?::(?P<p
 
 
 def _loopback_ip(value: str) -> bool:
+    if value in ("127.0.0.1", "::1"):  # the common case, without ipaddress's parser (~70 µs)
+        return True
     try:
         return ipaddress.ip_address(value).is_loopback
     except ValueError:
