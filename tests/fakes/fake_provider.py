@@ -205,7 +205,9 @@ class FakeProvider:
                 await resp.write(frame)
             rec.finished = True
             await resp.write_eof()
-        except (ConnectionError, asyncio.CancelledError):
+        except ConnectionError:
+            rec.closed_at = time.monotonic()  # the client (svc) went away: what tests wait for
+        except asyncio.CancelledError:
             rec.closed_at = time.monotonic()
             raise
         return resp
