@@ -91,6 +91,18 @@ def _restricted(profile: config.Profile) -> bool:
     return any(profile.capabilities.get(c) is False for c in ("image_input", "tools"))
 
 
+def _upstream_headers(
+    provider: ModuleType, profile: config.Profile, stream: bool
+) -> dict[str, str]:
+    """Built from scratch: nothing the client sent (its key above all) is forwarded."""
+    return {
+        "content-type": "application/json",
+        "accept": "text/event-stream" if stream else "application/json",
+        **provider.auth_headers(profile.resolved_key()),
+        **profile.headers,
+    }
+
+
 def prepare(route: Route, body: dict[str, Any]) -> Outbound:
     profile = find_profile(route)
     client = dialects.get(route.dialect)
@@ -111,12 +123,6 @@ def prepare(route: Route, body: dict[str, Any]) -> Outbound:
         req.model, req.stream = upstream_model, stream
         warnings = apply_capabilities(req, profile.capabilities)
         payload = provider.encode_request(req)
-    headers = {
-        "content-type": "application/json",
-        "accept": "text/event-stream" if stream else "application/json",
-        **provider.auth_headers(profile.resolved_key()),
-        **profile.headers,
-    }
     include_usage = route.dialect != "openai-chat" or bool(
         (body.get("stream_options") or {}).get("include_usage")
     )
@@ -126,7 +132,7 @@ def prepare(route: Route, body: dict[str, Any]) -> Outbound:
         requested=requested.removeprefix("models/"),
         upstream_model=upstream_model,
         url=provider.upstream_url(profile.base_url, upstream_model, stream),
-        headers=headers,
+        headers=_upstream_headers(provider, profile, stream),
         body=dumps(payload).encode(),
         stream=stream,
         passthrough=passthrough,
@@ -195,9 +201,10 @@ class StreamTranslator:
         self.out = out
         self.raw = out.passthrough and out.requested == out.upstream_model
         self.parser = SSEParser()
-        self.decoder = out.provider.StreamDecoder()
+        self.decoder = dialects.stream(out.provider.NAME).StreamDecoder()
         kwargs = {} if out.client.NAME != "gemini" else {"array": not out.sse}
-        self.encoder = out.client.StreamEncoder(out.requested, out.include_usage, **kwargs)
+        encoder = dialects.stream(out.client.NAME).StreamEncoder
+        self.encoder = encoder(out.requested, out.include_usage, **kwargs)
 
     def feed(self, chunk: bytes) -> bytes:
         if self.raw:

@@ -1,8 +1,8 @@
 """OpenAI Chat Completions: `POST {base}/chat/completions`, SSE `data:` chunks ending in [DONE].
 
 Every dialect module has the same functions: decode/encode_request, decode/encode_response,
-StreamDecoder/StreamEncoder, encode_error/decode_error, encode_model(_list), upstream_url,
-auth_headers, rewrite_model (passthrough). Only this one is commented in full.
+encode_error/decode_error, encode_model(_list), upstream_url, auth_headers, rewrite_model
+(passthrough); its `_stream.py` sibling has StreamDecoder/StreamEncoder.
 """
 
 from __future__ import annotations
@@ -17,13 +17,11 @@ from bridge_app.dialects.common import (
     now,
     number,
     obj,
-    sse,
     stop_list,
     text_of,
 )
 
 NAME = "openai-chat"
-SSE_EVENTS = False  # chunks carry no `event:` line
 
 FINISH_OUT = {
     "end": "stop",
@@ -188,43 +186,42 @@ def _encode_assistant(msg: ir.Message) -> dict[str, Any]:
     return out
 
 
-def encode_request(req: ir.Request) -> dict[str, Any]:
+def _encode_messages(req: ir.Request) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = [{"role": "system", "content": s} for s in req.system if s]
     for msg in req.messages:
         if msg.role == "assistant":
             messages.append(_encode_assistant(msg))
         elif msg.role == "system":
-            messages.append(
-                {
-                    "role": "system",
-                    "content": text_of(
-                        [{"text": p.text} for p in msg.parts if isinstance(p, ir.Text)]
-                    ),
-                }
-            )
+            text = "".join(p.text for p in msg.parts if isinstance(p, ir.Text))
+            messages.append({"role": "system", "content": text})
         else:
             messages += _encode_user(msg)
-    body: dict[str, Any] = {"model": req.model, "messages": messages}
+    return messages
+
+
+def _encode_tools(req: ir.Request, body: dict[str, Any]) -> None:
+    body["tools"] = [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.schema},
+        }
+        for t in req.tools
+    ]
+    if isinstance(req.tool_choice, dict):
+        body["tool_choice"] = {"type": "function", "function": {"name": req.tool_choice["name"]}}
+    elif req.tool_choice:
+        body["tool_choice"] = req.tool_choice
+    if req.parallel_tool_calls is not None:
+        body["parallel_tool_calls"] = req.parallel_tool_calls
+
+
+def encode_request(req: ir.Request) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": req.model, "messages": _encode_messages(req)}
     if req.stream:
         body["stream"] = True
-        body["stream_options"] = {"include_usage": True}
+        body["stream_options"] = {"include_usage": True}  # else usage never arrives
     if req.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {"name": t.name, "description": t.description, "parameters": t.schema},
-            }
-            for t in req.tools
-        ]
-        if isinstance(req.tool_choice, dict):
-            body["tool_choice"] = {
-                "type": "function",
-                "function": {"name": req.tool_choice["name"]},
-            }
-        elif req.tool_choice:
-            body["tool_choice"] = req.tool_choice
-        if req.parallel_tool_calls is not None:
-            body["parallel_tool_calls"] = req.parallel_tool_calls
+        _encode_tools(req, body)
     optional = {
         "max_completion_tokens": req.max_tokens,
         "temperature": req.temperature,
@@ -232,15 +229,13 @@ def encode_request(req: ir.Request) -> dict[str, Any]:
         "seed": req.seed,
         "reasoning_effort": req.reasoning_effort,
         "user": req.user,
-        "stop": req.stop[:4] or None,
+        "stop": req.stop[:4] or None,  # OpenAI takes at most four
     }
     body.update({k: v for k, v in optional.items() if v is not None})
     if req.json_schema is not None:
-        body["response_format"] = (
-            {"type": "json_schema", "json_schema": req.json_schema}
-            if req.json_schema
-            else {"type": "json_object"}
-        )
+        schema = req.json_schema
+        fmt = {"type": "json_schema", "json_schema": schema} if schema else {"type": "json_object"}
+        body["response_format"] = fmt
     return body
 
 
@@ -299,168 +294,6 @@ def encode_response(resp: ir.Response) -> dict[str, Any]:
 
 def _chat_id(upstream_id: str) -> str:
     return upstream_id if upstream_id.startswith("chatcmpl-") else ir.new_id("chatcmpl-")
-
-
-# --- streams ---------------------------------------------------------------------------------
-
-
-class StreamDecoder:
-    """Upstream chunks -> IR events. Tool fragments are keyed by `index` with the fallbacks
-    real servers need (missing index; a new id on a known index opens a new call)."""
-
-    def __init__(self) -> None:
-        self.started = False
-        self.open: int | None = None  # IR block index currently open
-        self.kind = ""
-        self.next = 0
-        self.tools: dict[int, int] = {}  # upstream tool index -> IR block
-        self.tool_ids: dict[int, str] = {}
-        self.stop: ir.Stop | None = None
-
-    def _begin(self, kind: str, out: list[ir.Event], **kw: Any) -> int:
-        self._end(out)
-        self.open, self.kind = self.next, kind
-        self.next += 1
-        out.append(ir.BlockStart(self.open, kind, **kw))  # type: ignore[arg-type]
-        return self.open
-
-    def _end(self, out: list[ir.Event]) -> None:
-        if self.open is not None:
-            out.append(ir.BlockStop(self.open))
-            self.open = None
-
-    def feed(self, event: str, data: dict[str, Any]) -> list[ir.Event]:
-        out: list[ir.Event] = []
-        if "error" in data:
-            err = data["error"] or {}
-            out.append(
-                ir.Error(
-                    502, err.get("message", "upstream error") if isinstance(err, dict) else str(err)
-                )
-            )
-            return out
-        if not self.started:
-            self.started = True
-            out.append(ir.Start(data.get("id", "")))
-        for choice in data.get("choices") or []:
-            self._delta(choice.get("delta") or {}, out)
-            if choice.get("finish_reason"):
-                self.stop = FINISH_IN.get(choice["finish_reason"], "end")
-        if data.get("usage"):
-            out.append(ir.UsageEvent(_usage_in(data["usage"])))
-        return out
-
-    def _delta(self, delta: dict[str, Any], out: list[ir.Event]) -> None:
-        if delta.get("reasoning_content"):
-            if self.open is None or self.kind != "reasoning":
-                self._begin("reasoning", out)
-            out.append(ir.ReasoningDelta(self.open, delta["reasoning_content"]))  # type: ignore[arg-type]
-        if delta.get("content"):
-            if self.open is None or self.kind != "text":
-                self._begin("text", out)
-            out.append(ir.TextDelta(self.open, delta["content"]))  # type: ignore[arg-type]
-        for frag in delta.get("tool_calls") or []:
-            self._tool_fragment(frag, out)
-
-    def _tool_fragment(self, frag: dict[str, Any], out: list[ir.Event]) -> None:
-        fn = frag.get("function") or {}
-        idx = frag.get("index")
-        if idx is None:
-            idx = len(self.tools) if frag.get("id") else max(self.tools, default=0)
-        new_id = frag.get("id")
-        if idx not in self.tools or (new_id and new_id != self.tool_ids.get(idx)):
-            call_id = new_id or ir.new_id("call_")
-            self.tools[idx] = self._begin("tool", out, id=call_id, name=fn.get("name", ""))
-            self.tool_ids[idx] = call_id
-        block = self.tools[idx]
-        if fn.get("arguments") and block == self.open:
-            out.append(ir.ArgsDelta(block, fn["arguments"]))
-
-    def close(self) -> list[ir.Event]:
-        out: list[ir.Event] = []
-        self._end(out)
-        out.append(ir.Finish(self.stop or ("tool_use" if self.tools else "end")))
-        return out
-
-
-class StreamEncoder:
-    """IR events -> chat.completion.chunk frames for an OpenAI Chat client."""
-
-    def __init__(self, model: str, include_usage: bool = False) -> None:
-        self.model, self.include_usage = model, include_usage
-        self.id = ir.new_id("chatcmpl-")
-        self.created = now()
-        self.tool_ordinal: dict[int, int] = {}
-        self.usage: ir.Usage | None = None
-        self.stop: ir.Stop = "end"
-        self.failed = False
-
-    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
-        return (
-            b"data: "
-            + dumps(
-                {
-                    "id": self.id,
-                    "object": "chat.completion.chunk",
-                    "created": self.created,
-                    "model": self.model,
-                    "choices": [
-                        {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
-                    ],
-                }
-            ).encode()
-            + b"\n\n"
-        )
-
-    def encode(self, ev: ir.Event) -> bytes:
-        if isinstance(ev, ir.TextDelta):
-            return self._chunk({"content": ev.text})
-        if isinstance(ev, ir.ArgsDelta):
-            k = self.tool_ordinal[ev.index]
-            return self._chunk({"tool_calls": [{"index": k, "function": {"arguments": ev.json}}]})
-        if isinstance(ev, ir.Start):
-            return self._chunk({"role": "assistant", "content": ""})
-        if isinstance(ev, ir.BlockStart) and ev.kind == "tool":
-            k = self.tool_ordinal[ev.index] = len(self.tool_ordinal)
-            call = {
-                "index": k,
-                "id": ev.id,
-                "type": "function",
-                "function": {"name": ev.name, "arguments": ""},
-            }
-            return self._chunk({"tool_calls": [call]})
-        if isinstance(ev, ir.ReasoningDelta) and ev.text:
-            return self._chunk({"reasoning_content": ev.text})
-        if isinstance(ev, ir.UsageEvent):
-            self.usage = ev.usage
-        elif isinstance(ev, ir.Finish):
-            self.stop = ev.stop
-        elif isinstance(ev, ir.Error):
-            self.failed = True
-            return sse({"error": encode_error(ev.status, ev.message)["error"]})
-        return b""
-
-    def close(self) -> bytes:
-        if self.failed:
-            return b""
-        out = self._chunk({}, FINISH_OUT[self.stop])
-        if self.include_usage:
-            usage = _usage_out(self.usage or ir.Usage())
-            chunk = {
-                "id": self.id,
-                "object": "chat.completion.chunk",
-                "created": self.created,
-                "model": self.model,
-                "choices": [],
-                "usage": usage,
-            }
-            out += sse(chunk)
-        return out + b"data: [DONE]\n\n"
-
-
-def stream_options(body: dict[str, Any]) -> bool:
-    """Whether the client asked for the trailing usage chunk."""
-    return bool((body.get("stream_options") or {}).get("include_usage"))
 
 
 # --- errors, models, transport -------------------------------------------------------------

@@ -318,12 +318,12 @@ def events() -> list[ir.Event]:
 
 
 def encode_all(name: str, evs: list[ir.Event]) -> bytes:
-    enc = dialects.get(name).StreamEncoder("client-model", True)
+    enc = dialects.stream(name).StreamEncoder("client-model", True)
     return b"".join(enc.encode(e) for e in evs) + enc.close()
 
 
 def decode_all(name: str, raw: bytes) -> list[ir.Event]:
-    dec = dialects.get(name).StreamDecoder()
+    dec = dialects.stream(name).StreamDecoder()
     out: list[ir.Event] = []
     for event, data in SSEParser().feed(raw):
         if data != "[DONE]":
@@ -349,7 +349,7 @@ def test_stream_encoder_output_decodes_back_to_the_same_answer(name: str) -> Non
 @pytest.mark.parametrize("provider", NAMES)
 def test_stream_translates_across_every_pair(client: str, provider: str) -> None:
     upstream = encode_all(provider, events())
-    enc = dialects.get(client).StreamEncoder("client-model", True)
+    enc = dialects.stream(client).StreamEncoder("client-model", True)
     translated = b"".join(enc.encode(e) for e in decode_all(provider, upstream)) + enc.close()
     resp = ir.collect(decode_all(client, translated), "client-model")
     assert [getattr(p, "text", None) or getattr(p, "name", None) for p in resp.parts] == [
@@ -410,7 +410,7 @@ def test_chat_stream_tool_indices_are_ordinals_and_ends_with_done() -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_mid_stream_error_is_the_dialects_error_event(name: str) -> None:
-    enc = dialects.get(name).StreamEncoder("m", True)
+    enc = dialects.stream(name).StreamEncoder("m", True)
     raw = enc.encode(ir.Start("x")) + enc.encode(ir.Error(502, "boom")) + enc.close()
     decoded = decode_all(name, raw)
     assert any(isinstance(e, ir.Error) and "boom" in e.message for e in decoded)
