@@ -11,10 +11,11 @@ import re
 from typing import Any
 
 from bridge_app import ir
-from bridge_app.dialects.common import dumps, items, number, obj, stop_list, text_of
+from bridge_app.dialects.common import dumps, items, merge_turns, number, obj, stop_list, text_of
 
 NAME = "gemini"
 VERSIONED = re.compile(r"/v1(beta|alpha)?$")
+FOREIGN_SIGNATURE = "skip_thought_signature_validator"
 EFFORT_BUDGET = {"minimal": 512, "low": 1024, "medium": 4096, "high": 16384}
 
 FINISH_OUT = {
@@ -227,15 +228,23 @@ def _generation_out(req: ir.Request) -> dict[str, Any]:
     return cfg
 
 
-def encode_request(req: ir.Request) -> dict[str, Any]:
-    from bridge_app.dialects.common import merge_turns
+def _sign_foreign_calls(parts: list[dict[str, Any]]) -> None:
+    """Gemini 3 rejects history whose first function call in a turn has no thought signature
+    (calls made by another model never have one): Google documents this value as the bypass."""
+    calls = [p for p in parts if "functionCall" in p]
+    if calls and not any("thoughtSignature" in c for c in calls):
+        calls[0]["thoughtSignature"] = FOREIGN_SIGNATURE
 
+
+def encode_request(req: ir.Request) -> dict[str, Any]:
     names = req.tool_names()
     contents = []
     for msg in merge_turns(
         [ir.Message("user" if m.role == "system" else m.role, m.parts) for m in req.messages]
     ):
         parts = [p for part in msg.parts for p in _encode_part(part, names)]
+        if msg.role == "assistant":
+            _sign_foreign_calls(parts)
         if parts:
             contents.append(
                 {"role": "model" if msg.role == "assistant" else "user", "parts": parts}

@@ -450,3 +450,19 @@ def test_model_lists_in_each_dialects_shape() -> None:
     anth = dialects.get("anthropic").encode_model_list(ids)
     assert (anth["has_more"], anth["first_id"], anth["last_id"]) == (False, "a", "b")
     assert dialects.get("gemini").encode_model_list(ids)["models"][0]["name"] == "models/a"
+
+
+def test_gemini_history_calls_from_other_models_carry_the_bypass_signature() -> None:
+    req = rich_request()
+    body = dialects.get("gemini").encode_request(req)
+    model_turn = next(c for c in body["contents"] if c["role"] == "model")
+    calls = [p for p in model_turn["parts"] if "functionCall" in p]
+    assert calls[0]["thoughtSignature"] == "skip_thought_signature_validator"
+    assert "thoughtSignature" not in calls[1]  # only the first call of a turn needs one
+    req.messages[1].parts[1].meta["thought_signature"] = "real-sig"
+    body = dialects.get("gemini").encode_request(req)
+    model_turn = next(c for c in body["contents"] if c["role"] == "model")
+    assert [p.get("thoughtSignature") for p in model_turn["parts"] if "functionCall" in p] == [
+        "real-sig",
+        None,
+    ]

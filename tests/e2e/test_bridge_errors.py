@@ -275,3 +275,38 @@ def test_each_request_is_logged_with_its_scope_without_bodies(bridge) -> None:
             ).fetchall()
         time.sleep(0.05)
     assert rows == [("my-scope.1", "openai-chat", "anthropic", ALIAS, 200)]
+
+
+@pytest.mark.parametrize("client", ["openai-chat", "anthropic"])
+def test_provider_connection_dropped_mid_stream_ends_with_an_error_event(
+    bridge, client: str
+) -> None:
+    daemon, _ = bridge
+    if client == "anthropic":
+        sdk_client = sdk(daemon, "anthropic", "chat")
+        with (
+            pytest.raises(anthropic.APIStatusError) as err,
+            sdk_client.messages.stream(
+                model=ALIAS, max_tokens=5, messages=[{"role": "user", "content": "[midabort]"}]
+            ) as stream,
+        ):
+            for _ in stream:
+                pass
+        assert err.value.body["error"]["type"] == "api_error"
+        return
+    chat = sdk(daemon, "openai-chat", "claude")
+    with pytest.raises(openai.APIError, match="provider"):
+        for _ in chat.chat.completions.create(
+            model=ALIAS, messages=[{"role": "user", "content": "[midabort]"}], stream=True
+        ):
+            pass
+
+
+def test_client_disconnect_cancels_a_non_streaming_upstream_request(bridge) -> None:
+    daemon, fake = bridge
+    marker = "gone-before-answer [hang]"
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(chat_url(daemon), json=chat_body(marker), timeout=0.3)
+    left = time.monotonic()
+    rec = fake.wait_closed(marker, timeout=3)
+    assert rec.closed_at is not None and rec.closed_at - left < 1.0

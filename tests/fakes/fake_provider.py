@@ -10,6 +10,7 @@ What it answers is steered by markers in the last user text, so parallel tests n
     [hang]           never answer (for timeouts)
     [slow]           stream one chunk every 50 ms for 10 s (for disconnects)
     [midfail]        stream one chunk, then the dialect's error event
+    [midabort]       stream one chunk, then drop the connection
     [max]            stop because of max tokens
 
 Otherwise it answers text that summarises what it received (system, turns, images, tool
@@ -201,6 +202,11 @@ class FakeProvider:
         try:
             if slow:
                 await self._slow(resp, dialect, plan)
+            if "[midabort]" in text:  # the provider dies: the connection drops mid-body
+                await resp.write(frames[0])
+                request.transport.close()
+                rec.closed_at = time.monotonic()
+                return resp
             for frame in frames:
                 await resp.write(frame)
             rec.finished = True
