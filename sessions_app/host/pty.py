@@ -152,13 +152,17 @@ class PtySession:
             self._loop.add_reader(self.master, self._on_readable)
 
     async def _watch_stalled(self) -> None:
-        """While paused, a viewer that sent nothing for STALL_S stops holding the PTY back."""
+        """While paused, a full viewer that sent nothing for STALL_S stops holding the PTY back —
+        but only when another viewer is waiting on it. When every viewer is behind (one client,
+        or a loaded machine starving all readers) the PTY simply waits, as a real terminal does,
+        and a momentarily slow reader never loses output."""
         while self._paused:
             before = {v: v.sent for v in self.viewers if v.full}
             await asyncio.sleep(STALL_S)
-            for viewer, sent in before.items():
-                if viewer.full and viewer.sent == sent:
-                    viewer.drop_behind()
+            if any(not v.full for v in self.viewers):
+                for viewer, sent in before.items():
+                    if viewer.full and viewer.sent == sent:
+                        viewer.drop_behind()
             self._maybe_resume()
 
     def _on_eof(self) -> None:
