@@ -31,8 +31,12 @@ def profiles_sync(settings: config.Settings) -> None:
     Profile.objects.exclude(id__in=list(settings.profiles)).delete()
 
 
-def bridge_requests_record(*, rows: list[dict]) -> None:
-    """Append request-log rows (never bodies or keys), written in batches off the hot path."""
+def bridge_requests_record(*, rows: list[dict], keep: int = 10_000) -> None:
+    """Append request-log rows (never bodies or keys), written in batches off the hot path;
+    only the newest `keep` rows are kept, so the log cannot grow without bound."""
     from bridge_app.models import BridgeRequest
 
-    BridgeRequest.objects.bulk_create([BridgeRequest(**row) for row in rows])
+    created = BridgeRequest.objects.bulk_create([BridgeRequest(**row) for row in rows])
+    newest = max((r.pk for r in created if r.pk is not None), default=None)
+    if newest is not None and newest > keep:
+        BridgeRequest.objects.filter(pk__lte=newest - keep).delete()
