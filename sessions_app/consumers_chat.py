@@ -89,6 +89,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
             self.outbox.put_nowait(error(f"no session {session_id}", session_id))
             return
         session_id = str(session.id)
+        if session.kind == "terminal":
+            self.outbox.put_nowait(error("a terminal session: open it on /ws", session_id))
+            return
         chat = registry.chat(session_id)
         live: list[dict[str, Any]] = []
         if chat is not None and session_id not in self.subscriptions:

@@ -11,7 +11,13 @@ import httpx
 import pytest
 from websockets.exceptions import ConnectionClosed
 
-from tests.sessions_app.termclient import Chat, open_ws, start_hosting_daemon, stop_session
+from tests.sessions_app.termclient import (
+    Chat,
+    create_session,
+    open_ws,
+    start_hosting_daemon,
+    stop_session,
+)
 from tests.support.daemon import Daemon
 
 
@@ -173,6 +179,10 @@ async def test_bad_messages_get_errors(host: Daemon, tmp_path: Path) -> None:
     assert "unknown agent" in (await chat.next("error"))["message"]
     await chat.send(type="open", agent="shell", workspace=str(tmp_path))
     assert "cannot run chat sessions" in (await chat.next("error"))["message"]
+    terminal = create_session(host, tmp_path)
+    await chat.send(type="open", session_id=terminal["id"])
+    assert "open it on /ws" in (await chat.next("error"))["message"]
+    stop_session(host, terminal["id"])
     await chat.send(type="prompt", session_id="00000000-0000-0000-0000-000000000000", text="x")
     assert "no live chat session" in (await chat.next("error"))["message"]
     await chat.close()
