@@ -23,12 +23,18 @@ class Outbound:
     upstream_model: str
     url: str
     headers: dict[str, str]
-    body: bytes
+    payload: Any  # the client's bytes when forwarded as is, else the JSON object to send
     stream: bool
     passthrough: bool
     include_usage: bool = True
     sse: bool = True
     warnings: list[str] = field(default_factory=list)
+
+    def take_body(self) -> bytes | bytearray:
+        """The bytes to send, encoded late and handed over once: with a 64 MiB request, the
+        client's copy is gone by then, so the object and its encoding do not overlap with it."""
+        payload, self.payload = self.payload, None
+        return payload if isinstance(payload, bytes | bytearray) else dumps(payload).encode()
 
 
 _SETTINGS_TTL = 1.0
@@ -103,7 +109,9 @@ def _upstream_headers(
     }
 
 
-def prepare(route: Route, body: dict[str, Any]) -> Outbound:
+def prepare(route: Route, body: dict[str, Any], raw: bytes | bytearray = b"") -> Outbound:
+    """What to send where. `raw` (the client's bytes) is forwarded as is when nothing in it
+    needs to change: same dialect and the same model id on both sides."""
     profile = find_profile(route)
     client = dialects.get(route.dialect)
     provider = dialects.get(profile.provider)
@@ -114,10 +122,11 @@ def prepare(route: Route, body: dict[str, Any]) -> Outbound:
     stream = route.stream if route.dialect == "gemini" else bool(body.get("stream"))
     passthrough = profile.provider == route.dialect and not _restricted(profile) and route.sse
     warnings: list[str] = []
+    payload: Any = raw
     if passthrough:
-        if route.dialect != "gemini":
+        if route.dialect != "gemini" and (body.get("model") != upstream_model or not raw):
             body["model"] = upstream_model
-        payload = body
+            payload = body
     else:
         req = client.decode_request(body, requested)
         req.model, req.stream = upstream_model, stream
@@ -133,7 +142,7 @@ def prepare(route: Route, body: dict[str, Any]) -> Outbound:
         upstream_model=upstream_model,
         url=provider.upstream_url(profile.base_url, upstream_model, stream),
         headers=_upstream_headers(provider, profile, stream),
-        body=dumps(payload).encode(),
+        payload=payload,
         stream=stream,
         passthrough=passthrough,
         include_usage=include_usage,

@@ -91,13 +91,13 @@ class _Client:
         timeout = lib.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT)
         return lib.AsyncClient(timeout=timeout, limits=limits)
 
-    async def open(self, url: str, headers: dict[str, str], body: bytes) -> Response:
+    async def open(self, url: str, headers: dict[str, str], body: bytes | bytearray) -> Response:
         if self.session is None:
             self.session = self._make()
         if self.kind == "aiohttp":
             raw = await self.session.post(url, data=body, headers=headers)
             return _AiohttpResponse(raw, raw.status, {k.lower(): v for k, v in raw.headers.items()})
-        request = self.session.build_request("POST", url, content=body, headers=headers)
+        request = self.session.build_request("POST", url, content=bytes(body), headers=headers)
         raw = await self.session.send(request, stream=True)
         return _HttpxResponse(raw, raw.status_code, {k.lower(): v for k, v in raw.headers.items()})
 
@@ -130,7 +130,7 @@ def retry_delay(headers: dict[str, str], attempt: int) -> float:
     return min(0.5 * 2**attempt, MAX_RETRY_WAIT)
 
 
-async def send(url: str, headers: dict[str, str], body: bytes) -> Response:
+async def send(url: str, headers: dict[str, str], body: bytes | bytearray) -> Response:
     """The provider's response with headers read; 429s retried. Transport failures become
     BridgeError 502 (unreachable) or 504 (timed out)."""
     attempt = 0
@@ -144,7 +144,7 @@ async def send(url: str, headers: dict[str, str], body: bytes) -> Response:
         attempt += 1
 
 
-async def _open(url: str, headers: dict[str, str], body: bytes) -> Response:
+async def _open(url: str, headers: dict[str, str], body: bytes | bytearray) -> Response:
     try:
         return await _client.open(url, headers, body)
     except _client.transport_errors() as exc:

@@ -47,28 +47,30 @@ async def send_json(
     await send({"type": "http.response.body", "body": raw})
 
 
-async def read_body(scope: Scope, receive: Receive) -> bytes:
+async def read_body(scope: Scope, receive: Receive) -> bytearray:
+    """One growing buffer (no list of chunks joined into a second copy), refused at 64 MiB."""
     length = _header(scope, b"content-length")
     if length and length.isdigit() and int(length) > MAX_BODY:
         raise ir.BridgeError(413, f"request body larger than {MAX_BODY} bytes")
-    chunks, size = [], 0
+    body = bytearray()
     while True:
         msg = await receive()
         if msg["type"] == "http.disconnect":
             raise ClientGone
-        chunk = msg.get("body", b"")
-        size += len(chunk)
-        if size > MAX_BODY:
+        body += msg.get("body", b"")
+        if len(body) > MAX_BODY:
             raise ir.BridgeError(413, f"request body larger than {MAX_BODY} bytes")
-        chunks.append(chunk)
         if not msg.get("more_body"):
-            return b"".join(chunks)
+            return body
 
 
-def parse_json(scope: Scope, raw: bytes) -> dict[str, Any]:
+def check_content_type(scope: Scope) -> None:
     ctype = (_header(scope, b"content-type") or "").split(";")[0].strip().lower()
     if ctype != "application/json":
         raise ir.BridgeError(415, "Content-Type must be application/json")
+
+
+def parse_json(raw: bytearray) -> dict[str, Any]:
     try:
         body = json.loads(raw)
     except ValueError as exc:
@@ -157,10 +159,13 @@ class BridgeApp:
             raise ir.BridgeError(404, f"no bridge operation at {scope['path']!r}")
         if scope["method"] != "POST":
             raise ir.BridgeError(405, f"{scope['method']} is not allowed here; use POST")
-        body = parse_json(scope, await read_body(scope, receive))
+        check_content_type(scope)
+        raw = await read_body(scope, receive)
+        body = parse_json(raw)
         if route.operation == "count_tokens":
             return await send_json(send, 200, proxy.count_tokens(route, body))
-        out = proxy.prepare(route, body)
+        out = proxy.prepare(route, body, raw)
+        del raw, body  # a 64 MiB request must not stay alive twice while it is relayed
         info.update(provider=out.provider.NAME, model=out.requested[:200], stream=out.stream)
         await run_watched(self._forward(out, send), receive)
 
@@ -174,7 +179,7 @@ class BridgeApp:
         return codec.encode_model(model)
 
     async def _forward(self, out: proxy.Outbound, send: Send) -> None:
-        resp = await upstream.send(out.url, out.headers, out.body)
+        resp = await upstream.send(out.url, out.headers, out.take_body())
         try:
             if resp.status >= 400:
                 raw = await upstream.read_body(resp)
