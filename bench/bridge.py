@@ -215,8 +215,9 @@ def measure_client(fake_port: int, lib: str, direct: list[float]) -> dict[str, f
     svc = start_svc(fake_port, lib)
     try:
         url, body = svc_urls(svc)["passthrough (openai-chat -> openai-chat)"]
-        lat = asyncio.run(sequential(url, body, n=N_SEQUENTIAL // 2))
-        rps = asyncio.run(concurrent(url, body, n=N_CONCURRENT // 2))
+        lat = asyncio.run(sequential(url, body))
+        # Best of three: the box is shared, and one slow round must not pick the library.
+        rps = max(asyncio.run(concurrent(url, body, n=N_CONCURRENT // 2)) for _ in range(3))
         return {"added_p50": ms(lat)[0] - ms(direct)[0], "rps": rps}
     finally:
         svc.stop()
