@@ -82,10 +82,13 @@ class Viewer:
             await self._task
 
     async def _wait_socket(self, below: int) -> None:
-        delay = 0.001
+        # Polling, because daphne exposes no drain event. Short sleeps first (a socket that is
+        # merely busy drains within milliseconds), long ones for a client that stopped reading.
+        delay, waited = 0.0005, 0.0
         while self._backlog() > below:
             await asyncio.sleep(delay)
-            delay = min(delay * 2, 0.02)
+            waited += delay
+            delay = min(delay * 2, 0.004 if waited < 0.25 else 0.05)
 
     def _next_frame(self) -> bytes | dict[str, Any]:
         first = self._queue.popleft()
