@@ -256,3 +256,22 @@ def collect(events: list[Event], model: str) -> Response:
         elif isinstance(ev, Finish):
             resp.stop, resp.stop_sequence = ev.stop, ev.stop_sequence
     return resp
+
+
+def events_of(resp: Response) -> list[Event]:
+    """A whole response as stream events: for providers that answer JSON to a stream request."""
+    events: list[Event] = [Start(resp.id, resp.usage)]
+    for i, part in enumerate(resp.parts):
+        if isinstance(part, ToolCall):
+            events += [BlockStart(i, "tool", part.id, part.name, dict(part.meta))]
+            events += [ArgsDelta(i, part.args)] if part.args else []
+        elif isinstance(part, Text | Reasoning):
+            kind: Literal["text", "reasoning"] = "text" if isinstance(part, Text) else "reasoning"
+            delta: Event = (
+                TextDelta(i, part.text) if kind == "text" else ReasoningDelta(i, part.text)
+            )
+            events += [BlockStart(i, kind), delta]
+        else:
+            continue
+        events.append(BlockStop(i))
+    return [*events, UsageEvent(resp.usage), Finish(resp.stop, resp.stop_sequence)]

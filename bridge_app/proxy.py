@@ -214,6 +214,8 @@ class StreamTranslator:
         kwargs = {} if out.client.NAME != "gemini" else {"array": not out.sse}
         encoder = dialects.stream(out.client.NAME).StreamEncoder
         self.encoder = encoder(out.requested, out.include_usage, **kwargs)
+        self.events = 0  # upstream events seen: a stream that carried none is a failure
+        self.failed = False
 
     def feed(self, chunk: bytes) -> bytes:
         if self.raw:
@@ -226,12 +228,24 @@ class StreamTranslator:
                 obj = json.loads(data)
             except ValueError:
                 continue  # keep-alives and junk lines are not events
+            self.events += 1
             if self.out.passthrough:
                 pieces.append(self._rewrite(event, obj))
                 continue
             for ev in self.decoder.feed(event, obj):
-                pieces.append(self.encoder.encode(ev))
+                if not self.failed:  # nothing may follow the dialect's error event
+                    pieces.append(self.encoder.encode(ev))
+                    self.failed = isinstance(ev, ir.Error)
         return b"".join(pieces)
+
+    def whole(self, raw: bytes) -> bytes:
+        """A provider that answered a stream request with one JSON body: replay it as events."""
+        data = _json(raw)
+        if not isinstance(data, dict):
+            return self.fail(502, "the provider answered something that is not a JSON object")
+        self.events += 1
+        resp = self.out.provider.decode_response(data)
+        return b"".join(self.encoder.encode(ev) for ev in ir.events_of(resp)) + self.encoder.close()
 
     def _rewrite(self, event: str, obj: dict[str, Any]) -> bytes:
         self.out.client.rewrite_model(obj, self.out.requested)
@@ -239,6 +253,10 @@ class StreamTranslator:
         return f"{head}data: {dumps(obj)}\n\n".encode()
 
     def close(self) -> bytes:
+        if self.failed:
+            return b""
+        if not self.raw and self.events == 0:
+            return self.fail(502, "the provider ended the stream without sending any event")
         if self.out.passthrough:
             tail = (
                 b"data: [DONE]\n\n"
@@ -252,7 +270,12 @@ class StreamTranslator:
 
     def fail(self, status: int, message: str) -> bytes:
         """The client dialect's own error event, for failures after the 200 went out."""
-        return self.encoder.encode(ir.Error(status, message))
+        if self.failed:
+            return b""
+        self.failed = True
+        # Relayed bytes may stop mid-frame: a blank line first keeps the error its own event.
+        head = b"\n\n" if self.raw and self.out.client.NAME != "gemini" else b""
+        return head + self.encoder.encode(ir.Error(status, message))
 
 
 def count_tokens(route: Route, body: dict[str, Any]) -> dict[str, Any]:

@@ -212,6 +212,11 @@ class BridgeApp:
         await send({"type": "http.response.start", "status": 200, "headers": head})
         translator = proxy.StreamTranslator(out)
         try:
+            if not out.passthrough and resp.headers.get("content-type", "").startswith(
+                "application/json"
+            ):
+                body = translator.whole(await upstream.read_body(resp))
+                return await send({"type": "http.response.body", "body": body, "more_body": False})
             async for chunk in upstream.chunks(resp):
                 if data := translator.feed(chunk):
                     await send({"type": "http.response.body", "body": data, "more_body": True})

@@ -466,3 +466,9 @@ def test_gemini_history_calls_from_other_models_carry_the_bypass_signature() -> 
         "real-sig",
         None,
     ]
+
+
+def test_a_whole_response_replays_as_stream_events() -> None:
+    resp = rich_response()
+    back = ir.collect(ir.events_of(resp), "client-model")
+    assert back.parts == resp.parts and back.stop == resp.stop and back.usage == resp.usage

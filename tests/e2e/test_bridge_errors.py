@@ -13,6 +13,7 @@ import anthropic
 import httpx
 import openai
 import pytest
+from google.genai import errors as genai_errors
 
 from tests.fakes.bridge_setup import ALIAS, base_url, sdk, start_bridge
 
@@ -220,27 +221,59 @@ def test_mid_stream_failure_ends_the_stream_with_the_dialects_error(bridge, prov
             model=ALIAS, messages=[{"role": "user", "content": "[midfail]"}], stream=True
         ):
             pass
+    responses = sdk(daemon, "openai-responses", provider)
+    events = list(responses.responses.create(model=ALIAS, input="[midfail]", stream=True))
+    errors = [e for e in events if e.type == "error"]
+    assert len(errors) == 1 and "mid-stream" in errors[0].message
+    assert events[-1].type in ("error", "response.failed")  # passthrough relays the provider's
+    gemini = sdk(daemon, "gemini", provider)
+    with pytest.raises(genai_errors.APIError, match="mid-stream"):
+        list(gemini.models.generate_content_stream(model=ALIAS, contents="[midfail]"))
 
 
-@pytest.mark.parametrize("client", ["openai-chat", "anthropic"])
-def test_client_disconnect_closes_the_upstream_stream_within_a_second(bridge, client: str) -> None:
-    daemon, fake = bridge
-    marker = f"slow-{client} [slow]"
+def _slow_stream_request(daemon, client: str, provider: str, marker: str) -> tuple[str, dict]:
+    url = base_url(daemon, client, provider)
+    user = [{"role": "user", "content": marker}]
+    if client == "openai-chat":
+        return url + "/chat/completions", {"model": ALIAS, "messages": user, "stream": True}
+    if client == "openai-responses":
+        return url + "/responses", {"model": ALIAS, "input": marker, "stream": True}
     if client == "anthropic":
-        url, body = (
-            base_url(daemon, client, "gemini") + "/v1/messages",
-            {
-                "model": ALIAS,
-                "max_tokens": 5,
-                "stream": True,
-                "messages": [{"role": "user", "content": marker}],
-            },
-        )
-    else:
-        url, body = chat_url(daemon, "claude"), chat_body(marker, stream=True)
+        body = {"model": ALIAS, "max_tokens": 5, "messages": user, "stream": True}
+        return url + "/v1/messages", body
+    body = {"contents": [{"role": "user", "parts": [{"text": marker}]}]}
+    return url + f"/v1beta/models/{ALIAS}:streamGenerateContent?alt=sse", body
+
+
+DELTA = {
+    "openai-chat": '"content":"."',
+    "openai-responses": '"delta":"."',
+    "anthropic": '"text":"."',
+    "gemini": '"text":"."',
+}
+
+
+@pytest.mark.parametrize(
+    ("client", "provider"),
+    [
+        ("openai-chat", "claude"),
+        ("openai-responses", "gemini"),
+        ("anthropic", "chat"),
+        ("gemini", "responses"),
+    ],
+)
+def test_stream_flushes_each_event_and_disconnect_closes_upstream(
+    bridge, client: str, provider: str
+) -> None:
+    daemon, fake = bridge
+    marker = f"slow-{client}-{provider} [slow]"
+    url, body = _slow_stream_request(daemon, client, provider, marker)
+    started = time.monotonic()
     with httpx.Client(timeout=10) as http, http.stream("POST", url, json=body) as r:
         assert r.status_code == 200
-        next(r.iter_raw())  # the stream is flowing
+        # A translated text delta arrives while the provider is still streaming (it runs 10 s).
+        next(line for line in r.iter_lines() if DELTA[client] in line)
+        assert time.monotonic() - started < 2 and not fake.last(marker).finished
         left = time.monotonic()
     rec = fake.wait_closed(marker, timeout=5)
     assert rec.closed_at is not None and rec.closed_at - left < 1.0
@@ -310,3 +343,22 @@ def test_client_disconnect_cancels_a_non_streaming_upstream_request(bridge) -> N
     left = time.monotonic()
     rec = fake.wait_closed(marker, timeout=3)
     assert rec.closed_at is not None and rec.closed_at - left < 1.0
+
+
+def test_a_provider_answering_json_to_a_stream_request_is_replayed_as_events(bridge) -> None:
+    daemon, _ = bridge
+    client = sdk(daemon, "anthropic", "chat")
+    with client.messages.stream(
+        model=ALIAS, max_tokens=5, messages=[{"role": "user", "content": "[jsonstream]"}]
+    ) as stream:
+        assert "said=[[jsonstream]]" in stream.get_final_text()
+
+
+def test_a_provider_stream_without_events_ends_with_an_error_event(bridge) -> None:
+    daemon, _ = bridge
+    client = sdk(daemon, "openai-responses", "claude")
+    events = list(client.responses.create(model=ALIAS, input="[emptystream]", stream=True))
+    # The Responses grammar: an `error` event, then `response.failed` (the SDK yields both).
+    assert [e.type for e in events] == ["error", "response.failed"]
+    assert "without sending any event" in events[0].message
+    assert events[1].response.status == "failed"

@@ -11,6 +11,8 @@ What it answers is steered by markers in the last user text, so parallel tests n
     [slow]           stream one chunk every 50 ms for 10 s (for disconnects)
     [midfail]        stream one chunk, then the dialect's error event
     [midabort]       stream one chunk, then drop the connection
+    [jsonstream]     answer a stream request with one JSON body
+    [emptystream]    answer a stream request with an SSE body that carries no event
     [max]            stop because of max tokens
 
 Otherwise it answers text that summarises what it received (system, turns, images, tool
@@ -166,7 +168,7 @@ class FakeProvider:
             if dialect == "gemini"
             else bool(body.get("stream"))
         )
-        if not stream:
+        if not stream or "[jsonstream]" in seen.last_text:  # some servers ignore `stream`
             rec.finished = True
             return web.json_response(fmt.render(dialect, plan))
         return await self._stream(request, rec, dialect, plan, seen.last_text)
@@ -198,6 +200,8 @@ class FakeProvider:
         )
         await resp.prepare(request)
         frames = fmt.stream(dialect, plan, midfail="[midfail]" in text)
+        if "[emptystream]" in text:
+            frames = [b": keep-alive\n\n"]
         slow = "[slow]" in text
         try:
             if slow:
