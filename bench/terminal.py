@@ -33,6 +33,16 @@ Send = Callable[[bytes], Awaitable[None]]
 Recv = Callable[[], Awaitable[bytes]]
 
 
+def shell_env() -> dict[str, str]:
+    """Both servers' shells start from an empty HOME: no rc files, the same prompt."""
+    global _shell_home
+    _shell_home = _shell_home or tempfile.mkdtemp(prefix="svc-bench-user-")
+    return {"HOME": _shell_home, "SHELL": "/bin/bash"}
+
+
+_shell_home = ""
+
+
 def serve_terminado(port: int) -> None:
     import tornado.ioloop
     import tornado.web
@@ -89,7 +99,7 @@ async def open_svc() -> tuple[Send, Recv, Callable[[], None]]:
     from tests.support.daemon import Daemon, migrated_home
 
     home = Path(tempfile.mkdtemp(prefix="svc-bench-"))
-    daemon = Daemon(migrated_home(home / "home")).start()
+    daemon = Daemon(migrated_home(home / "home"), env=shell_env()).start()
     session = httpx.post(
         f"{daemon.url}/api/sessions",
         json={"agent": "shell", "workspace": str(home), "cols": 120, "rows": 40},
@@ -118,7 +128,10 @@ async def open_terminado() -> tuple[Send, Recv, Callable[[], None]]:
     from tests.support.daemon import free_port
 
     port = free_port()
-    proc = subprocess.Popen([sys.executable, __file__, "--serve-terminado", str(port)])
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--serve-terminado", str(port)],
+        env={**os.environ, **shell_env()},
+    )
     for _ in range(100):
         try:
             ws = await connect(f"ws://127.0.0.1:{port}/websocket", max_size=None)

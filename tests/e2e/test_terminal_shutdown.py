@@ -8,7 +8,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.sessions_app.termclient import Term, create_session, hosting_settings
+from tests.sessions_app.termclient import Term, create_session, hosting_settings, shell_env
 from tests.support.daemon import Daemon
 
 
@@ -24,6 +24,7 @@ async def test_daemon_stop_kills_every_child_and_restart_marks_them_exited(
     fresh_daemon: Daemon, tmp_path: Path
 ) -> None:
     (fresh_daemon.home / "settings.json").write_text(json.dumps(hosting_settings()))
+    fresh_daemon.env.update(shell_env(tmp_path))
     daemon = fresh_daemon.start()
     pids: list[int] = []
     ids = []

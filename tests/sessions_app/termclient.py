@@ -122,10 +122,19 @@ class Term:
         await self.ws.close()
 
 
+def shell_env(tmp: Path) -> dict[str, str]:
+    """Hosted shells get their own HOME: the developer's ~/.bashrc (pyenv rehash and friends) must
+    not slow tests down, and a shell killed mid-rehash must not leave a lock in the real HOME."""
+    home = tmp / "user-home"
+    home.mkdir(parents=True, exist_ok=True)
+    return {"HOME": str(home), "SHELL": "/bin/bash"}
+
+
 def start_hosting_daemon(tmp: Path, env: dict[str, str] | None = None) -> Daemon:
     from tests.support.daemon import migrated_home
 
-    return Daemon(migrated_home(tmp, hosting_settings()), env=env or {}).start()
+    home = migrated_home(tmp, hosting_settings())
+    return Daemon(home, env={**shell_env(tmp), **(env or {})}).start()
 
 
 class Chat:
