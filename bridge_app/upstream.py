@@ -8,7 +8,10 @@ path (numbers in docs/bridge.md). `SVC_BRIDGE_HTTP_CLIENT=httpx|httpx2` switches
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
+import urllib.parse
+import urllib.request
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -85,7 +88,7 @@ class _Client:
                 total=None, sock_connect=CONNECT_TIMEOUT, sock_read=READ_TIMEOUT
             )
             connector = aiohttp.TCPConnector(limit=256, ttl_dns_cache=300)
-            return aiohttp.ClientSession(timeout=timeout, connector=connector, auto_decompress=True)
+            return aiohttp.ClientSession(timeout=timeout, connector=connector)
         lib = __import__(self.kind)
         limits = lib.Limits(max_connections=256, max_keepalive_connections=64)
         timeout = lib.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT)
@@ -95,7 +98,7 @@ class _Client:
         if self.session is None:
             self.session = self._make()
         if self.kind == "aiohttp":
-            raw = await self.session.post(url, data=body, headers=headers)
+            raw = await self.session.post(url, data=body, headers=headers, proxy=proxy_for(url))
             return _AiohttpResponse(raw, raw.status, {k.lower(): v for k, v in raw.headers.items()})
         request = self.session.build_request("POST", url, content=bytes(body), headers=headers)
         raw = await self.session.send(request, stream=True)
@@ -116,6 +119,20 @@ class _Client:
 
 
 _client = _Client(os.environ.get("SVC_BRIDGE_HTTP_CLIENT", "aiohttp"))
+
+
+@functools.lru_cache(maxsize=256)
+def _proxy_for_origin(scheme: str, host: str) -> str | None:
+    if urllib.request.proxy_bypass(host):
+        return None
+    return urllib.request.getproxies().get(scheme)
+
+
+def proxy_for(url: str) -> str | None:
+    """HTTPS_PROXY / HTTP_PROXY / NO_PROXY, as the vendors' SDKs honour them; looked up once per
+    provider origin (aiohttp's trust_env would re-read the environment and ~/.netrc per request)."""
+    parts = urllib.parse.urlsplit(url)
+    return _proxy_for_origin(parts.scheme, parts.hostname or "")
 
 
 def retry_delay(headers: dict[str, str], attempt: int) -> float:
