@@ -222,3 +222,44 @@ def test_gemini_stream_without_alt_sse_is_a_json_array(bridge) -> None:
         p.get("text", "") for c in chunks for p in c["candidates"][0]["content"]["parts"]
     )
     assert "said=[array]" in text
+
+
+CAT = "https://example.com/cat.png"
+
+
+def _url_image_request(client: str, marker: str) -> tuple[str, dict]:
+    if client == "openai-chat":
+        content = [
+            {"type": "text", "text": marker},
+            {"type": "image_url", "image_url": {"url": CAT}},
+        ]
+        return "/chat/completions", {
+            "model": ALIAS,
+            "messages": [{"role": "user", "content": content}],
+        }
+    if client == "openai-responses":
+        content = [
+            {"type": "input_text", "text": marker},
+            {"type": "input_image", "image_url": CAT},
+        ]
+        return "/responses", {"model": ALIAS, "input": [{"role": "user", "content": content}]}
+    if client == "anthropic":
+        image = {"type": "image", "source": {"type": "url", "url": CAT}}
+        content = [{"type": "text", "text": marker}, image]
+        body = {"model": ALIAS, "max_tokens": 9, "messages": [{"role": "user", "content": content}]}
+        return "/v1/messages", body
+    parts = [{"text": marker}, {"fileData": {"mimeType": "image/png", "fileUri": CAT}}]
+    return f"/v1beta/models/{ALIAS}:generateContent", {
+        "contents": [{"role": "user", "parts": parts}]
+    }
+
+
+@pytest.mark.parametrize(("client", "provider"), PAIRS, ids=IDS)
+def test_images_by_url_reach_the_provider(bridge, client: str, provider: str) -> None:
+    daemon, fake = bridge
+    marker = f"url-image-{client}-{provider}"
+    path, body = _url_image_request(client, marker)
+    r = httpx.post(base_url(daemon, client, PROFILE[provider]) + path, json=body)
+    assert r.status_code == 200, r.text
+    assert "images=1" in r.text
+    assert CAT in repr(fake.last(marker).body)
