@@ -27,6 +27,7 @@ logger = logging.getLogger(__name__)
 SCROLLBACK_BYTES = 2 << 20
 READ_SIZE = 64 << 10
 INPUT_LIMIT = 4 << 20
+EOF_GRACE_S = 2.0
 
 OnExit = Callable[[str, int], Awaitable[None]]
 
@@ -177,7 +178,22 @@ class PtySession:
         self.exit_code = processes.exit_code_of(self.proc.wait())
         # The leader is gone: hang up what it left behind so the PTY reaches EOF.
         self._loop.create_task(processes.kill_session(self.pid, grace=0.5))
+        self._loop.call_later(EOF_GRACE_S, self._give_up_on_eof)
         self._finish_if_done()
+
+    def _give_up_on_eof(self) -> None:
+        """A process that left the session (`setsid cmd &`) may hold the PTY open forever; once
+        the output read so far has been handed on, the session ends without it."""
+        if self._eof:
+            return
+        if self._paused:  # viewers are still taking the last output
+            self._loop.call_later(EOF_GRACE_S, self._give_up_on_eof)
+            return
+        self._on_readable()  # what is still buffered in the PTY
+        if not self._eof and not self._paused:
+            self._on_eof()
+        elif not self._eof:
+            self._loop.call_later(EOF_GRACE_S, self._give_up_on_eof)
 
     def _finish_if_done(self) -> None:
         if not (self._eof and self.exit_code is not None) or self._finished:
@@ -229,7 +245,7 @@ class PtySession:
             self._loop.remove_writer(self.master)
 
     def resize(self, cols: int, rows: int) -> None:
-        if not self.exited.is_set():
+        if not self._finished:  # after that the fd number may belong to another file
             with contextlib.suppress(OSError):
                 _set_size(self.master, cols, rows)
 

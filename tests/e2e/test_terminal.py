@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import re
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -178,3 +181,17 @@ def test_an_agent_whose_program_is_missing_is_refused_clearly(
     )
     assert response.status_code == 400
     assert "'svc-no-such-program' was not found on PATH" in response.text, response.text
+
+
+async def test_a_process_that_escaped_the_session_does_not_keep_it_open(
+    host: Daemon, workspace: Path
+) -> None:
+    session = create_session(host, workspace)
+    term = await Term.open(host, session["id"])
+    # The grandchild leaves the session but keeps the PTY as its stdout.
+    await term.run("setsid sh -c 'echo escaped=$$; exec sleep 30' & sleep 0.2; exit 4")
+    assert await term.expect_event("exited", timeout=10) == {"type": "exited", "exit_code": 4}
+    assert get_session(host, session["id"])["status"] == "exited"
+    escaped = re.search(rb"escaped=(\d+)", bytes(term.out))
+    assert escaped is not None
+    os.kill(int(escaped.group(1)), signal.SIGKILL)  # svc does not chase it; the test cleans up
