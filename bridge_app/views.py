@@ -132,18 +132,30 @@ class BridgeApp:
         info: dict[str, Any],
     ) -> None:
         codec = dialects.get(route.dialect if route else "openai-chat")
+        started = False
+
+        async def tracked(message: dict[str, Any]) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
         try:
             if reason := gate.refusal(scope):
                 raise ir.BridgeError(403, reason)
             if route is None:
                 raise ir.BridgeError(404, f"no bridge route {scope['path']!r}")
-            await self._handle(route, scope, receive, send, info)
+            await self._handle(route, scope, receive, tracked, info)
         except ir.BridgeError as exc:
-            await send_json(
-                send, exc.status, codec.encode_error(exc.status, exc.message), exc.headers
-            )
+            if not started:
+                body = codec.encode_error(exc.status, exc.message)
+                await send_json(send, exc.status, body, exc.headers)
         except ClientGone:
             return
+        except Exception as exc:  # svc's own bug: still an answer in the client's dialect
+            logger.exception("bridge request failed")
+            if not started:
+                body = codec.encode_error(500, f"svc could not handle this request: {exc}")
+                await send_json(send, 500, body, {"x-should-retry": "false"})
 
     async def _handle(
         self, route: routing.Route, scope: Scope, receive: Receive, send: Send, info: dict[str, Any]

@@ -362,3 +362,12 @@ def test_a_provider_stream_without_events_ends_with_an_error_event(bridge) -> No
     assert [e.type for e in events] == ["error", "response.failed"]
     assert "without sending any event" in events[0].message
     assert events[1].response.status == "failed"
+
+
+def test_an_unreadable_provider_answer_is_a_dialect_error_not_a_crash(bridge) -> None:
+    daemon, _ = bridge
+    url = base_url(daemon, "anthropic", "chat") + "/v1/messages"
+    body = {"model": ALIAS, "max_tokens": 5, "messages": [{"role": "user", "content": "[garbage]"}]}
+    r = httpx.post(url, json=body)
+    assert r.status_code == 500 and r.json()["error"]["type"] == "api_error"
+    assert r.headers["x-should-retry"] == "false"  # the SDKs would retry a 500 otherwise

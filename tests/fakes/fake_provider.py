@@ -13,6 +13,7 @@ What it answers is steered by markers in the last user text, so parallel tests n
     [midabort]       stream one chunk, then drop the connection
     [jsonstream]     answer a stream request with one JSON body
     [emptystream]    answer a stream request with an SSE body that carries no event
+    [garbage]        answer 200 with a JSON object of the wrong shape
     [max]            stop because of max tokens
 
 Otherwise it answers text that summarises what it received (system, turns, images, tool
@@ -168,6 +169,8 @@ class FakeProvider:
             if dialect == "gemini"
             else bool(body.get("stream"))
         )
+        if "[garbage]" in seen.last_text:  # a 200 no codec can read
+            return web.json_response({"choices": "?", "content": 7, "candidates": 3, "output": 5})
         if not stream or "[jsonstream]" in seen.last_text:  # some servers ignore `stream`
             rec.finished = True
             return web.json_response(fmt.render(dialect, plan))
