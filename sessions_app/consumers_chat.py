@@ -108,6 +108,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
             if event["seq"] is None or event["seq"] > last:
                 self.outbox.put_nowait(event)
         if chat is not None:
+            # Requests still waiting for an answer come again as live events, so a client that
+            # reconnects can answer them (replayed ones are history only).
+            for request in chat.pending_requests():
+                if request["seq"] <= last:
+                    self.outbox.put_nowait(request)
             chat.subscribers.discard(live.append)
             chat.subscribers.add(self.outbox.put_nowait)
             self.subscriptions[session_id] = (chat, self.outbox.put_nowait)

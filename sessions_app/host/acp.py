@@ -80,6 +80,7 @@ class AcpSession:
         self.agent_session_id = ""
         self.agent_info: dict[str, Any] = {}
         self._pending: dict[str, tuple[asyncio.Future[str | None], set[str]]] = {}
+        self._requests: dict[str, dict[str, Any]] = {}  # the events of the pending requests
         self._emit_lock = asyncio.Lock()
         self.exited = asyncio.Event()
         self.exit_code: int | None = None
@@ -149,14 +150,17 @@ class AcpSession:
     def event(self, kind: str, payload: dict[str, Any], seq: int | None = None) -> dict[str, Any]:
         return {**payload, "kind": kind, "session_id": self.session_id, "seq": seq}
 
-    async def emit(self, kind: str, payload: dict[str, Any], *, store: bool = True) -> None:
+    async def emit(
+        self, kind: str, payload: dict[str, Any], *, store: bool = True
+    ) -> dict[str, Any]:
         if self._replaying:
-            return
+            return {}
         async with self._emit_lock:  # stored order == delivered order
             seq = await self._store(self.session_id, kind, payload) if store else None
             event = self.event(kind, payload, seq)
             for deliver in list(self.subscribers):
                 deliver(event)
+        return event
 
     # --- turns -----------------------------------------------------------------------------
 
@@ -204,7 +208,7 @@ class AcpSession:
         request_id = uuid.uuid4().hex
         future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = (future, ids)
-        await self.emit(
+        self._requests[request_id] = await self.emit(
             "permission_request",
             {
                 "request_id": request_id,
@@ -220,6 +224,7 @@ class AcpSession:
             chosen = None
         finally:
             self._pending.pop(request_id, None)
+            self._requests.pop(request_id, None)
         resolved = {"request_id": request_id, "option_id": chosen, "answered": chosen is not None}
         await self.emit("permission_resolved", resolved)
         if chosen is None:
@@ -227,6 +232,10 @@ class AcpSession:
         return RequestPermissionResponse(
             outcome=AllowedOutcome(option_id=chosen, outcome="selected")
         )
+
+    def pending_requests(self) -> list[dict[str, Any]]:
+        """Permission requests still waiting, for a client that (re)opens the session."""
+        return [event for event in self._requests.values() if event]
 
     def answer_permission(self, request_id: str, option_id: str) -> str | None:
         """None when accepted, else why not."""

@@ -24,7 +24,7 @@ from tests.support.daemon import Daemon
 @pytest.fixture(scope="module")
 def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     # Unanswered permission requests are refused after this long (default 60 s).
-    env = {"SVC_PERMISSION_TIMEOUT": "0.5"}
+    env = {"SVC_PERMISSION_TIMEOUT": "3"}
     server = start_hosting_daemon(tmp_path_factory.mktemp("svc-chat"), env)
     yield server
     server.stop()
@@ -87,7 +87,7 @@ async def test_unanswered_permission_is_refused(host: Daemon, tmp_path: Path) ->
     chat, sid = await open_chat(host, tmp_path)
     await chat.send(type="prompt", session_id=sid, text="permission")
     asked = await chat.next("permission_request")
-    resolved = await chat.next("permission_resolved", timeout=5)
+    resolved = await chat.next("permission_resolved", timeout=10)
     assert resolved == {**resolved, "request_id": asked["request_id"], "answered": False}
     await chat.next("turn_end")
     assert chat.texts().endswith("permission: reject")
@@ -232,4 +232,22 @@ async def test_a_chat_session_is_not_a_terminal(host: Daemon, tmp_path: Path) ->
         await ws.recv()
     assert ws.close_code == 4404
     await chat.close()
+    stop_session(host, sid)
+
+
+async def test_a_reconnecting_client_can_answer_a_pending_permission(
+    host: Daemon, tmp_path: Path
+) -> None:
+    chat, sid = await open_chat(host, tmp_path)
+    await chat.send(type="prompt", session_id=sid, text="permission")
+    asked = await chat.next("permission_request")
+    await chat.close()  # the browser tab reloads
+    again = await Chat.connect(host)
+    await again.open(session_id=sid)
+    live = await again.next("permission_request", request_id=asked["request_id"])
+    assert "replay" not in live
+    await again.send(type="permission", request_id=asked["request_id"], option_id="allow")
+    await again.next("turn_end")
+    assert again.texts().endswith("permission: allow")
+    await again.close()
     stop_session(host, sid)
