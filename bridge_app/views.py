@@ -42,7 +42,7 @@ async def send_json(
 ) -> None:
     raw = body if isinstance(body, bytes) else dumps(body).encode()
     head = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
-    head += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
+    head += [(k.encode(), v.encode("latin-1", "replace")) for k, v in (headers or {}).items()]
     await send({"type": "http.response.start", "status": status, "headers": head})
     await send({"type": "http.response.body", "body": raw})
 
@@ -96,6 +96,14 @@ async def run_watched(work: Awaitable[None], receive: Receive) -> None:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError, ir.BridgeError):
         await task
+
+
+KEPT_HEADERS = ("x-request-id", "request-id", "x-ratelimit-", "anthropic-ratelimit-", "retry-after")
+
+
+def provider_headers(headers: dict[str, str]) -> dict[str, str]:
+    """The provider's request id and rate-limit headers: what a user debugging a call needs."""
+    return {k: v for k, v in headers.items() if k.startswith(KEPT_HEADERS)}
 
 
 class BridgeApp:
@@ -195,24 +203,20 @@ class BridgeApp:
         try:
             if resp.status >= 400:
                 raw = await upstream.read_body(resp)
-                extra = (
-                    {"retry-after": resp.headers["retry-after"]}
-                    if "retry-after" in resp.headers
-                    else {}
-                )
-                return await send_json(
-                    send, resp.status, proxy.error_body(out, resp.status, raw), extra
-                )
-            warn = {"x-svc-warning": "; ".join(out.warnings)} if out.warnings else {}
+                body = proxy.error_body(out, resp.status, raw)
+                return await send_json(send, resp.status, body, provider_headers(resp.headers))
+            extra = provider_headers(resp.headers)
+            if out.warnings:
+                extra["x-svc-warning"] = "; ".join(out.warnings)
             if not out.stream:
                 body = proxy.response_body(out, await upstream.read_body(resp))
-                return await send_json(send, 200, body, warn)
-            await self._relay(out, resp, send, warn)
+                return await send_json(send, 200, body, extra)
+            await self._relay(out, resp, send, extra)
         finally:
             await resp.close()
 
     async def _relay(
-        self, out: proxy.Outbound, resp: upstream.Response, send: Send, warn: dict[str, str]
+        self, out: proxy.Outbound, resp: upstream.Response, send: Send, extra: dict[str, str]
     ) -> None:
         ctype = b"application/json" if not out.sse else b"text/event-stream"
         head = [
@@ -220,7 +224,7 @@ class BridgeApp:
             (b"cache-control", b"no-cache"),
             (b"x-accel-buffering", b"no"),
         ]
-        head += [(k.encode(), v.encode()) for k, v in warn.items()]
+        head += [(k.encode(), v.encode("latin-1", "replace")) for k, v in extra.items()]
         await send({"type": "http.response.start", "status": 200, "headers": head})
         translator = proxy.StreamTranslator(out)
         try:

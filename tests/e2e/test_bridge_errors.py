@@ -371,3 +371,13 @@ def test_an_unreadable_provider_answer_is_a_dialect_error_not_a_crash(bridge) ->
     r = httpx.post(url, json=body)
     assert r.status_code == 500 and r.json()["error"]["type"] == "api_error"
     assert r.headers["x-should-retry"] == "false"  # the SDKs would retry a 500 otherwise
+
+
+def test_provider_request_id_comes_back_and_429_retries_are_bounded(bridge) -> None:
+    daemon, fake = bridge
+    r = httpx.post(chat_url(daemon, "gemini"), json=chat_body("request id please"))
+    assert r.status_code == 200 and r.headers["x-request-id"] == "req_fake"
+    limited = httpx.post(chat_url(daemon), json=chat_body("always busy [status:429]"), timeout=30)
+    assert limited.status_code == 429 and limited.headers["retry-after"] == "1"
+    # Retries are bounded: the first try and two retries, then the 429 goes to the client.
+    assert sum("always busy" in json.dumps(rec.body) for rec in fake.requests) == 3

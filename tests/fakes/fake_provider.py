@@ -173,7 +173,9 @@ class FakeProvider:
             return web.json_response({"choices": "?", "content": 7, "candidates": 3, "output": 5})
         if not stream or "[jsonstream]" in seen.last_text:  # some servers ignore `stream`
             rec.finished = True
-            return web.json_response(fmt.render(dialect, plan))
+            return web.json_response(
+                fmt.render(dialect, plan), headers={"x-request-id": "req_fake"}
+            )
         return await self._stream(request, rec, dialect, plan, seen.last_text)
 
     async def _hang(self, request: web.Request, rec: Recorded) -> web.StreamResponse:
