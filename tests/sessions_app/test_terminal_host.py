@@ -1,0 +1,45 @@
+"""PtySession in-process (a real PTY and shell, fake sockets): who holds the PTY back, and when a
+stalled viewer is let go."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from sessions_app.host import fanout
+from sessions_app.host.pty import PtySession
+from tests.sessions_app.test_terminal_fanout import FakeSocket
+
+FLOOD = b"head -c 6000000 /dev/zero | base64; echo done-$((40+2))\n"
+
+
+async def start(ended: list[int]) -> PtySession:
+    async def on_exit(session_id: str, code: int) -> None:
+        ended.append(code)
+
+    session = PtySession("test", on_exit)
+    env = {"PATH": os.environ["PATH"], "HOME": "/nonexistent", "TERM": "dumb", "PS1": "$ "}
+    session.start(("/bin/sh",), env, "/", 80, 24)
+    return session
+
+
+async def test_when_every_viewer_is_behind_nobody_is_dropped_and_nothing_is_lost() -> None:
+    ended: list[int] = []
+    session = await start(ended)
+    socks = [FakeSocket(), FakeSocket()]
+    for sock in socks:
+        sock.unsent = 1 << 30  # both clients stop reading
+    viewers = [session.attach(s.send_bytes, s.send_json, s.backlog) for s in socks]
+    session.write(FLOOD)
+    await asyncio.sleep(3 * fanout.STALL_S)
+    assert all(v.full for v in viewers) and not any(v.lagging for v in viewers)
+    socks[0].unsent = 0  # one client reads again: the other now holds it back and is let go
+    while b"done-42" not in socks[0].data():
+        await asyncio.sleep(0.01)
+    assert viewers[1].lagging
+    assert socks[0].data().count(b"A") == 8_000_000  # base64 of 6 MB of zeros: every byte
+    session.write(b"exit 7\n")
+    await asyncio.wait_for(session.exited.wait(), 5)
+    assert ended == [7]
+    for viewer in viewers:
+        await session.detach(viewer)
