@@ -128,6 +128,12 @@ def prepare(route: Route, body: dict[str, Any], raw: bytes | bytearray = b"") ->
             body["model"] = upstream_model
             payload = body
     else:
+        if body.get("previous_response_id"):
+            # svc stores no responses: silently dropping the history would be worse than saying so.
+            raise ir.bad_request(
+                "previous_response_id needs a provider that stores responses; profile "
+                f"{profile.id!r} speaks {profile.provider}: send the full input instead"
+            )
         req = client.decode_request(body, requested)
         req.model, req.stream = upstream_model, stream
         warnings = apply_capabilities(req, profile.capabilities)
