@@ -27,9 +27,12 @@ def _loopback_ip(value: str) -> bool:
     if value in ("127.0.0.1", "::1"):  # the common case, without ipaddress's parser (~70 µs)
         return True
     try:
-        return ipaddress.ip_address(value).is_loopback
+        ip = ipaddress.ip_address(value)
     except ValueError:
         return False
+    # A dual-stack listener reports IPv4 peers as ::ffff:127.0.0.1 (3.12 calls that non-loopback).
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return (mapped or ip).is_loopback
 
 
 def host_is_loopback(host: str) -> bool:

@@ -89,5 +89,7 @@ def test_gate_refuses_other_hosts(host: str) -> None:
 
 def test_gate_refuses_non_loopback_peers_and_origins() -> None:
     assert gate.refusal(scope(peer="192.168.1.5")) is not None
+    assert gate.refusal(scope(peer="::ffff:10.0.0.2")) is not None
+    assert gate.refusal(scope(peer="::ffff:127.0.0.1")) is None
     assert gate.refusal(scope(origin="https://evil.com")) is not None
     assert gate.refusal(scope(origin="http://localhost:5173")) is None
