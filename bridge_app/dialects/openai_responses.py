@@ -10,9 +10,16 @@ from typing import Any
 
 from bridge_app import ir
 from bridge_app.dialects import openai_chat
-from bridge_app.dialects.common import image_from_url, items, now, number, obj, text_of
+from bridge_app.dialects.common import dumps, image_from_url, items, now, number, obj, text_of
 
 NAME = "openai-responses"
+# A free-form ("custom") tool as a function other providers can call: its text is `input`, the
+# same shape as the function variant of Codex's apply_patch.
+CUSTOM_SCHEMA = {
+    "type": "object",
+    "properties": {"input": {"type": "string"}},
+    "required": ["input"],
+}
 
 
 # --- requests --------------------------------------------------------------------------------
@@ -62,6 +69,13 @@ def _item(req: ir.Request, item: dict[str, Any]) -> None:
         output = item.get("output", "")
         content = [ir.Text(output)] if isinstance(output, str) else _content(output)
         _add(req, "user", [ir.ToolResult(item.get("call_id", ""), content)])  # type: ignore[arg-type]
+    elif kind == "custom_tool_call":
+        args = dumps({"input": item.get("input", "")})
+        _add(req, "assistant", [ir.ToolCall(item.get("call_id", ""), item.get("name", ""), args)])
+    elif kind == "custom_tool_call_output":
+        output = item.get("output", "")
+        content = [ir.Text(output)] if isinstance(output, str) else _content(output)
+        _add(req, "user", [ir.ToolResult(item.get("call_id", ""), content)])  # type: ignore[arg-type]
     elif kind == "reasoning":
         text = "".join(s.get("text", "") for s in item.get("summary") or [])
         _add(req, "assistant", [ir.Reasoning(text, item.get("encrypted_content") or "", NAME)])
@@ -92,12 +106,11 @@ def decode_request(body: dict[str, Any], model: str = "") -> ir.Request:
         raise ir.bad_request("Missing required parameter: 'input'.")
     for tool in items(body.get("tools"), "tools"):
         if tool.get("type") == "function":
+            schema = tool.get("parameters") or {"type": "object", "properties": {}}
+            req.tools.append(ir.Tool(tool.get("name", ""), tool.get("description") or "", schema))
+        elif tool.get("type") == "custom":  # free-form tools (Codex's apply_patch): one string
             req.tools.append(
-                ir.Tool(
-                    tool.get("name", ""),
-                    tool.get("description") or "",
-                    tool.get("parameters") or {"type": "object", "properties": {}},
-                )
+                ir.Tool(tool.get("name", ""), tool.get("description") or "", CUSTOM_SCHEMA)
             )
     choice = body.get("tool_choice")
     req.tool_choice = {"name": choice.get("name", "")} if isinstance(choice, dict) else choice

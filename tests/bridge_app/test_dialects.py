@@ -472,3 +472,32 @@ def test_a_whole_response_replays_as_stream_events() -> None:
     resp = rich_response()
     back = ir.collect(ir.events_of(resp), "client-model")
     assert back.parts == resp.parts and back.stop == resp.stop and back.usage == resp.usage
+
+
+def test_responses_custom_tools_become_functions_with_one_input_string() -> None:
+    body = {
+        "model": "m",
+        "input": [
+            {"role": "user", "content": "patch it"},
+            {
+                "type": "custom_tool_call",
+                "call_id": "call_p",
+                "name": "apply_patch",
+                "input": "*** Begin Patch",
+            },
+            {"type": "custom_tool_call_output", "call_id": "call_p", "output": "Done"},
+        ],
+        "tools": [{"type": "custom", "name": "apply_patch", "description": "edit files"}],
+    }
+    req = dialects.get("openai-responses").decode_request(body)
+    anth = dialects.get("anthropic").encode_request(req)
+    assert anth["tools"][0]["input_schema"]["properties"] == {"input": {"type": "string"}}
+    assert anth["messages"][1]["content"] == [
+        {
+            "type": "tool_use",
+            "id": "call_p",
+            "name": "apply_patch",
+            "input": {"input": "*** Begin Patch"},
+        }
+    ]
+    assert anth["messages"][2]["content"][0]["tool_use_id"] == "call_p"
