@@ -36,7 +36,7 @@ def _user_shell() -> str:
 
 # Interactive command, ACP launch. The ACP adapters for Claude Code and Codex come from npm.
 _BUILTINS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "claude": (("claude",), ("npx", "-y", "@zed-industries/claude-code-acp")),
+    "claude": (("claude",), ("npx", "-y", "@zed-industries/claude-agent-acp")),
     "codex": (("codex",), ("npx", "-y", "@zed-industries/codex-acp")),
     "gemini": (("gemini",), ("gemini", "--experimental-acp")),
     "opencode": (("opencode",), ("opencode", "acp")),
