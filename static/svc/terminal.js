@@ -72,24 +72,40 @@ function openTerminal(session) {
   term.loadAddon(fit);
   term.open(body);
   fit.fit();
-  const ws = svc.ws(`/ws?session_id=${session.id}`);
-  ws.binaryType = "arraybuffer";
   const encoder = new TextEncoder();
-  const sendSize = () => ws.readyState === WebSocket.OPEN && ws.send(JSON.stringify({ type: "resize", cols: term.cols, rows: term.rows }));
-  ws.onopen = sendSize;
-  ws.onmessage = (event) => {
-    if (typeof event.data !== "string") { term.write(new Uint8Array(event.data)); return; }
-    const message = JSON.parse(event.data);
-    if (message.type === "exited") term.write(`\r\n\x1b[2m[process exited with code ${message.exit_code}]\x1b[0m\r\n`);
-    if (message.type === "skipped") term.write(`\r\n\x1b[2m[svc: ${message.bytes} bytes of output skipped]\x1b[0m\r\n`);
+  let ws = null;
+  let closed = false;
+  let delay = 500;
+  const sendSize = () => ws && ws.readyState === WebSocket.OPEN && ws.send(JSON.stringify({ type: "resize", cols: term.cols, rows: term.rows }));
+  const connect = () => {
+    ws = svc.ws(`/ws?session_id=${session.id}`);
+    ws.binaryType = "arraybuffer";
+    let first = true; // the scrollback frame: on a reconnect it replaces what is on screen
+    ws.onopen = () => { delay = 500; sendSize(); };
+    ws.onmessage = (event) => {
+      if (typeof event.data !== "string") {
+        if (first) { term.reset(); first = false; }
+        term.write(new Uint8Array(event.data));
+        return;
+      }
+      const message = JSON.parse(event.data);
+      if (message.type === "exited") { closed = true; term.write(`\r\n\x1b[2m[process exited with code ${message.exit_code}]\x1b[0m\r\n`); }
+      if (message.type === "skipped") term.write(`\r\n\x1b[2m[svc: ${message.bytes} bytes of output skipped]\x1b[0m\r\n`);
+    };
+    ws.onclose = (event) => {
+      if (event.code === 4404) { term.write("\r\n[no such session]\r\n"); return; }
+      // A dropped connection comes back with backoff: the scrollback repaints the screen (after
+      // a daemon restart the session reports itself exited).
+      if (!closed && event.code !== 1000) { setTimeout(connect, delay); delay = Math.min(delay * 2, 10000); }
+    };
   };
-  ws.onclose = (event) => { if (event.code === 4404) term.write("\r\n[no such session]\r\n"); };
+  connect();
   const input = term.onData((data) => ws.readyState === WebSocket.OPEN && ws.send(encoder.encode(data)));
   const resized = term.onResize(sendSize);
   const onWindowResize = () => fit.fit();
   window.addEventListener("resize", onWindowResize);
   term.focus();
-  current = { close() { input.dispose(); resized.dispose(); window.removeEventListener("resize", onWindowResize); ws.close(); term.dispose(); current = null; } };
+  current = { close() { closed = true; input.dispose(); resized.dispose(); window.removeEventListener("resize", onWindowResize); ws.close(); term.dispose(); current = null; } };
 }
 
 function openChat(session) {
