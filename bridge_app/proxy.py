@@ -3,6 +3,7 @@ provider, and translate what comes back (whole, or event by event) for the clien
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ class Outbound:
     upstream_model: str
     url: str
     headers: dict[str, str]
-    payload: Any  # the client's bytes when forwarded as is, else the JSON object to send
+    payload: Any  # the client's bytes forwarded as is, the JSON object, or the IR to encode
     stream: bool
     passthrough: bool
     include_usage: bool = True
@@ -34,6 +35,8 @@ class Outbound:
         """The bytes to send, encoded late and handed over once: with a 64 MiB request, the
         client's copy is gone by then, so the object and its encoding do not overlap with it."""
         payload, self.payload = self.payload, None
+        if isinstance(payload, ir.Request):
+            payload = self.provider.encode_request(payload)
         return payload if isinstance(payload, bytes | bytearray) else dumps(payload).encode()
 
 
@@ -137,7 +140,7 @@ def prepare(route: Route, body: dict[str, Any], raw: bytes | bytearray = b"") ->
         req = client.decode_request(body, requested)
         req.model, req.stream = upstream_model, stream
         warnings = apply_capabilities(req, profile.capabilities)
-        payload = provider.encode_request(req)
+        payload = req  # encoded in take_body, after remote images are fetched
     include_usage = route.dialect != "openai-chat" or bool(
         (body.get("stream_options") or {}).get("include_usage")
     )
@@ -302,3 +305,27 @@ def count_tokens(route: Route, body: dict[str, Any]) -> dict[str, Any]:
     if route.dialect == "openai-responses":
         return openai_responses.input_tokens(total)
     return anthropic.count_tokens_body(total)
+
+
+async def inline_remote_images(out: Outbound) -> None:
+    """Gemini reads images by URL only from Google's own file store: fetch http(s) images and
+    send them inline. One that cannot be fetched stays a URL, with a warning."""
+    if out.provider.NAME != "gemini" or not isinstance(out.payload, ir.Request):
+        return
+    for msg in out.payload.messages:
+        for part in msg.parts:
+            images = part.content if isinstance(part, ir.ToolResult) else [part]
+            for image in images:
+                if isinstance(image, ir.Image) and image.url.startswith(("http://", "https://")):
+                    await _inline(image, out.warnings)
+
+
+async def _inline(image: ir.Image, warnings: list[str]) -> None:
+    from bridge_app import upstream
+
+    try:
+        data, media_type = await upstream.fetch_image(image.url)
+    except ir.BridgeError as exc:
+        warnings.append(f"image {image.url} sent as a URL: {exc.message}")
+        return
+    image.data, image.media_type, image.url = base64.b64encode(data).decode(), media_type, ""

@@ -188,3 +188,29 @@ async def chunks(resp: Response) -> AsyncIterator[bytes]:
             yield chunk
     except _client.transport_errors() as exc:
         raise _translate(exc) from exc
+
+
+MAX_IMAGE = 20 * 1024 * 1024  # Gemini's limit for a whole inline request
+
+
+async def fetch_image(url: str) -> tuple[bytes, str]:
+    """GET an image for inlining: bounded in size and time; failures are BridgeErrors."""
+    import aiohttp
+
+    timeout = aiohttp.ClientTimeout(total=CONNECT_TIMEOUT)
+    data = bytearray()
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=timeout) as session,
+            session.get(url, proxy=proxy_for(url)) as resp,
+        ):
+            ctype = resp.headers.get("content-type", "").split(";")[0].strip()
+            if resp.status != 200 or not ctype.startswith("image/"):
+                raise BridgeError(502, f"answered {resp.status} {ctype or 'without a type'}")
+            async for chunk in resp.content.iter_chunked(65536):
+                data += chunk
+                if len(data) > MAX_IMAGE:
+                    raise BridgeError(413, f"larger than {MAX_IMAGE} bytes")
+    except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+        raise BridgeError(502, f"{type(exc).__name__}: {exc}") from exc
+    return bytes(data), ctype

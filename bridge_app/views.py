@@ -199,6 +199,7 @@ class BridgeApp:
         return codec.encode_model(model)
 
     async def _forward(self, out: proxy.Outbound, send: Send) -> None:
+        await proxy.inline_remote_images(out)
         resp = await upstream.send(out.url, out.headers, out.take_body())
         try:
             if resp.status >= 400:

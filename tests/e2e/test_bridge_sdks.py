@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.fakes.bridge_clients import DRIVERS, SYSTEM
+from tests.fakes.bridge_clients import DRIVERS, PNG_B64, SYSTEM
 from tests.fakes.bridge_setup import ALIAS, DIALECTS, PROFILE, base_url, sdk, start_bridge
 
 PAIRS = [(c, p) for c in DIALECTS for p in DIALECTS]
@@ -224,7 +224,7 @@ def test_gemini_stream_without_alt_sse_is_a_json_array(bridge) -> None:
     assert "said=[array]" in text
 
 
-CAT = "https://example.com/cat.png"
+CAT = "https://images.invalid/cat.png"  # .invalid never resolves: no real network in tests
 
 
 def _url_image_request(client: str, marker: str) -> tuple[str, dict]:
@@ -263,3 +263,32 @@ def test_images_by_url_reach_the_provider(bridge, client: str, provider: str) ->
     assert r.status_code == 200, r.text
     assert "images=1" in r.text
     assert CAT in repr(fake.last(marker).body)
+    if provider == "gemini" and client != "gemini":  # svc tried to inline it, and says so
+        assert "sent as a URL" in r.headers["x-svc-warning"]
+
+
+@pytest.mark.parametrize("client", ["openai-chat", "anthropic"])
+def test_http_images_are_fetched_and_inlined_for_gemini(bridge, client: str) -> None:
+    daemon, fake = bridge
+    marker = f"inline-{client}"
+    url = f"{fake.url}/pictures/cat.png"
+    if client == "openai-chat":
+        content = [
+            {"type": "text", "text": marker},
+            {"type": "image_url", "image_url": {"url": url}},
+        ]
+        path, body = (
+            "/chat/completions",
+            {"model": ALIAS, "messages": [{"role": "user", "content": content}]},
+        )
+    else:
+        content = [
+            {"type": "text", "text": marker},
+            {"type": "image", "source": {"type": "url", "url": url}},
+        ]
+        body = {"model": ALIAS, "max_tokens": 9, "messages": [{"role": "user", "content": content}]}
+        path = "/v1/messages"
+    r = httpx.post(base_url(daemon, client, "gemini") + path, json=body)
+    assert r.status_code == 200 and "images=1" in r.text
+    parts = fake.last(marker).body["contents"][-1]["parts"]
+    assert parts[1] == {"inlineData": {"mimeType": "image/png", "data": PNG_B64}}

@@ -3,12 +3,16 @@ bridge_app): what a request carried, and the responses/streams/errors it answers
 
 from __future__ import annotations
 
+import base64
 import json
 import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
 MODELS = ["fake-model", "fake-model-2"]
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+)
 
 
 @dataclass

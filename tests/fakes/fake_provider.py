@@ -146,6 +146,8 @@ class FakeProvider:
         )
         self.requests.append(rec)
         dialect = _dialect(request)
+        if request.path.endswith(".png"):  # an image on the web, for image-by-URL tests
+            return web.Response(body=fmt.PNG, content_type="image/png")
         if request.method == "GET" or request.path.endswith(("/count_tokens", ":countTokens")):
             return web.json_response(fmt.meta(dialect, request.path))
         seen = fmt.extract(dialect, body if isinstance(body, dict) else {})
