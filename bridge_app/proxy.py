@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from bridge_app import dialects, ir
+from bridge_app import dialects, ir, response_store
 from bridge_app.dialects.common import dumps
 from bridge_app.routing import Route
 from svcproject import config
@@ -30,6 +30,7 @@ class Outbound:
     include_usage: bool = True
     sse: bool = True
     warnings: list[str] = field(default_factory=list)
+    history: list[ir.Message] | None = None  # set when svc must remember this Responses turn
 
     def take_body(self) -> bytes | bytearray:
         """The bytes to send, encoded late and handed over once: with a 64 MiB request, the
@@ -100,6 +101,22 @@ def _restricted(profile: config.Profile) -> bool:
     return any(profile.capabilities.get(c) is False for c in ("image_input", "tools"))
 
 
+def _responses_history(
+    route: Route, body: dict[str, Any], req: ir.Request
+) -> list[ir.Message] | None:
+    """For a Responses client on another dialect's provider: resolve `previous_response_id` from
+    svc's store, and say whether to remember this turn (not when the client sent store: false)."""
+    if route.dialect != "openai-responses":
+        return None
+    previous = body.get("previous_response_id")
+    if previous:
+        stored = response_store.recall(previous)
+        if stored is None:
+            raise ir.BridgeError(404, f"Previous response with id {previous!r} not found.")
+        req.messages = [*stored.messages, *req.messages]
+    return None if body.get("store") is False else list(req.messages)
+
+
 def _upstream_headers(
     provider: ModuleType, profile: config.Profile, stream: bool
 ) -> dict[str, str]:
@@ -125,20 +142,16 @@ def prepare(route: Route, body: dict[str, Any], raw: bytes | bytearray = b"") ->
     stream = route.stream if route.dialect == "gemini" else bool(body.get("stream"))
     passthrough = profile.provider == route.dialect and not _restricted(profile) and route.sse
     warnings: list[str] = []
+    history: list[ir.Message] | None = None
     payload: Any = raw
     if passthrough:
         if route.dialect != "gemini" and (body.get("model") != upstream_model or not raw):
             body["model"] = upstream_model
             payload = body
     else:
-        if body.get("previous_response_id"):
-            # svc stores no responses: silently dropping the history would be worse than saying so.
-            raise ir.bad_request(
-                "previous_response_id needs a provider that stores responses; profile "
-                f"{profile.id!r} speaks {profile.provider}: send the full input instead"
-            )
         req = client.decode_request(body, requested)
         req.model, req.stream = upstream_model, stream
+        history = _responses_history(route, body, req)
         warnings = apply_capabilities(req, profile.capabilities)
         payload = req  # encoded in take_body, after remote images are fetched
     include_usage = route.dialect != "openai-chat" or bool(
@@ -157,6 +170,7 @@ def prepare(route: Route, body: dict[str, Any], raw: bytes | bytearray = b"") ->
         include_usage=include_usage,
         sse=route.sse,
         warnings=warnings,
+        history=history if not passthrough else None,
     )
 
 
@@ -184,7 +198,11 @@ def response_body(out: Outbound, raw: bytes) -> bytes:
         return dumps(data).encode()
     resp = out.provider.decode_response(data)
     resp.model = out.requested
-    return dumps(out.client.encode_response(resp)).encode()
+    encoded = out.client.encode_response(resp)
+    if out.history is not None:
+        answer = ir.Message("assistant", resp.parts)
+        response_store.remember(encoded["id"], [*out.history, answer], encoded)
+    return dumps(encoded).encode()
 
 
 # --- streams ---------------------------------------------------------------------------------
@@ -225,6 +243,21 @@ class StreamTranslator:
         self.encoder = encoder(out.requested, out.include_usage, **kwargs)
         self.events = 0  # upstream events seen: a stream that carried none is a failure
         self.failed = False
+        self.answer: list[ir.Event] = []  # kept only when this turn is to be remembered
+
+    def _encode(self, ev: ir.Event) -> bytes:
+        if self.out.history is not None:
+            self.answer.append(ev)
+        return self.encoder.encode(ev)
+
+    def _finish(self) -> bytes:
+        """The encoder's closing events; a Responses turn is remembered under the id it got."""
+        tail = self.encoder.close()
+        final = getattr(self.encoder, "final", None)
+        if self.out.history is not None and final is not None:
+            answer = ir.Message("assistant", ir.collect(self.answer, self.out.requested).parts)
+            response_store.remember(final["id"], [*self.out.history, answer], final)
+        return tail
 
     def feed(self, chunk: bytes) -> bytes:
         if self.raw:
@@ -243,7 +276,7 @@ class StreamTranslator:
                 continue
             for ev in self.decoder.feed(event, obj):
                 if not self.failed:  # nothing may follow the dialect's error event
-                    pieces.append(self.encoder.encode(ev))
+                    pieces.append(self._encode(ev))
                     self.failed = isinstance(ev, ir.Error)
         return b"".join(pieces)
 
@@ -254,7 +287,7 @@ class StreamTranslator:
             return self.fail(502, "the provider answered something that is not a JSON object")
         self.events += 1
         resp = self.out.provider.decode_response(data)
-        return b"".join(self.encoder.encode(ev) for ev in ir.events_of(resp)) + self.encoder.close()
+        return b"".join(self._encode(ev) for ev in ir.events_of(resp)) + self._finish()
 
     def _rewrite(self, event: str, obj: dict[str, Any]) -> bytes:
         self.out.client.rewrite_model(obj, self.out.requested)
@@ -273,9 +306,7 @@ class StreamTranslator:
                 else b""
             )
             return tail
-        return (
-            b"".join(self.encoder.encode(ev) for ev in self.decoder.close()) + self.encoder.close()
-        )
+        return b"".join(self._encode(ev) for ev in self.decoder.close()) + self._finish()
 
     def fail(self, status: int, message: str) -> bytes:
         """The client dialect's own error event, for failures after the 200 went out."""

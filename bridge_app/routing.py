@@ -23,8 +23,8 @@ class Route:
     profile: str
     scope: str
     dialect: str
-    operation: str  # generate | models | model | count_tokens | unknown
-    model: str = ""  # gemini path model, or the id of GET models/{id}
+    operation: str  # generate | models | model | count_tokens | response | unknown
+    model: str = ""  # gemini path model, the id of GET models/{id}, or of responses/{id}
     stream: bool = False  # gemini streamGenerateContent
     sse: bool = True  # gemini: alt=sse; without it the stream is a JSON array
 
@@ -45,6 +45,8 @@ def _openai(dialect: str, rest: list[str]) -> tuple[str, str]:
         return "generate", ""
     if dialect == "openai-responses" and joined == "responses/input_tokens":
         return "count_tokens", ""
+    if dialect == "openai-responses" and len(rest) == 2 and rest[0] == "responses":
+        return "response", rest[1]
     return _models(rest)
 
 

@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bridge_app import dialects, gate, ir, proxy, requestlog, routing, upstream
+from bridge_app import dialects, gate, ir, proxy, requestlog, response_store, routing, upstream
 from bridge_app.dialects.common import dumps
 
 logger = logging.getLogger(__name__)
@@ -175,6 +175,8 @@ class BridgeApp:
             )
         if route.operation in ("models", "model") and scope["method"] in ("GET", "HEAD"):
             return await send_json(send, 200, self._models(route, codec))
+        if route.operation == "response":
+            return await send_json(send, 200, self._stored_response(route, scope["method"]))
         if route.operation == "unknown":
             raise ir.BridgeError(404, f"no bridge operation at {scope['path']!r}")
         if scope["method"] != "POST":
@@ -197,6 +199,19 @@ class BridgeApp:
         if model not in ids:
             raise ir.BridgeError(404, f"model {model!r} is not served by profile {route.profile!r}")
         return codec.encode_model(model)
+
+    def _stored_response(self, route: routing.Route, method: str) -> dict[str, Any]:
+        """GET / DELETE of a Responses turn svc translated (and so remembers)."""
+        proxy.find_profile(route)
+        if method not in ("GET", "DELETE"):
+            raise ir.BridgeError(405, f"{method} is not allowed here")
+        stored = response_store.recall(route.model)
+        if stored is None:
+            raise ir.BridgeError(404, f"Response with id {route.model!r} not found.")
+        if method == "GET":
+            return stored.response
+        response_store.forget(route.model)
+        return {"id": route.model, "object": "response.deleted", "deleted": True}
 
     async def _forward(self, out: proxy.Outbound, send: Send) -> None:
         await proxy.inline_remote_images(out)

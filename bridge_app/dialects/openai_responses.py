@@ -1,7 +1,6 @@
 """OpenAI Responses: `POST {base}/responses`, semantic SSE events with a sequence_number.
 
-Stateless here: `previous_response_id` is not resolved (svc keeps no response store), so clients
-such as Codex must send the full input, which they do with `store: false`.
+The codec is stateless; `previous_response_id` is resolved by proxy.py from response_store.py.
 """
 
 from __future__ import annotations

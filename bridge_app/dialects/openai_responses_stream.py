@@ -109,6 +109,7 @@ class StreamEncoder:
         self.usage: ir.Usage | None = None
         self.stop: ir.Stop = "end"
         self.failed = False
+        self.final: dict[str, Any] | None = None
 
     def _ev(self, kind: str, **data: Any) -> bytes:
         data = {"type": kind, "sequence_number": self.seq, **data}
@@ -246,4 +247,5 @@ class StreamEncoder:
             self.id, self.model, "completed", self.output, self.usage or ir.Usage(), self.stop
         )
         kind = "response.incomplete" if resp["status"] == "incomplete" else "response.completed"
+        self.final = resp  # the whole response, for svc's store
         return out + self._ev(kind, response=resp)

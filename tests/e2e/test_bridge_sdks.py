@@ -3,10 +3,12 @@ the README says, and the fake provider behind it. One daemon and one fake for th
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 
 import httpx
+import openai
 import pytest
 
 from tests.fakes.bridge_clients import DRIVERS, PNG_B64, SYSTEM
@@ -292,3 +294,41 @@ def test_http_images_are_fetched_and_inlined_for_gemini(bridge, client: str) -> 
     assert r.status_code == 200 and "images=1" in r.text
     parts = fake.last(marker).body["contents"][-1]["parts"]
     assert parts[1] == {"inlineData": {"mimeType": "image/png", "data": PNG_B64}}
+
+
+def test_previous_response_id_across_dialects_continues_the_conversation(bridge) -> None:
+    daemon, fake = bridge
+    client = sdk(daemon, "openai-responses", "claude")  # an Anthropic provider: svc remembers
+    first = client.responses.create(model=ALIAS, input="my name is Ada", instructions="S")
+    second = client.responses.create(model=ALIAS, input="who am I?", previous_response_id=first.id)
+    assert "turns=3" in second.output_text  # user, the first answer, user
+    sent = fake.last("who am I?").body["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+    assert first.output_text in json.dumps(sent[1])
+    with client.responses.stream(
+        model=ALIAS, input="and now?", previous_response_id=second.id
+    ) as st:
+        third = st.get_final_response()
+    assert "turns=5" in third.output_text
+    fourth = client.responses.create(model=ALIAS, input="last", previous_response_id=third.id)
+    assert "turns=7" in fourth.output_text  # a streamed turn is remembered too
+
+
+def test_stored_responses_can_be_retrieved_and_deleted(bridge) -> None:
+    daemon, _ = bridge
+    client = sdk(daemon, "openai-responses", "gemini")
+    made = client.responses.create(model=ALIAS, input="keep me")
+    assert client.responses.retrieve(made.id).output_text == made.output_text
+    client.responses.delete(made.id)
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve(made.id)
+    unstored = client.responses.create(model=ALIAS, input="forget me", store=False)
+    with pytest.raises(openai.NotFoundError):
+        client.responses.create(model=ALIAS, input="x", previous_response_id=unstored.id)
+
+
+def test_previous_response_id_passes_through_to_a_responses_provider(bridge) -> None:
+    daemon, fake = bridge
+    same = sdk(daemon, "openai-responses", "responses")  # the provider keeps its own state
+    same.responses.create(model=ALIAS, input="chained", previous_response_id="resp_123")
+    assert fake.last("chained").body["previous_response_id"] == "resp_123"
