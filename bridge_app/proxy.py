@@ -318,9 +318,24 @@ class StreamTranslator:
         return head + self.encoder.encode(ir.Error(status, message))
 
 
+def count_request(route: Route, body: dict[str, Any]) -> tuple[str, dict[str, str], bytes] | None:
+    """When the provider speaks the client's dialect, its own counting endpoint answers exactly:
+    (url, headers, body) for it; None when only the local estimate applies."""
+    profile = find_profile(route)
+    if profile.provider != route.dialect or _restricted(profile):
+        return None
+    provider = dialects.get(profile.provider)
+    requested = (route.model if route.dialect == "gemini" else body.get("model")) or ""
+    upstream_model = resolve_model(profile, requested) if requested else ""
+    if route.dialect != "gemini" and upstream_model:
+        body = {**body, "model": upstream_model}
+    url = provider.count_tokens_url(profile.base_url, upstream_model)
+    return url, _upstream_headers(provider, profile, False), dumps(body).encode()
+
+
 def count_tokens(route: Route, body: dict[str, Any]) -> dict[str, Any]:
-    """A local estimate in the client's shape (about 4 characters a token): the same answer for
-    every provider, and no upstream call for what clients use as a rough context gauge."""
+    """A local estimate in the client's shape (about 4 characters a token), for providers of
+    another dialect (or whose count endpoint failed): clients use it as a rough context gauge."""
     from bridge_app.dialects import anthropic, gemini, openai_responses
 
     profile = find_profile(route)

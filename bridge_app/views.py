@@ -185,7 +185,8 @@ class BridgeApp:
         raw = await read_body(scope, receive)
         body = parse_json(raw)
         if route.operation == "count_tokens":
-            return await send_json(send, 200, proxy.count_tokens(route, body))
+            counted = await self._count_upstream(route, body)
+            return await send_json(send, 200, counted or proxy.count_tokens(route, body))
         out = proxy.prepare(route, body, raw)
         del raw, body  # a 64 MiB request must not stay alive twice while it is relayed
         info.update(provider=out.provider.NAME, model=out.requested[:200], stream=out.stream)
@@ -199,6 +200,22 @@ class BridgeApp:
         if model not in ids:
             raise ir.BridgeError(404, f"model {model!r} is not served by profile {route.profile!r}")
         return codec.encode_model(model)
+
+    async def _count_upstream(self, route: routing.Route, body: dict[str, Any]) -> Any:
+        """The provider's exact count when it speaks the client's dialect; None (so: the local
+        estimate) when it does not, or when its count endpoint fails: a gauge must not fail."""
+        request = proxy.count_request(route, body)
+        if request is None:
+            return None
+        try:
+            resp = await upstream.send(*request)
+            try:
+                raw = await upstream.read_body(resp)
+            finally:
+                await resp.close()
+        except ir.BridgeError:
+            return None
+        return raw if resp.status == 200 else None
 
     def _stored_response(self, route: routing.Route, method: str) -> dict[str, Any]:
         """GET / DELETE of a Responses turn svc translated (and so remembers)."""

@@ -390,3 +390,7 @@ def estimate_tokens(req: ir.Request) -> int:
                 chars += 4 * 1000
     chars += sum(len(dumps(t.schema)) + len(t.name) for t in req.tools)
     return max(1, chars // 4)
+
+
+def count_tokens_url(base: str, model: str) -> str:
+    return f"{base}/v1/messages/count_tokens"

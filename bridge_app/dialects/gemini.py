@@ -392,3 +392,8 @@ def rewrite_model(data: dict[str, Any], model: str) -> None:
 
 def count_tokens(total: int) -> dict[str, Any]:
     return {"totalTokens": total}
+
+
+def count_tokens_url(base: str, model: str) -> str:
+    prefix = base if VERSIONED.search(base) else f"{base}/v1beta"
+    return f"{prefix}/models/{model}:countTokens"

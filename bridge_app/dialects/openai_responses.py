@@ -357,3 +357,7 @@ def rewrite_model(data: dict[str, Any], model: str) -> None:
 
 def input_tokens(total: int) -> dict[str, Any]:
     return {"object": "response.input_tokens", "input_tokens": total}
+
+
+def count_tokens_url(base: str, model: str) -> str:
+    return f"{base}/responses/input_tokens"

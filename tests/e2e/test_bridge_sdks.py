@@ -107,16 +107,22 @@ def test_models_list_and_retrieve_in_every_sdk(bridge) -> None:
 
 
 def test_token_counting_routes(bridge) -> None:
-    daemon, _ = bridge
-    a = sdk(daemon, "anthropic", "chat")
-    assert (
-        a.messages.count_tokens(
-            model=ALIAS, messages=[{"role": "user", "content": "hello there"}]
-        ).input_tokens
-        > 0
-    )
+    """Same dialect: the provider's exact count (the fake says 42); else a local estimate."""
+    daemon, fake = bridge
+    hello = [{"role": "user", "content": "hello there"}]
+    exact = sdk(daemon, "anthropic", "claude").messages.count_tokens(model=ALIAS, messages=hello)
+    assert exact.input_tokens == 42
+    assert fake.requests[-1].headers["x-api-key"] == "profile-key-anthropic"
+    estimate = sdk(daemon, "anthropic", "chat").messages.count_tokens(model=ALIAS, messages=hello)
+    assert 0 < estimate.input_tokens < 42
+    g = sdk(daemon, "gemini", "gemini")
+    assert g.models.count_tokens(model=ALIAS, contents="hello there").total_tokens == 42
     g = sdk(daemon, "gemini", "claude")
-    assert g.models.count_tokens(model=ALIAS, contents="hello there").total_tokens > 0
+    assert 0 < g.models.count_tokens(model=ALIAS, contents="hello there").total_tokens < 42
+    r = sdk(daemon, "openai-responses", "responses")
+    assert r.responses.input_tokens.count(model=ALIAS, input="hello there").input_tokens == 42
+    r = sdk(daemon, "openai-responses", "gemini")
+    assert 0 < r.responses.input_tokens.count(model=ALIAS, input="hello there").input_tokens < 42
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])

@@ -675,6 +675,8 @@ def meta(dialect: str, path: str) -> dict[str, Any]:
         return {"input_tokens": 42}
     if path.endswith(":countTokens"):
         return {"totalTokens": 42}
+    if path.endswith("/input_tokens"):
+        return {"object": "response.input_tokens", "input_tokens": 42}
     tail = path.rstrip("/").rsplit("/", 1)[-1]
     if tail != "models":
         return _model(dialect, tail)

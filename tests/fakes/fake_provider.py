@@ -37,6 +37,8 @@ from aiohttp import web
 
 from tests.fakes import bridge_fake_formats as fmt
 
+COUNTING = ("/count_tokens", ":countTokens", "/input_tokens")
+
 
 @dataclass
 class Recorded:
@@ -148,7 +150,7 @@ class FakeProvider:
         dialect = _dialect(request)
         if request.path.endswith(".png"):  # an image on the web, for image-by-URL tests
             return web.Response(body=fmt.PNG, content_type="image/png")
-        if request.method == "GET" or request.path.endswith(("/count_tokens", ":countTokens")):
+        if request.method == "GET" or request.path.endswith(COUNTING):
             return web.json_response(fmt.meta(dialect, request.path))
         seen = fmt.extract(dialect, body if isinstance(body, dict) else {})
         status = self._forced_status(seen.last_text)
