@@ -94,6 +94,13 @@ class Session(models.Model):
             raise ValueError(f"session {self.id} is {self.status}, cannot start running")
         self.status, self.pid = self.Status.RUNNING, pid
 
+    def mark_resumed(self, pid: int | None, agent_session_id: str) -> None:
+        """A chat whose agent was restarted (and reloaded its own session) is live again."""
+        if self.kind == self.Kind.TERMINAL:
+            raise ValueError("a terminal cannot be resumed: its PTY is gone")
+        self.status, self.pid, self.agent_session_id = self.Status.RUNNING, pid, agent_session_id
+        self.exit_code = self.ended_at = None
+
     def mark_exited(self, exit_code: int | None, *, failed: bool = False) -> bool:
         """Ends the session once; a second end (reaper and stop racing) changes nothing."""
         if not self.is_live:

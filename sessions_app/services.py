@@ -304,11 +304,7 @@ def session_resume(*, session_id: str) -> Session:
         raise ServiceError(f"could not resume {session.agent!r}: {exc}") from exc
     with transaction.atomic():
         session = Session.objects.select_for_update().get(pk=session.pk)
-        # Back to live: the row records the new process (the model has no resume transition).
-        session.status, session.pid, session.agent_session_id = (
-            Session.Status.RUNNING, pid, agent_session_id,
-        )  # fmt: skip
-        session.exit_code = session.ended_at = None
+        session.mark_resumed(pid, agent_session_id)
         session.save()
     return session
 

@@ -7,6 +7,7 @@ svc does not know are carried through every write untouched.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -35,7 +36,13 @@ class SettingsError(ImproperlyConfigured):
 
 
 def svc_home() -> Path:
-    home = Path(os.environ.get("SVC_HOME") or Path.home() / ".svc").expanduser()
+    return _home_for(os.environ.get("SVC_HOME") or str(Path.home() / ".svc"))
+
+
+@functools.cache
+def _home_for(value: str) -> Path:
+    # Created once per path: this sits on hot paths (every settings read), mkdir is a syscall.
+    home = Path(value).expanduser()
     home.mkdir(parents=True, exist_ok=True)
     (home / "logs").mkdir(exist_ok=True)
     return home

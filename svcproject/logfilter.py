@@ -3,7 +3,8 @@
 import logging
 import re
 
-_SECRET = re.compile(r"(token=|Bearer\s+)[^&\s\"']+", re.IGNORECASE)
+# token= (svc's own), key= (Gemini clients may send their key in the query), bearer headers.
+_SECRET = re.compile(r"(token=|key=|Bearer\s+)[^&\s\"']+", re.IGNORECASE)
 
 
 def redact(text: str) -> str:

@@ -181,7 +181,10 @@ def test_tokens_never_reach_the_logs(daemon: Daemon) -> None:
         json=MCP_LIST,
         headers={"Authorization": f"Bearer {daemon.mcp_token}", "Accept": MCP_ACCEPT},
     )
+    # Gemini clients may send their API key in the query string.
+    httpx.get(f"{daemon.url}/svc/local-api/none/s/gemini/v1beta/models", params={"key": "gk-42"})
     logs = daemon.log() + (daemon.home / "logs" / "svc.log").read_text()
+    assert "gk-42" not in logs
     assert "GET /api/sessions" in logs  # the access log is there, only the tokens are not
     assert daemon.owner_token not in logs
     assert daemon.mcp_token not in logs

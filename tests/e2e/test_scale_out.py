@@ -30,9 +30,7 @@ async def test_an_orm_change_in_another_process_reaches_a_subscriber_via_redis(
         )
         done = time.monotonic()
         assert result.returncode == 0, result.stderr
-        _, arrived = await wait_for_frame(
-            ws, lambda f: [s["title"] for s in f] == ["from-shell"]
-        )
+        _, arrived = await wait_for_frame(ws, lambda f: [s["title"] for s in f] == ["from-shell"])
     assert arrived - done < 1.0
 
 
