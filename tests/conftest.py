@@ -6,6 +6,7 @@ import multiprocessing
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,3 +40,12 @@ def fresh_daemon(tmp_path: Path) -> Iterator[Daemon]:
     server = Daemon(migrated_home(tmp_path / "home"))
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Headless Debian Chromium, one per test module (tests take a fresh context each)."""
+    from tests.support.browser import chromium
+
+    with chromium() as launched:
+        yield launched

@@ -19,16 +19,9 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Page
 
 from tests.previews_app.upstream import Upstream
-from tests.support.browser import chromium
 from tests.support.daemon import Daemon, free_port
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "previews"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as launched:
-        yield launched
 
 
 @pytest.fixture

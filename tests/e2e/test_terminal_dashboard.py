@@ -10,7 +10,6 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.sessions_app.termclient import start_hosting_daemon
-from tests.support.browser import chromium
 from tests.support.daemon import Daemon
 
 
@@ -19,12 +18,6 @@ def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     server = start_hosting_daemon(tmp_path_factory.mktemp("svc-dash"))
     yield server
     server.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as launched:
-        yield launched
 
 
 @pytest.fixture
