@@ -1,4 +1,5 @@
-"""ASGI entry point: /mcp → the MCP SDK app; other HTTP → Django; WebSockets → guarded consumers."""
+"""ASGI entry point: preview origins → previews, /mcp → MCP SDK, /svc/… → bridge, other HTTP →
+Django, WebSockets → guarded consumers."""
 
 import os
 
