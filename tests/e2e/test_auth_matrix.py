@@ -188,3 +188,39 @@ def test_tokens_never_reach_the_logs(daemon: Daemon) -> None:
     assert "GET /api/sessions" in logs  # the access log is there, only the tokens are not
     assert daemon.owner_token not in logs
     assert daemon.mcp_token not in logs
+
+
+@pytest.mark.parametrize("which", TOKENS)
+async def test_the_terminal_socket_opens_only_to_the_owner(daemon: Daemon, which: str) -> None:
+    token = token_value(daemon, which)
+    query = f"&token={token}" if token else ""
+    url = f"{daemon.ws_url}/ws?session_id=00000000-0000-4000-8000-000000000000{query}"
+    result = await first_frame_or_close(url, origin=websockets.Origin(daemon.origin))
+    # The owner passes the token check and learns the session does not exist.
+    assert result == ("closed", 4404 if which == "owner" else 4401)
+
+
+@pytest.mark.parametrize("which", TOKENS)
+async def test_the_chat_socket_opens_only_to_the_owner(daemon: Daemon, which: str) -> None:
+    token = token_value(daemon, which)
+    query = f"?token={token}" if token else ""
+    url = f"{daemon.ws_url}/ws/chat{query}"
+    async with websockets.connect(url, origin=websockets.Origin(daemon.origin)) as ws:
+        try:
+            await asyncio.wait_for(ws.recv(), 0.5)
+            closed = None
+        except TimeoutError:
+            closed = None  # still open: accepted, waiting for an "open" event
+        except ConnectionClosed as exc:
+            closed = exc.rcvd.code if exc.rcvd else None
+    assert closed == (None if which == "owner" else 4401)
+
+
+@pytest.mark.parametrize("which", TOKENS)
+def test_bridge_routes_ignore_tokens_entirely(daemon: Daemon, which: str) -> None:
+    # No token is needed or looked at (the loopback gate decides); the answer is the same for all.
+    response = httpx.get(
+        f"{daemon.url}/svc/local-api/nope/s/openai-chat/v1/models", headers=bearer(daemon, which)
+    )
+    assert response.status_code == 404
+    assert "nope" in response.json()["error"]["message"]
