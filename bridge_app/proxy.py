@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from bridge_app import dialects, ir, response_store
+from bridge_app import bodies, dialects, ir, response_store
 from bridge_app.dialects.common import dumps
 from bridge_app.routing import Route
 from svcproject import config
@@ -24,21 +24,21 @@ class Outbound:
     upstream_model: str
     url: str
     headers: dict[str, str]
-    payload: Any  # the client's bytes forwarded as is, the JSON object, or the IR to encode
+    payload: Any  # the client's JSON text forwarded as is, the JSON object, or the IR to encode
     stream: bool
     passthrough: bool
     include_usage: bool = True
     sse: bool = True
     warnings: list[str] = field(default_factory=list)
     history: list[ir.Message] | None = None  # set when svc must remember this Responses turn
+    size_hint: int = 0  # the client's body size: large bodies are encoded piece by piece
 
-    def take_body(self) -> bytes | bytearray:
-        """The bytes to send, encoded late and handed over once: with a 64 MiB request, the
-        client's copy is gone by then, so the object and its encoding do not overlap with it."""
+    def take_body(self) -> bodies.JsonBody | bytes | bytearray:
+        """What to send, encoded late and handed over once (see bodies.py for large ones)."""
         payload, self.payload = self.payload, None
         if isinstance(payload, ir.Request):
             payload = self.provider.encode_request(payload)
-        return payload if isinstance(payload, bytes | bytearray) else dumps(payload).encode()
+        return bodies.upstream_body(payload, self.size_hint)
 
 
 _SETTINGS_TTL = 1.0
@@ -129,8 +129,8 @@ def _upstream_headers(
     }
 
 
-def prepare(route: Route, body: dict[str, Any], raw: bytes | bytearray = b"") -> Outbound:
-    """What to send where. `raw` (the client's bytes) is forwarded as is when nothing in it
+def prepare(route: Route, body: dict[str, Any], raw: str | bytes = b"") -> Outbound:
+    """What to send where. `raw` (the client's JSON text) is forwarded as is when nothing in it
     needs to change: same dialect and the same model id on both sides."""
     profile = find_profile(route)
     client = dialects.get(route.dialect)
@@ -171,6 +171,7 @@ def prepare(route: Route, body: dict[str, Any], raw: bytes | bytearray = b"") ->
         sse=route.sse,
         warnings=warnings,
         history=history if not passthrough else None,
+        size_hint=len(raw),
     )
 
 

@@ -16,7 +16,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from bridge_app.bodies import JsonBody
 from bridge_app.ir import BridgeError
+
+UpstreamBody = bytes | bytearray | JsonBody
 
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = float(os.environ.get("SVC_BRIDGE_READ_TIMEOUT", "600"))
@@ -94,13 +97,18 @@ class _Client:
         timeout = lib.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT)
         return lib.AsyncClient(timeout=timeout, limits=limits)
 
-    async def open(self, url: str, headers: dict[str, str], body: bytes | bytearray) -> Response:
+    async def open(self, url: str, headers: dict[str, str], body: UpstreamBody) -> Response:
         if self.session is None:
             self.session = self._make()
         if self.kind == "aiohttp":
-            raw = await self.session.post(url, data=body, headers=headers, proxy=proxy_for(url))
+            data: Any = body
+            if isinstance(body, JsonBody):
+                data = body.pieces()
+                headers = {**headers, "Content-Length": str(body.length)}
+            raw = await self.session.post(url, data=data, headers=headers, proxy=proxy_for(url))
             return _AiohttpResponse(raw, raw.status, {k.lower(): v for k, v in raw.headers.items()})
-        request = self.session.build_request("POST", url, content=bytes(body), headers=headers)
+        content = body.whole() if isinstance(body, JsonBody) else bytes(body)
+        request = self.session.build_request("POST", url, content=content, headers=headers)
         raw = await self.session.send(request, stream=True)
         return _HttpxResponse(raw, raw.status_code, {k.lower(): v for k, v in raw.headers.items()})
 
@@ -147,7 +155,7 @@ def retry_delay(headers: dict[str, str], attempt: int) -> float:
     return min(0.5 * 2**attempt, MAX_RETRY_WAIT)
 
 
-async def send(url: str, headers: dict[str, str], body: bytes | bytearray) -> Response:
+async def send(url: str, headers: dict[str, str], body: UpstreamBody) -> Response:
     """The provider's response with headers read; 429s retried. Transport failures become
     BridgeError 502 (unreachable) or 504 (timed out)."""
     attempt = 0
@@ -161,7 +169,7 @@ async def send(url: str, headers: dict[str, str], body: bytes | bytearray) -> Re
         attempt += 1
 
 
-async def _open(url: str, headers: dict[str, str], body: bytes | bytearray) -> Response:
+async def _open(url: str, headers: dict[str, str], body: UpstreamBody) -> Response:
     try:
         return await _client.open(url, headers, body)
     except _client.transport_errors() as exc:
