@@ -41,7 +41,8 @@ MESSAGES: dict[str, tuple[int, str, str]] = {
         401,
         "Log in to svc",
         "This preview belongs to svc's owner. Open the login URL svc printed at start-up (or "
-        "run <code>manage.py status --login-url</code>), then open the preview again.",
+        "open <code>/login?token=</code> with <code>owner_token</code> from "
+        "<code>$SVC_HOME/auth.json</code>), then open the preview again.",
     ),
     "cross_site": (
         403,

@@ -12,8 +12,6 @@ import pytest
 
 from tests.support.daemon import Daemon, migrated_home
 
-IN_CI = os.environ.get("CI") == "true"
-
 
 def pytest_configure(config: pytest.Config) -> None:
     # A forked live server would inherit asgiref's executor without its thread and hang.

@@ -141,6 +141,8 @@ def _body_of_size(size: int) -> bytes:
 
 def test_64_mib_accepted_and_one_byte_more_is_413(bridge) -> None:
     daemon, _ = bridge
+    # Reset the peak to the current RSS, so an earlier, larger peak cannot hide this request's.
+    Path(f"/proc/{daemon.proc.pid}/clear_refs").write_text("5")
     before = _peak_rss(daemon.proc.pid)
     ok = httpx.post(
         chat_url(daemon),

@@ -11,16 +11,33 @@ import pytest
 from tests.support.daemon import Daemon
 from tests.support.ws import connect, recv_json, wait_for_frame
 
-LISTS = ["/ws/sessions", "/ws/channels", "/ws/tunnels", "/ws/agents/runtime"]
 
-
-@pytest.mark.parametrize("path", LISTS)
-async def test_the_first_frame_is_the_complete_list(daemon: Daemon, path: str) -> None:
+@pytest.mark.parametrize(
+    ("path", "api"),
+    [("/ws/sessions", "sessions"), ("/ws/channels", "channels"), ("/ws/tunnels", "tunnels")],
+)
+async def test_the_first_frame_is_the_complete_list(daemon: Daemon, path: str, api: str) -> None:
+    headers = daemon.owner_headers()
+    await asyncio.to_thread(
+        httpx.post,
+        f"{daemon.url}/api/sessions",
+        json={"agent": "shell", "workspace": "/tmp", "kind": "terminal"},
+        headers=headers,
+    )
     async with connect(daemon, path) as ws:
         frame = await recv_json(ws)
-    assert isinstance(frame, list)
+    expected = httpx.get(f"{daemon.url}/api/{api}", headers=headers).json()
+    assert frame == expected
+    if path == "/ws/sessions":
+        assert any(s["agent"] == "shell" for s in frame)
     if path == "/ws/channels":
         assert {"name": "web", "kind": "web", "builtin": True}.items() <= frame[0].items()
+
+
+async def test_the_runtime_list_starts_empty(fresh_daemon: Daemon) -> None:
+    fresh_daemon.start()
+    async with connect(fresh_daemon, "/ws/agents/runtime") as ws:
+        assert await recv_json(ws) == []
 
 
 def channel_names(frame: list[dict]) -> set[str]:

@@ -19,6 +19,14 @@ def headers() -> dict[str, str]:
     return {"Authorization": f"Bearer {config.current_auth().owner_token}"}
 
 
+def _error_message(response: httpx.Response) -> str:
+    """/api/ errors are {"error": {"message": ...}}; anything else is shown as it came."""
+    try:
+        return str(response.json()["error"]["message"])
+    except (ValueError, KeyError, TypeError):
+        return response.text[:300]
+
+
 def api(method: str, path: str, **kwargs: Any) -> Any:
     try:
         response = httpx.request(
@@ -27,6 +35,6 @@ def api(method: str, path: str, **kwargs: Any) -> Any:
     except httpx.TransportError as exc:
         raise CommandError(f"svc is not running at {base_url()} ({exc})") from exc
     if response.status_code >= 400:
-        detail = response.json().get("detail") if response.content else ""
+        detail = _error_message(response)
         raise CommandError(f"{method} /api/{path}: {response.status_code} {detail}")
     return response.json() if response.content else None
