@@ -3,7 +3,6 @@ service or selector, shape the answer."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from drf_spectacular.utils import extend_schema
@@ -15,8 +14,6 @@ from rest_framework.views import APIView
 
 from sessions_app import selectors, services
 from svcproject import config
-
-REDACTED = "[redacted]"
 
 
 class WorkspaceIn(serializers.Serializer):
@@ -104,42 +101,17 @@ class TunnelListView(APIView):
         return Response(selectors.tunnel_list_dicts())
 
 
-def _redacted(raw: dict[str, Any]) -> dict[str, Any]:
-    shown = copy.deepcopy(raw)
-    for profile in (shown.get("profiles") or {}).values():
-        if isinstance(profile, dict) and profile.get("api_key"):
-            profile["api_key"] = REDACTED
-    return shown
-
-
-def _keep_keys(new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
-    """A client that read redacted settings and writes them back must not erase the keys."""
-    old_profiles = old.get("profiles") or {}
-    for pid, profile in (new.get("profiles") or {}).items():
-        if isinstance(profile, dict) and profile.get("api_key") == REDACTED:
-            profile["api_key"] = (old_profiles.get(pid) or {}).get("api_key", "")
-    return new
-
-
 class SettingsView(APIView):
     """GET the settings (keys redacted); PUT replaces the file; PATCH replaces top-level keys.
     Unknown keys are kept either way."""
 
     def get(self, request: Request) -> Response:
-        return Response(_redacted(config.current_settings().raw))
-
-    def _write(self, raw: Any) -> Response:
-        if not isinstance(raw, dict):
-            raise ValidationError({"detail": "settings must be a JSON object"})
-        raw = _keep_keys(copy.deepcopy(raw), config.current_settings().raw)
-        _service_call(config.write_settings, raw=raw)
-        services.settings_sync()
-        return Response(_redacted(config.current_settings().raw))
+        return Response(selectors.settings_redacted())
 
     def put(self, request: Request) -> Response:
-        return self._write(request.data)
+        _service_call(services.settings_replace, raw=request.data)
+        return Response(selectors.settings_redacted())
 
     def patch(self, request: Request) -> Response:
-        if not isinstance(request.data, dict):
-            raise ValidationError({"detail": "settings must be a JSON object"})
-        return self._write({**config.current_settings().raw, **request.data})
+        _service_call(services.settings_update, changes=request.data)
+        return Response(selectors.settings_redacted())

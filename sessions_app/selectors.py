@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from django.core.exceptions import ValidationError
 
 from sessions_app.models import Agent, Channel, Session, SessionDict, Tunnel, Workspace
+from svcproject import config
+
+REDACTED = "[redacted]"
 
 
 def session_list_dicts() -> list[SessionDict]:
@@ -28,6 +32,15 @@ def session_events(session_id: str) -> list[dict[str, Any]]:
         {**e.payload, "kind": e.kind, "session_id": session_id, "seq": e.seq}
         for e in SessionEvent.objects.filter(session_id=session_id).order_by("seq")
     ]
+
+
+def settings_redacted() -> dict[str, Any]:
+    """settings.json as the API shows it: every profile's literal key replaced by a marker."""
+    shown = copy.deepcopy(config.current_settings().raw)
+    for profile in (shown.get("profiles") or {}).values():
+        if isinstance(profile, dict) and profile.get("api_key"):
+            profile["api_key"] = REDACTED
+    return shown
 
 
 def workspace_list() -> list[Workspace]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 from pathlib import Path
@@ -156,6 +157,32 @@ def tunnels_sync(settings: config.Settings) -> None:
             "target_port": port if isinstance(port, int) else None,
         }
     _mirror(Tunnel, wanted, Tunnel.objects.all())
+
+
+def _keep_keys(new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
+    """A client that read redacted settings and writes them back must not erase the keys."""
+    from sessions_app.selectors import REDACTED
+
+    old_profiles = old.get("profiles") or {}
+    for pid, profile in (new.get("profiles") or {}).items():
+        if isinstance(profile, dict) and profile.get("api_key") == REDACTED:
+            profile["api_key"] = (old_profiles.get(pid) or {}).get("api_key", "")
+    return new
+
+
+def settings_replace(*, raw: Any) -> config.Settings:
+    """Replace settings.json (validated; redacted keys keep their stored value) and mirror it."""
+    if not isinstance(raw, dict):
+        raise ServiceError("settings must be a JSON object")
+    config.write_settings(_keep_keys(copy.deepcopy(raw), config.current_settings().raw))
+    return settings_sync()
+
+
+def settings_update(*, changes: Any) -> config.Settings:
+    """Replace the named top-level keys, keeping every other key (unknown ones included)."""
+    if not isinstance(changes, dict):
+        raise ServiceError("settings must be a JSON object")
+    return settings_replace(raw={**config.current_settings().raw, **changes})
 
 
 def settings_sync() -> config.Settings:
