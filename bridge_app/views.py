@@ -234,12 +234,11 @@ class BridgeApp:
         await run_watched(self._forward(out, send), receive)
 
     def _models(self, route: routing.Route, codec: Any) -> dict[str, Any]:
-        ids = proxy.find_profile(route).client_model_ids()
+        profile = proxy.find_profile(route)
         if route.operation == "models":
-            return codec.encode_model_list(ids)
+            return codec.encode_model_list(profile.client_model_ids())
         model = route.model.removeprefix("models/")
-        if model not in ids:
-            raise ir.BridgeError(404, f"model {model!r} is not served by profile {route.profile!r}")
+        proxy.resolve_model(profile, model)  # the same rule as a request: 404 if not served
         return codec.encode_model(model)
 
     async def _count_upstream(self, route: routing.Route, body: dict[str, Any]) -> Any:

@@ -25,10 +25,6 @@ class AgentDef:
     enabled: bool = False
     executable_found: bool = False
 
-    @property
-    def supports_chat(self) -> bool:
-        return bool(self.acp_command)
-
 
 def _user_shell() -> str:
     return os.environ.get("SHELL") or shutil.which("bash") or "/bin/sh"

@@ -1,4 +1,5 @@
-"""Writes for sessions, workspaces, agents and channels; each one transaction."""
+"""Writes for sessions, workspaces, agents, channels and settings. Database writes are one
+transaction each; starting and stopping processes happens around them, never inside one."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One JSON error shape for /api/: {"error": {"status", "code", "message", "detail"?}}."""
+"""One JSON error shape for /api/: {"error": {"status", "code", "message", "fields"?}}."""
 
 from typing import Any
 

@@ -8,6 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from sessions_app.management.commands._client import api, base_url
+from sessions_app.models import Session
 
 
 class Command(BaseCommand):
@@ -19,7 +20,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         sessions = api("GET", "sessions")  # raises "svc is not running at …" when down
         agents = api("GET", "agents")
-        live = [s for s in sessions if s["status"] in ("starting", "running")]
+        live = [s for s in sessions if s["status"] in Session.LIVE]
         status = {
             "running": True,
             "url": base_url(),
