@@ -26,6 +26,10 @@ class NotFound(ServiceError):
     status = 404
 
 
+def _agent_log_path(session_id: object) -> Path:
+    return config.svc_home() / "logs" / f"agent-{session_id}.log"
+
+
 def _pid_alive(pid: int | None) -> bool:
     if not pid:
         return False
@@ -292,7 +296,7 @@ def _start_process(
         return pid, ""
     return async_to_sync(acp.start_chat)(
         str(session.id), agent=session.agent, argv=launch.argv, env=launch.env, cwd=launch.cwd,
-        store=_store_event, on_exit=_on_process_exit,
+        store=_store_event, on_exit=_on_process_exit, stderr_path=_agent_log_path(session.id),
     )  # fmt: skip
 
 
@@ -326,7 +330,7 @@ def session_resume(*, session_id: str) -> Session:
         pid, agent_session_id = async_to_sync(acp.start_chat)(
             str(session.id), agent=session.agent, argv=launch.argv, env=launch.env,
             cwd=launch.cwd, store=_store_event, on_exit=_on_process_exit,
-            resume_id=session.agent_session_id,
+            resume_id=session.agent_session_id, stderr_path=_agent_log_path(session.id),
         )  # fmt: skip
     except Exception as exc:
         raise ServiceError(f"could not resume {session.agent!r}: {exc}") from exc

@@ -15,6 +15,7 @@ import logging
 import os
 import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any, BinaryIO
 
 from acp import PROTOCOL_VERSION, connect_to_agent, text_block
@@ -87,9 +88,10 @@ class AcpSession:
         self._replaying = False
 
     async def start(
-        self, argv: tuple[str, ...], env: dict[str, str], cwd: str, resume_id: str = ""
-    ) -> int:
-        with _agent_log(self.session_id) as stderr:
+        self, argv: tuple[str, ...], env: dict[str, str], cwd: str, resume_id: str = "",
+        stderr_path: Path | None = None,
+    ) -> int:  # fmt: skip
+        with _agent_log(stderr_path) as stderr:
             self.proc = await asyncio.create_subprocess_exec(
                 *argv,
                 stdin=asyncio.subprocess.PIPE,
@@ -132,8 +134,6 @@ class AcpSession:
         self.agent_session_id = new.session_id
 
     async def _publish_runtime(self, current_turn: str | None = None) -> None:
-        from sessions_app import lists
-
         runtime.put(
             self.session_id,
             agent=self.agent,
@@ -143,7 +143,7 @@ class AcpSession:
             busy=self.busy,
             current_turn=current_turn,
         )
-        await lists.abroadcast("agents_runtime")
+        await runtime.publish()
 
     # --- events ----------------------------------------------------------------------------
 
@@ -253,9 +253,7 @@ class AcpSession:
         returncode = await self.proc.wait()
         self.exit_code = processes.exit_code_of(returncode)
         runtime.remove(self.session_id)
-        from sessions_app import lists
-
-        await lists.abroadcast("agents_runtime")
+        await runtime.publish()
         with contextlib.suppress(Exception):
             await self.conn.close()
         try:
@@ -275,11 +273,9 @@ class AcpSession:
             await asyncio.wait_for(self.exited.wait(), 3)
 
 
-def _agent_log(session_id: str) -> BinaryIO:
-    """The agent's stderr, kept for the user under $SVC_HOME/logs (stdout is the protocol)."""
-    from svcproject import config
-
-    return (config.svc_home() / "logs" / f"agent-{session_id}.log").open("ab")
+def _agent_log(path: Path | None) -> BinaryIO:
+    """The agent's stderr, kept for the user (stdout is the protocol)."""
+    return path.open("ab") if path is not None else open(os.devnull, "ab")
 
 
 def _choose(options: list[PermissionOption], prefix: str) -> RequestPermissionResponse | None:
@@ -299,7 +295,7 @@ def _refuse(options: list[PermissionOption]) -> RequestPermissionResponse:
 
 async def start_chat(
     session_id: str, *, agent: str, argv: tuple[str, ...], env: dict[str, str], cwd: str,
-    store: Store, on_exit: OnExit, resume_id: str = "",
+    store: Store, on_exit: OnExit, resume_id: str = "", stderr_path: Path | None = None,
 ) -> tuple[int, str]:  # fmt: skip
     """Start the agent and its ACP session — a new one, or with `resume_id` the agent's earlier
     session when it can load sessions; returns (pid, the agent's own session id)."""
@@ -314,7 +310,7 @@ async def start_chat(
     chat._on_exit = ended
     # A fresh context: callers come through async_to_sync from a request or consumer thread.
     task = asyncio.get_running_loop().create_task(
-        chat.start(argv, env, cwd, resume_id), context=contextvars.Context()
+        chat.start(argv, env, cwd, resume_id, stderr_path), context=contextvars.Context()
     )
     pid = await task
     registry.register_chat(session_id, chat)

@@ -3,10 +3,23 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 _lock = threading.Lock()
 _entries: dict[str, dict[str, Any]] = {}
+_listener: Callable[[], Awaitable[None]] | None = None
+
+
+def set_listener(listener: Callable[[], Awaitable[None]]) -> None:
+    """Who hears of changes (the live list, wired by the app): the host knows no WebSockets."""
+    global _listener
+    _listener = listener
+
+
+async def publish() -> None:
+    if _listener is not None:
+        await _listener()
 
 
 def snapshot() -> list[dict[str, Any]]:
