@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import Annotated, TypedDict
 
 from asgiref.sync import sync_to_async
 from mcp.server.mcpserver import Context, MCPServer
+from pydantic import Field
 
-from mcp_app import tools_sessions
+from mcp_app import tools_sessions, tools_workspace
 
 mcp = MCPServer(
     "svc",
     instructions=(
-        "svc hosts coding-agent sessions on this machine. Use get_session_id to learn your own "
-        "session, prepare_handover to hand it to the user, preview/md_preview to show work."
+        "svc hosts coding-agent sessions on this machine. get_session_id tells you your svc "
+        "session; register_workspace records a project folder; preview shows the user a dev "
+        "server (with a 600 s share link), md_preview a rendered Markdown file."
     ),
     log_level="WARNING",
 )
@@ -45,3 +47,69 @@ async def get_session_id(
     return await sync_to_async(tools_sessions.resolve_session)(
         session_id=session_id, header_session_id=header, agent=agent, cwd=cwd
     )
+
+
+class WorkspaceInfo(TypedDict):
+    workspace_id: int
+    path: str
+    name: str
+    created: bool
+
+
+class PreviewLinks(TypedDict):
+    slug: str
+    owner_url: str
+    share_url: str | None
+    share_expires_at: str | None
+
+
+class MarkdownLinks(TypedDict):
+    slug: str
+    owner_url: str
+
+
+@mcp.tool()
+async def register_workspace(cwd: str, name: str | None = None) -> WorkspaceInfo:
+    """Record `cwd` (an existing directory) as an svc workspace; calling it again is harmless."""
+    return await sync_to_async(tools_workspace.workspace_register)(cwd=cwd, name=name)
+
+
+@mcp.tool()
+async def preview(
+    ctx: Context,
+    port: Annotated[int, Field(ge=1, le=65535)],
+    cwd: str | None = None,
+    title: str | None = None,
+    session_id: str | None = None,
+) -> PreviewLinks:
+    """Show the user the dev server listening on `port` on this machine: an owner URL, and a
+    share URL anyone can open for 600 s (read-only)."""
+    links = await sync_to_async(tools_workspace.preview_publish)(
+        port=port,
+        file=None,
+        cwd=cwd,
+        title=title,
+        session_id=session_id or _header(ctx, "x-svc-session-id"),
+    )
+    return {
+        "slug": links["slug"],
+        "owner_url": links["owner_url"],
+        "share_url": links.get("share_url"),
+        "share_expires_at": links.get("share_expires_at"),
+    }
+
+
+@mcp.tool()
+async def md_preview(
+    ctx: Context, file: str, cwd: str | None = None, title: str | None = None
+) -> MarkdownLinks:
+    """Show the user a Markdown file rendered (it refreshes when the file changes). `file` must
+    lie inside `cwd` or a registered workspace."""
+    links = await sync_to_async(tools_workspace.preview_publish)(
+        port=None,
+        file=file,
+        cwd=cwd,
+        title=title,
+        session_id=_header(ctx, "x-svc-session-id"),
+    )
+    return {"slug": links["slug"], "owner_url": links["owner_url"]}

@@ -33,11 +33,7 @@ def resolve_session(
         if session is not None:
             return _info(session)
     if agent and cwd:
-        session = (
-            Session.objects.filter(agent=agent, workspace=cwd, status__in=Session.LIVE)
-            .order_by("-created_at")
-            .first()
-        )
+        session = selectors.session_newest_live(agent=agent, workspace=cwd)
         if session is not None:
             return _info(session)
     raise ToolError(

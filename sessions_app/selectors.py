@@ -43,6 +43,14 @@ def settings_redacted() -> dict[str, Any]:
     return shown
 
 
+def session_newest_live(*, agent: str, workspace: str) -> Session | None:
+    return (
+        Session.objects.filter(agent=agent, workspace=workspace, status__in=Session.LIVE)
+        .order_by("-created_at")
+        .first()
+    )
+
+
 def workspace_list() -> list[Workspace]:
     return list(Workspace.objects.all())
 

@@ -1,0 +1,47 @@
+"""Workspaces and previews for MCP tools: service errors become ToolErrors saying what to send."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.server.mcpserver.exceptions import ToolError
+
+from previews_app import selectors as preview_selectors
+from previews_app import services as preview_services
+from sessions_app import selectors, services
+
+
+def _caller_workspace(session_id: str | None) -> str:
+    session = selectors.session_get(session_id) if session_id else None
+    return session.workspace if session is not None else ""
+
+
+def workspace_register(*, cwd: str, name: str | None) -> dict[str, Any]:
+    try:
+        workspace, created = services.workspace_register(path=cwd, name=name or "")
+    except services.ServiceError as exc:
+        raise ToolError(f"{exc}. Pass cwd: the absolute path of an existing directory.") from exc
+    return {
+        "workspace_id": workspace.pk,
+        "path": workspace.path,
+        "name": workspace.name,
+        "created": created,
+    }
+
+
+def preview_publish(
+    *,
+    port: int | None,
+    file: str | None,
+    cwd: str | None,
+    title: str | None,
+    session_id: str | None,
+) -> dict[str, Any]:
+    workspace = cwd or _caller_workspace(session_id)
+    try:
+        preview = preview_services.preview_publish(
+            port=port, file=file, workspace=workspace, title=title or "", session_id=session_id
+        )
+    except preview_services.PreviewError as exc:
+        raise ToolError(str(exc)) from exc
+    return preview_selectors.preview_links(preview)
