@@ -70,6 +70,9 @@ class PreviewRouter:
             await pages.send_redirect(send, f"/preview/s/{share}/")
         else:
             target = _path_target(scope, preview.port, f"/preview/s/{share}")
+            if target is None:
+                await _refuse(scope, send, "not_found", headers)
+                return
             if preview.share_expires_at is not None:
                 left = (preview.share_expires_at - self.clock()).total_seconds()
                 target.seconds_left = max(left, 0.0)
@@ -95,13 +98,18 @@ def _port(scope: dict) -> int:
     return int((scope.get("server") or (None, 0))[1] or 0)
 
 
-def _path_target(scope: dict, port: int, base: str) -> proxy.Target:
-    """The upstream path is what follows `base` in the raw (still percent-encoded) path."""
+def _path_target(scope: dict, port: int, base: str) -> proxy.Target | None:
+    """The upstream path is what follows `base` in the raw (still percent-encoded) path; None
+    when that is not a path: `slug%2F@host:port/` decodes like `slug/…` but would otherwise make
+    `@host:port` the authority of the upstream URL."""
     raw = scope.get("raw_path") or scope["path"].encode()
     prefix = base.encode()
+    path = (raw[len(prefix) :] if raw.startswith(prefix) else b"") or b"/"
+    if not path.startswith(b"/"):
+        return None
     return proxy.Target(
         port=port,
-        path=(raw[len(prefix) :] if raw.startswith(prefix) else b"") or b"/",
+        path=path,
         query=scope.get("query_string", b""),
         public_base=base,
         on_svc_origin=True,
@@ -159,7 +167,9 @@ async def owner_entry(
         await _refuse(scope, send, refusal or "not_found", headers)
         return
     target = _path_target(scope, preview.port, f"/preview/u/{slug}")
-    if scope["type"] == "websocket":
+    if target is None:
+        await _refuse(scope, send, "not_found", headers)
+    elif scope["type"] == "websocket":
         query = target.query.decode("latin-1")
         path = target.path.decode("latin-1") + ("?" + query if query else "")
         await wsproxy.forward_ws(scope, receive, send, preview.port, path)

@@ -205,6 +205,9 @@ async def forward(scope: dict, receive: Callable, send: Callable, target: Target
     except httpx.TransportError:  # refused, reset, or hung up before answering
         await pages.send_page(send, "unreachable", header_map, head=scope["method"] == "HEAD")
         return
+    except httpx.InvalidURL:  # a request target that is not a path
+        await pages.send_page(send, "not_found", header_map, head=scope["method"] == "HEAD")
+        return
     except ClientGone:
         return
     try:

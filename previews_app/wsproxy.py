@@ -57,6 +57,9 @@ async def forward_ws(scope: dict, receive: Callable, send: Callable, port: int, 
     first = await receive()
     if first["type"] != "websocket.connect":
         return
+    if not path.startswith("/"):  # anything else would let the path name another authority
+        await send({"type": "websocket.close", "code": 4404})
+        return
     upstream = await _open_upstream(scope, port, path)
     if upstream is None:
         await send({"type": "websocket.close", "code": 1011})

@@ -369,3 +369,35 @@ def test_bearer_clients_reach_preview_websockets_on_the_owner_path(
     assert asyncio.run(echo(daemon.owner_headers())) == "ping"
     assert asyncio.run(echo(daemon.owner_headers(), origin="http://x.localhost:1")) == 403
     assert asyncio.run(echo({})) == 403
+
+
+def test_an_encoded_slash_after_the_slug_cannot_name_another_authority(
+    daemon: Daemon, preview: dict, ws_upstream: int
+) -> None:
+    """`slug%2F@127.0.0.1:OTHER/x` decodes like a path under the preview but, spliced into the
+    upstream URL, would make `127.0.0.1:OTHER` its authority."""
+    sneaky = f"/preview/u/{preview['slug']}%2F@127.0.0.1:{ws_upstream}/x"
+
+    async def attempt() -> object:
+        try:
+            async with websockets.connect(
+                daemon.ws_url + sneaky, additional_headers=daemon.owner_headers(), proxy=None
+            ) as ws:
+                await ws.send("who are you")
+                return await asyncio.wait_for(ws.recv(), 5)
+        except websockets.InvalidStatus as exc:
+            return exc.response.status_code
+        except websockets.ConnectionClosed as exc:
+            return exc.rcvd.code if exc.rcvd else None
+
+    assert asyncio.run(attempt()) in (403, 404, 4403, 4404)
+    owner = httpx.get(daemon.url + sneaky, headers=daemon.owner_headers())
+    fresh = httpx.post(
+        f"{daemon.url}/api/previews",
+        json={"port": preview["port"], "title": "Fixture site"},
+        headers=daemon.owner_headers(),
+    ).json()
+    share = fresh["share_url"].rstrip("/").rsplit("/", 1)[1]
+    assert httpx.get(f"{daemon.url}/preview/s/{share}/").status_code == 200
+    sneaky_share = httpx.get(f"{daemon.url}/preview/s/{share}%2Fx")
+    assert (owner.status_code, sneaky_share.status_code) == (404, 404)
