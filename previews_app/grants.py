@@ -15,6 +15,8 @@ import time
 
 from django.core import signing
 
+from svcproject import config
+
 GRANT_SECONDS = 60
 COOKIE_NAME = "svc_preview"
 COOKIE_SECONDS = 12 * 3600
@@ -42,12 +44,17 @@ def grant_redeem(grant: str, slug: str) -> bool:
 
 
 def cookie_value(slug: str) -> str:
-    return signing.dumps(slug, salt=_SALT)
+    return signing.dumps(slug, key=_key(), salt=_SALT)
+
+
+def _key() -> str:
+    """Signed with the owner token in force, so rotating the tokens closes every preview too."""
+    return config.current_auth().owner_token
 
 
 def cookie_opens(value: str, slug: str) -> bool:
     try:
-        return signing.loads(value, salt=_SALT, max_age=COOKIE_SECONDS) == slug
+        return signing.loads(value, key=_key(), salt=_SALT, max_age=COOKIE_SECONDS) == slug
     except signing.BadSignature:
         return False
 

@@ -13,7 +13,7 @@ from http.cookies import SimpleCookie
 from typing import Any, Literal
 from urllib.parse import parse_qs
 
-from django.contrib.auth import get_user_model, login
+from django.contrib.auth import get_user_model, login, logout
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from rest_framework import authentication
 from rest_framework.request import Request
@@ -106,6 +106,18 @@ def unauthorized_json(message: str = "") -> JsonResponse:
     return response
 
 
+def token_fingerprint(token: str) -> str:
+    """What a browser session remembers of the token it logged in with (never the token)."""
+    return hmac.new(token.encode(), b"svc-login-session", "sha256").hexdigest()
+
+
+def _session_still_valid(request: HttpRequest) -> bool:
+    """A login made with a token that has since been rotated away ends here."""
+    remembered = request.session.get("svc_token_fp", "")
+    current = token_fingerprint(config.current_auth().owner_token)
+    return hmac.compare_digest(remembered.encode(), current.encode())
+
+
 def _needs_owner(path: str) -> bool:
     return path in _OWNER_EXACT or path.startswith(_OWNER_PREFIXES)
 
@@ -120,6 +132,8 @@ class OwnerTokenMiddleware:
         token, via = token_from_request(request)
         request.svc_owner = token_kind(token) == "owner"  # type: ignore[attr-defined]
         request.svc_auth_via = via if request.svc_owner else ""  # type: ignore[attr-defined]
+        if request.user.is_authenticated and not _session_still_valid(request):
+            logout(request)
         if request.svc_owner and not request.user.is_authenticated:
             request.user = owner_user()
         if not request.svc_owner and _needs_owner(request.path):
@@ -155,6 +169,7 @@ def login_view(request: HttpRequest) -> HttpResponse:
             status=401,
         )
     login(request, owner_user(), backend="django.contrib.auth.backends.ModelBackend")
+    request.session["svc_token_fp"] = token_fingerprint(token)
     target = request.GET.get("next", "/")
     if not target.startswith("/") or target.startswith("//"):
         target = "/"

@@ -60,3 +60,30 @@ def test_rotate_tokens_changes_both_and_the_old_ones_stop_working(fresh_daemon: 
     assert api(new["owner_token"]) == 200
     assert mcp(old["mcp_token"]) == 401
     assert mcp(new["mcp_token"]) == 200
+
+
+def test_rotation_also_ends_browser_logins_and_preview_cookies(fresh_daemon: Daemon) -> None:
+    from urllib.parse import urlsplit
+
+    from tests.support.daemon import free_port
+
+    fresh_daemon.start()
+    url = fresh_daemon.url
+    made = httpx.post(
+        f"{url}/api/previews", json={"port": free_port()}, headers=fresh_daemon.owner_headers()
+    ).json()
+    origin = {"Host": f"{made['slug']}.localhost:{fresh_daemon.port}"}
+    with httpx.Client(base_url=url) as browser:
+        browser.get("/login", params={"token": fresh_daemon.owner_token})
+        entry = browser.get(f"/preview/u/{made['slug']}/", headers={"Accept": "text/html"})
+        grant = urlsplit(entry.headers["location"])
+        redeemed = httpx.get(f"{url}{grant.path}?{grant.query}", headers=origin)
+        preview_cookie = {"Cookie": f"svc_preview={redeemed.cookies['svc_preview']}"}
+        # Before: admin opens, and the preview cookie gets through to the (absent) dev server.
+        assert browser.get("/admin/").status_code == 200
+        assert httpx.get(f"{url}/", headers={**origin, **preview_cookie}).status_code == 502
+        fresh_daemon.manage("rotate_tokens")
+        assert browser.get("/admin/").status_code == 302
+        assert browser.get("/api/sessions").status_code == 401
+        refused = httpx.get(f"{url}/", headers={**origin, **preview_cookie})
+        assert refused.status_code in (401, 403)
