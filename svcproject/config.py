@@ -43,8 +43,12 @@ def svc_home() -> Path:
 def _home_for(value: str) -> Path:
     # Created once per path: this sits on hot paths (every settings read), mkdir is a syscall.
     home = Path(value).expanduser()
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "logs").mkdir(exist_ok=True)
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    (home / "logs").mkdir(mode=0o700, exist_ok=True)
+    # Logs, the database and settings may hold private data: only the user may enter.
+    for folder in (home, home / "logs"):
+        if folder.stat().st_mode & 0o077 and folder.stat().st_uid == os.getuid():
+            folder.chmod(0o700)
     return home
 
 

@@ -3,12 +3,18 @@
 import logging
 import re
 
-# token= (svc's own), key= (Gemini clients may send their key in the query), bearer headers.
-_SECRET = re.compile(r"(token=|key=|Bearer\s+)[^&\s\"']+", re.IGNORECASE)
+# token= (svc's own), key= (Gemini clients may send their key in the query), bearer headers,
+# also percent-encoded (`tok%65n=` is decoded to `token=` by the server, so it logs in too).
+_SECRET = re.compile(
+    r"((?:t|%74)(?:o|%6f)(?:k|%6b)(?:e|%65)(?:n|%6e)(?:=|%3d)|key(?:=|%3d)|Bearer\s+)[^&\s\"']+",
+    re.IGNORECASE,
+)
+# Any 64-hex run has the shape of an svc token, wherever it appears.
+_TOKEN_SHAPE = re.compile(r"(?<![0-9a-fA-F])[0-9a-fA-F]{64}(?![0-9a-fA-F])")
 
 
 def redact(text: str) -> str:
-    return _SECRET.sub(r"\1[redacted]", text)
+    return _TOKEN_SHAPE.sub("[redacted]", _SECRET.sub(r"\1[redacted]", text))
 
 
 class RedactSecrets(logging.Filter):

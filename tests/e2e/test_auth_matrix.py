@@ -182,6 +182,9 @@ def test_tokens_never_reach_the_logs(daemon: Daemon) -> None:
         json=MCP_LIST,
         headers={"Authorization": f"Bearer {daemon.mcp_token}", "Accept": MCP_ACCEPT},
     )
+    # A percent-encoded name is decoded by the server, so it logs in: it must not log the token.
+    encoded = httpx.get(f"{daemon.url}/api/sessions?tok%65n={daemon.owner_token}")
+    assert encoded.status_code == 200
     # Gemini clients may send their API key in the query string.
     httpx.get(f"{daemon.url}/svc/local-api/none/s/gemini/v1beta/models", params={"key": "gk-42"})
     logs = daemon.log() + (daemon.home / "logs" / "svc.log").read_text()
@@ -189,6 +192,8 @@ def test_tokens_never_reach_the_logs(daemon: Daemon) -> None:
     assert "GET /api/sessions" in logs  # the access log is there, only the tokens are not
     assert daemon.owner_token not in logs
     assert daemon.mcp_token not in logs
+    for private in (daemon.home, daemon.home / "logs"):
+        assert private.stat().st_mode & 0o777 == 0o700
 
 
 @pytest.mark.parametrize("which", TOKENS)
