@@ -16,7 +16,7 @@ from pathlib import Path
 from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_safe
 
-from previews_app import files, markdown, selectors
+from previews_app import files, markdown, render_pool, selectors
 
 _CODE_CSS = markdown.code_css()
 _POLL = (
@@ -54,7 +54,12 @@ def _not_found(message: str) -> HttpResponse:
 
 def _page(title: str, name: str, base: str, text: str, version: str) -> tuple[str, str]:
     nonce = secrets.token_urlsafe(16)
-    body, toc = markdown.render(text)
+    try:
+        body, toc = render_pool.render(text, version)
+    except render_pool.RenderTimeout:
+        seconds = f"{render_pool.render_seconds():g}"
+        body = f"<p><strong>svc stopped rendering this file after {seconds} s.</strong></p>"
+        toc = ""
     nav = f'<nav class="toc">{toc}</nav>' if toc else ""
     return nonce, (
         "<!doctype html><html><head><meta charset=utf-8>"
@@ -72,7 +77,8 @@ def _page(title: str, name: str, base: str, text: str, version: str) -> tuple[st
 def _markdown_response(request: HttpRequest, path: Path, title: str, base: str) -> HttpResponse:
     """Read now, render now: `?version=1` answers the file's hash for the refresh poll."""
     try:
-        raw = path.read_bytes()[: markdown.MAX_BYTES]
+        with path.open("rb") as handle:  # never more than the cap in memory, whatever the size
+            raw = handle.read(markdown.MAX_BYTES)
     except OSError:
         return _not_found("The previewed file is gone.")
     version = hashlib.sha256(raw).hexdigest()[:16]

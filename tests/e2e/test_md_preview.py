@@ -152,3 +152,45 @@ def test_linked_markdown_files_in_the_workspace_render_too(daemon: Daemon, guide
     )
     assert version.json()["version"]
     assert raw_get(daemon, f"/md-preview/{guide['slug']}/outside.md") == 404
+
+
+def test_a_file_too_costly_to_render_is_cut_off_and_the_daemon_stays_responsive(
+    fresh_daemon: Daemon, tmp_path: Path
+) -> None:
+    """Python-Markdown is quadratic on runs of `[`: the worker is stopped at the time limit."""
+    fresh_daemon.env["SVC_MD_RENDER_SECONDS"] = "1"
+    fresh_daemon.start()
+    (tmp_path / "slow.md").write_text("[" * 30_000)
+    (tmp_path / "fine.md").write_text("# Fine\n")
+    slow = publish(fresh_daemon, tmp_path, "slow.md")
+    fine = publish(fresh_daemon, tmp_path, "fine.md")
+    page = httpx.get(slow["owner_url"], headers=fresh_daemon.owner_headers(), timeout=30)
+    assert page.status_code == 200
+    assert "svc stopped rendering this file after 1 s" in page.text
+    assert page.elapsed.total_seconds() < 10
+    after = httpx.get(fine["owner_url"], headers=fresh_daemon.owner_headers(), timeout=30)
+    assert after.status_code == 200 and "Fine" in after.text
+
+
+def test_a_huge_file_is_read_only_up_to_the_cap(daemon: Daemon, tmp_path: Path) -> None:
+    big = tmp_path / "big.md"
+    with big.open("wb") as handle:
+        handle.truncate(600 * 1024 * 1024)  # sparse: costs no disk
+    made = publish(daemon, tmp_path, "big.md")
+    pid = daemon.proc.pid
+    Path(f"/proc/{pid}/clear_refs").write_text("5")
+    version = httpx.get(
+        made["owner_url"], params={"version": 1}, headers=daemon.owner_headers(), timeout=60
+    )
+    assert version.status_code == 200
+    peak_kb = next(
+        int(line.split()[1])
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+        if line.startswith("VmHWM:")
+    )
+    rss_kb = next(
+        int(line.split()[1])
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+        if line.startswith("VmRSS:")
+    )
+    assert peak_kb - rss_kb < 100 * 1024  # far below the file's 600 MiB
