@@ -117,6 +117,10 @@ STATIC_URL = "static/"
 STATIC_ROOT = SVC_HOME / "static"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 
+# svc-prefixed names: the preview proxy strips exactly svc's cookies and leaves a previewed
+# Django app its own `sessionid` and `csrftoken`.
+SESSION_COOKIE_NAME = "svc_session"
+CSRF_COOKIE_NAME = "svc_csrftoken"
 SESSION_COOKIE_SAMESITE = "Strict"
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SAMESITE = "Strict"

@@ -11,7 +11,11 @@ SHARE = Target(port=5173, path=b"/", query=b"", public_base="/preview/s/abc", on
 BROWSER = [
     (b"host", b"app-x.localhost:8000"),
     (b"authorization", b"Bearer owner-secret"),
-    (b"cookie", b"svc_preview=signed; theme=dark; svc_token=owner-secret; sessionid=s"),
+    (
+        b"cookie",
+        b"svc_preview=signed; theme=dark; svc_token=owner-secret; svc_session=s; "
+        b"svc_csrftoken=c; sessionid=app-session; csrftoken=app-csrf",
+    ),
     (b"origin", b"http://app-x.localhost:8000"),
     (b"referer", b"http://app-x.localhost:8000/page"),
     (b"x-forwarded-for", b"1.2.3.4"),
@@ -22,7 +26,8 @@ BROWSER = [
 
 def test_the_preview_origin_forwards_the_apps_cookies_only() -> None:
     sent = dict(upstream_headers(BROWSER, ORIGIN))
-    assert sent[b"cookie"] == b"theme=dark"
+    # A previewed Django app keeps its own session and CSRF cookies; svc's never pass.
+    assert sent[b"cookie"] == b"theme=dark; sessionid=app-session; csrftoken=app-csrf"
     assert b"authorization" not in sent and b"x-forwarded-for" not in sent
     assert b"connection" not in sent
     assert sent[b"host"] == b"localhost:5173"
