@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -17,6 +18,8 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from sessions_app import selectors, services
 from sessions_app.host import registry
 from sessions_app.host.acp import AcpSession
+
+logger = logging.getLogger(__name__)
 
 
 def error(message: str, session_id: str | None = None) -> dict[str, Any]:
@@ -50,16 +53,23 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if not isinstance(message, dict):
             self.outbox.put_nowait(error("send a JSON object with a `type`"))
             return
+        kind = message.get("type")
         handler = {
             "open": self.on_open,
             "prompt": self.on_prompt,
             "cancel": self.on_cancel,
             "permission": self.on_permission,
-        }.get(message.get("type"))
+        }.get(kind if isinstance(kind, str) else "")
         if handler is None:
             self.outbox.put_nowait(error("type must be open, prompt, cancel or permission"))
             return
-        await handler(message)
+        try:
+            await handler(message)
+        except Exception:
+            # A malformed field must cost the client an error event, never the socket (and with
+            # it every subscription this consumer holds).
+            logger.exception("chat event %r failed", kind)
+            self.outbox.put_nowait(error(f"could not handle this {kind!r} event; check its fields"))
 
     async def on_open(self, message: dict[str, Any]) -> None:
         session_id = message.get("session_id")

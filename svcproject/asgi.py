@@ -23,6 +23,12 @@ from svcproject.auth import WebSocketGuard  # noqa: E402
 
 startup.print_login_url()
 
+
+async def no_such_socket(scope: dict, receive, send) -> None:  # type: ignore[no-untyped-def]
+    """An unknown WebSocket path is refused before the handshake (403), not a 500."""
+    await send({"type": "websocket.close", "code": 4404})
+
+
 # PreviewRouter first: `{slug}.localhost` hosts are preview origins and must never reach svc's own
 # routes, and /preview/ needs raw ASGI (streamed bodies, proxied WebSockets).
 application = startup.StartupMiddleware(
@@ -36,7 +42,9 @@ application = startup.StartupMiddleware(
                         re_path(r"", ASGIStaticFilesHandler(django_asgi_app)),
                     ]
                 ),
-                "websocket": WebSocketGuard(URLRouter(websocket_urlpatterns)),
+                "websocket": WebSocketGuard(
+                    URLRouter([*websocket_urlpatterns, re_path(r"", no_such_socket)])
+                ),
             }
         )
     )

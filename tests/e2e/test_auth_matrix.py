@@ -231,3 +231,26 @@ def test_bridge_routes_ignore_tokens_entirely(daemon: Daemon, which: str) -> Non
     )
     assert response.status_code == 404
     assert "nope" in response.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("path", ["/ws/nonexistent", "/md-preview/nope-1234"])
+async def test_an_unknown_websocket_path_is_refused_cleanly(daemon: Daemon, path: str) -> None:
+    url = f"{daemon.ws_url}{path}?token={daemon.owner_token}"
+    with pytest.raises(InvalidStatus) as refused:
+        async with websockets.connect(url, origin=websockets.Origin(daemon.origin)):
+            pass
+    assert refused.value.response.status_code == 403
+
+
+@pytest.mark.parametrize("bad_type", [[], {"x": 1}, 7, None])
+async def test_a_malformed_chat_event_gets_an_error_and_the_socket_stays(
+    daemon: Daemon, bad_type: object
+) -> None:
+    url = f"{daemon.ws_url}/ws/chat?token={daemon.owner_token}"
+    async with websockets.connect(url, origin=websockets.Origin(daemon.origin)) as ws:
+        await ws.send(json.dumps({"type": bad_type}))
+        first = json.loads(await asyncio.wait_for(ws.recv(), 5))
+        await ws.send(json.dumps({"type": "prompt", "session_id": ["not", "a", "str"], "text": 1}))
+        second = json.loads(await asyncio.wait_for(ws.recv(), 5))
+    assert first["kind"] == "error" and "type must be" in first["message"]
+    assert second["kind"] == "error"
