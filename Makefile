@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint format bench venv dev-venv assets test-fixtures clean
+.PHONY: run test lint format bench venv dev-venv assets test-fixtures agents clean
 
 $(VENV)/.base: requirements.txt .python-version
 	@test -x $(PY) || "$$(scripts/find-python.sh)" -m venv $(VENV)
@@ -35,11 +35,23 @@ $(VITE_FIXTURE)/node_modules/.installed: $(VITE_FIXTURE)/package.json $(VITE_FIX
 	cd $(VITE_FIXTURE) && npm install --no-audit --no-fund --silent
 	@touch $@
 
-test-fixtures: $(VITE_FIXTURE)/node_modules/.installed
+# The real coding-agent CLIs (Claude Code + claude-agent-acp, Codex + codex-acp, Gemini CLI, Qwen
+# Code, OpenCode; ~1.7 GB), pinned by the lock file. npm's cache (~/.npm) lives outside the clone,
+# so a fresh clone extracts them again without downloading. No install script is needed (npm 11
+# skips them: claude-code, opencode-ai, node-pty and keytar work without). Tests run them with a
+# throw-away HOME (tests/support/agents.py).
+AGENTS_FIXTURE := tests/fixtures/agents
+$(AGENTS_FIXTURE)/node_modules/.installed: $(AGENTS_FIXTURE)/package.json $(AGENTS_FIXTURE)/package-lock.json
+	cd $(AGENTS_FIXTURE) && npm install --prefer-offline --no-audit --no-fund --silent
+	@touch $@
+
+agents: $(AGENTS_FIXTURE)/node_modules/.installed
+
+test-fixtures: $(VITE_FIXTURE)/node_modules/.installed $(AGENTS_FIXTURE)/node_modules/.installed
 
 run: venv assets
 	$(PY) manage.py migrate --noinput -v 0
-	SVC_PORT=$(PORT) SVC_PRINT_LOGIN=1 $(PY) manage.py runserver --noreload $(HOST):$(PORT)
+	SVC_PRINT_LOGIN=1 $(PY) manage.py runserver --noreload $(HOST):$(PORT)
 
 lint: dev-venv
 	$(VENV)/bin/ruff check .

@@ -12,13 +12,13 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
-FORWARDING = (
-    b"forwarded",
-    b"x-forwarded-for",
-    b"x-forwarded-host",
-    b"x-real-ip",
-    b"tailscale-funnel-request",
-)
+# Headers a proxy or tunnel adds (SPEC §2), judged by presence, not value.
+FORWARDING = frozenset({
+    b"forwarded", b"x-forwarded-for", b"x-forwarded-host", b"x-forwarded-proto",
+    b"x-forwarded-port", b"x-original-forwarded-for", b"x-real-ip", b"true-client-ip",
+    b"cf-connecting-ip", b"cf-ray", b"fastly-client-ip", b"via", b"tailscale-funnel-request",
+})  # fmt: skip
+FORWARDING_PREFIXES = (b"ngrok-",)
 LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
 HOST = re.compile(r"^(?:\[(?P<v6>[0-9a-fA-F:.]+)\]|(?P<name>[^:\[\]]+))(?::(?P<port>\d{1,5}))?$")
 
@@ -60,7 +60,7 @@ def refusal(scope: dict[str, Any]) -> str | None:
         return "the bridge only answers loopback clients"
     host = origin = None
     for name, value in scope.get("headers") or []:
-        if name in FORWARDING:
+        if name in FORWARDING or name.startswith(FORWARDING_PREFIXES):
             return "the bridge refuses relayed requests (forwarding header present)"
         if name == b"host":
             host = value.decode("latin-1")
@@ -70,4 +70,17 @@ def refusal(scope: dict[str, Any]) -> str | None:
         return "the bridge only answers requests addressed to a loopback host"
     if origin is not None and not origin_is_local(origin):
         return "the bridge refuses requests from non-local web origins"
+    if origin is not None and _same_port(origin, scope):
+        # A page svc serves itself on its own port (a shared preview is untrusted code) must
+        # not spend the owner's model keys; svc's own pages never call the bridge.
+        return "the bridge refuses pages served by svc itself"
     return None
+
+
+def _same_port(origin: str, scope: dict[str, Any]) -> bool:
+    server_port = (scope.get("server") or (None, None))[1]
+    try:
+        port = urlsplit(origin).port or 80
+    except ValueError:
+        return False
+    return server_port is not None and port == server_port

@@ -12,6 +12,8 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from svcproject.errors import DomainError
+
 Role = Literal["user", "assistant", "system"]
 Stop = Literal["end", "max_tokens", "stop_sequence", "tool_use", "filtered", "pause", "error"]
 
@@ -214,12 +216,12 @@ Event = (
 # --- errors ----------------------------------------------------------------------------------
 
 
-class BridgeError(Exception):
-    """A failure to report to the client in its own dialect, with an HTTP status."""
+class BridgeError(DomainError):
+    """svc's domain error on the bridge: reported to the client in its own dialect, with an
+    HTTP status and, sometimes, headers (Retry-After, …)."""
 
     def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.status, self.message = status, message
+        super().__init__(message, status=status)
         self.headers = headers or {}
 
 
@@ -275,3 +277,20 @@ def events_of(resp: Response) -> list[Event]:
             continue
         events.append(BlockStop(i))
     return [*events, UsageEvent(resp.usage), Finish(resp.stop, resp.stop_sequence)]
+
+
+def estimate_tokens(req: Request) -> int:
+    """A local estimate (about 4 characters a token), used when the provider cannot count."""
+    chars = sum(len(s) for s in req.system)
+    for msg in req.messages:
+        for part in msg.parts:
+            if isinstance(part, Text | Reasoning):
+                chars += len(part.text)
+            elif isinstance(part, ToolCall):
+                chars += len(part.name) + len(part.args)
+            elif isinstance(part, ToolResult):
+                chars += len(part.text())
+            elif isinstance(part, Image):
+                chars += 4 * 1000
+    chars += sum(len(json.dumps(t.schema)) + len(t.name) for t in req.tools)
+    return max(1, chars // 4)

@@ -1,5 +1,7 @@
 """The bridge's request log: rows are queued in memory and written in batches by one background
-task, so no request waits on the database."""
+task, so no request waits on the database. The writing thread shares the interpreter with the
+event loop, so the write is one plain `executemany` (no model objects): requests that coincide
+with it wait microseconds, not the milliseconds an ORM batch took (bench/bridge.py's p99)."""
 
 from __future__ import annotations
 

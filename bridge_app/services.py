@@ -33,10 +33,54 @@ def profiles_sync(settings: config.Settings) -> None:
 
 def bridge_requests_record(*, rows: list[dict], keep: int = 10_000) -> None:
     """Append request-log rows (never bodies or keys), written in batches off the hot path;
-    only the newest `keep` rows are kept, so the log cannot grow without bound."""
+    only about the newest `keep` rows are kept (pruned when the log passes `keep` by a tenth),
+    so the log cannot grow without bound and most writes delete nothing."""
+    from django.db import connection
+    from django.utils import timezone
+
     from bridge_app.models import BridgeRequest
 
-    created = BridgeRequest.objects.bulk_create([BridgeRequest(**row) for row in rows])
-    newest = max((r.pk for r in created if r.pk is not None), default=None)
-    if newest is not None and newest > keep:
-        BridgeRequest.objects.filter(pk__lte=newest - keep).delete()
+    if not rows:
+        return
+    table, now = BridgeRequest._meta.db_table, timezone.now()
+    adapt = connection.ops.adapt_datetimefield_value  # what the ORM would store
+    values = [
+        (adapt(row.get("created_at", now)), row["route"], row["profile_id"], row.get("scope", ""),
+         row["client_dialect"], row.get("provider", ""), row.get("model", ""),
+         bool(row.get("stream", False)), int(row.get("status", 0)),
+         float(row.get("duration_ms", 0.0)))
+        for row in rows
+    ]  # fmt: skip
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.executemany(
+            f"INSERT INTO {table} (created_at, route, profile_id, scope, client_dialect, "  # noqa: S608
+            "provider, model, stream, status, duration_ms) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            values,
+        )
+        cursor.execute(f"SELECT MIN(id), MAX(id) FROM {table}")  # noqa: S608
+        oldest, newest = cursor.fetchone()
+        if newest - oldest >= keep + keep // 10:
+            cursor.execute(f"DELETE FROM {table} WHERE id <= %s", [newest - keep])  # noqa: S608
+
+
+def conversation_record(*, key: str, agent: str, profile_id: str, session_id: str) -> None:
+    """Remember which session answers a named agent-as-API conversation (survives restarts)."""
+    from bridge_app.models import Conversation
+
+    Conversation.objects.update_or_create(
+        key=key, agent=agent, profile_id=profile_id, defaults={"session_id": session_id}
+    )
+
+
+def conversation_session(*, key: str, agent: str, profile_id: str) -> str | None:
+    from bridge_app.models import Conversation
+
+    row = Conversation.objects.filter(key=key, agent=agent, profile_id=profile_id).first()
+    return str(row.session_id) if row is not None and row.session_id else None
+
+
+def conversation_forget(*, key: str, agent: str, profile_id: str) -> None:
+    from bridge_app.models import Conversation
+
+    Conversation.objects.filter(key=key, agent=agent, profile_id=profile_id).delete()

@@ -1,9 +1,11 @@
-"""The bridge's HTTP surface: a raw ASGI app mounted ahead of Django in svcproject/asgi.py.
+"""The bridge's HTTP surface: a raw ASGI app mounted ahead of Django in svcproject/asgi.py. It only
+parses ASGI and writes: the exchange itself (profile, provider, translation, memory) is
+`exchange.py`.
 
 Raw ASGI rather than Django views because the hot path needs what Django's handler cannot give:
-the Content-Length check before the body is read (413), racing the relay against
-`http.disconnect` so a client that leaves cancels the provider request at once, and flushing
-each translated SSE event as it is produced. It only parses, calls proxy, and writes.
+racing the exchange against `http.disconnect` so a client that leaves cancels the provider request
+at once, and flushing each translated SSE event as it is produced. (Limits and the loopback gate
+are also judged on the headers before any body is read: svcproject/admission.py.)
 """
 
 from __future__ import annotations
@@ -17,17 +19,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bridge_app import (
-    bodies,
-    dialects,
-    gate,
-    ir,
-    proxy,
-    requestlog,
-    response_store,
-    routing,
-    upstream,
-)
+from bridge_app import agent_api, bodies, dialects, exchange, gate, ir, requestlog, routes
 from bridge_app.dialects.common import dumps
 
 logger = logging.getLogger(__name__)
@@ -136,17 +128,25 @@ async def run_watched(work: Awaitable[None], receive: Receive) -> None:
         await task
 
 
-KEPT_HEADERS = ("x-request-id", "request-id", "x-ratelimit-", "anthropic-ratelimit-", "retry-after")
-
-
-def provider_headers(headers: dict[str, str]) -> dict[str, str]:
-    """The provider's request id and rate-limit headers: what a user debugging a call needs."""
-    return {k: v for k, v in headers.items() if k.startswith(KEPT_HEADERS)}
+async def write(send: Send, reply: exchange.Reply) -> None:
+    if reply.chunks is None:
+        return await send_json(send, reply.status, reply.body, reply.headers)
+    head = [(b"content-type", reply.content_type.encode()), (b"cache-control", b"no-cache"),
+            (b"x-accel-buffering", b"no")]  # fmt: skip
+    head += [(k.encode(), v.encode("latin-1", "replace")) for k, v in reply.headers.items()]
+    await send({"type": "http.response.start", "status": reply.status, "headers": head})
+    try:
+        async for chunk in reply.chunks:
+            if chunk:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+    finally:
+        await reply.chunks.aclose()  # a cancelled relay lets go of the provider at once
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 class BridgeApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        route = routing.parse(scope["path"], scope.get("query_string", b""))
+        route = routes.parse(scope["path"], scope.get("query_string", b""))
         if route is None or route.operation != "generate":
             return await self._answer(route, scope, receive, send, {})
         started, status, info = time.perf_counter(), [0], {"model": route.model[:200]}
@@ -160,23 +160,15 @@ class BridgeApp:
             await self._answer(route, scope, receive, send_logged, info)
         finally:
             requestlog.record(
-                route=route.family,
-                profile_id=route.profile[:64],
-                scope=route.scope,
-                client_dialect=route.dialect,
-                status=status[0],
-                duration_ms=(time.perf_counter() - started) * 1000,
-                **info,
-            )
+                route=route.family, profile_id=route.profile[:64], scope=route.scope,
+                client_dialect=route.dialect, status=status[0],
+                duration_ms=(time.perf_counter() - started) * 1000, **info,
+            )  # fmt: skip
 
     async def _answer(
-        self,
-        route: routing.Route | None,
-        scope: Scope,
-        receive: Receive,
-        send: Send,
+        self, route: routes.Route | None, scope: Scope, receive: Receive, send: Send,
         info: dict[str, Any],
-    ) -> None:
+    ) -> None:  # fmt: skip
         codec = dialects.get(route.dialect if route else "openai-chat")
         started = False
 
@@ -204,118 +196,42 @@ class BridgeApp:
                 await send_json(send, 500, body, {"x-should-retry": "false"})
 
     async def _handle(
-        self, route: routing.Route, scope: Scope, receive: Receive, send: Send, info: dict[str, Any]
+        self, route: routes.Route, scope: Scope, receive: Receive, send: Send, info: dict[str, Any]
     ) -> None:
-        codec = dialects.get(route.dialect)
-        if route.family == "local-agent":
-            raise ir.BridgeError(
-                503, "the agent-as-API (/svc/local-agent) is not enabled in this build"
-            )
-        if route.operation in ("models", "model") and scope["method"] in ("GET", "HEAD"):
-            return await send_json(send, 200, self._models(route, codec))
+        method = scope["method"]
+        if route.family == "local-agent" and route.operation in ("models", "model"):
+            anthropic = _header(scope, b"anthropic-version") is not None
+            return await write(send, agent_api.models(route, anthropic))
+        if route.operation in ("models", "model") and method in ("GET", "HEAD"):
+            return await write(send, exchange.models(route))
         if route.operation == "response":
-            return await send_json(send, 200, self._stored_response(route, scope["method"]))
+            return await write(send, exchange.stored_response(route, method))
         if route.operation == "unknown":
             raise ir.BridgeError(404, f"no bridge operation at {scope['path']!r}")
-        if scope["method"] != "POST":
-            raise ir.BridgeError(405, f"{scope['method']} is not allowed here; use POST")
+        if method != "POST":
+            raise ir.BridgeError(405, f"{method} is not allowed here; use POST")
         check_content_type(scope)
         # Memory for a 64 MiB request: bytes → str (the bytes freed), str → objects (parsing a
         # str needs no second decoded copy), then only what is relayed stays alive: two copies
         # at the peak, never three.
         text = decode_text(await read_body(scope, receive))
         body = parse_json(text)
-        if route.operation == "count_tokens":
-            counted = await self._count_upstream(route, body)
-            return await send_json(send, 200, counted or proxy.count_tokens(route, body))
-        out = proxy.prepare(route, body, text)
+        if route.operation == "count_tokens" and route.family != "local-agent":
+            return await write(send, await exchange.count_tokens(route, body))
+        incoming = exchange.Incoming(body, text)
         del text, body
-        info.update(provider=out.provider.NAME, model=out.requested[:200], stream=out.stream)
-        await run_watched(self._forward(out, send), receive)
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        await run_watched(self._generate(route, incoming, send, info, headers), receive)
 
-    def _models(self, route: routing.Route, codec: Any) -> dict[str, Any]:
-        profile = proxy.find_profile(route)
-        if route.operation == "models":
-            return codec.encode_model_list(profile.client_model_ids())
-        model = route.model.removeprefix("models/")
-        proxy.resolve_model(profile, model)  # the same rule as a request: 404 if not served
-        return codec.encode_model(model)
-
-    async def _count_upstream(self, route: routing.Route, body: dict[str, Any]) -> Any:
-        """The provider's exact count when it speaks the client's dialect; None (so: the local
-        estimate) when it does not, or when its count endpoint fails: a gauge must not fail."""
-        request = proxy.count_request(route, body)
-        if request is None:
-            return None
-        try:
-            resp = await upstream.send(*request)
-            try:
-                raw = await upstream.read_body(resp)
-            finally:
-                await resp.close()
-        except ir.BridgeError:
-            return None
-        return raw if resp.status == 200 else None
-
-    def _stored_response(self, route: routing.Route, method: str) -> dict[str, Any]:
-        """GET / DELETE of a Responses turn svc translated (and so remembers)."""
-        proxy.find_profile(route)
-        if method not in ("GET", "DELETE"):
-            raise ir.BridgeError(405, f"{method} is not allowed here")
-        stored = response_store.recall(route.model)
-        if stored is None:
-            raise ir.BridgeError(404, f"Response with id {route.model!r} not found.")
-        if method == "GET":
-            return stored.response
-        response_store.forget(route.model)
-        return {"id": route.model, "object": "response.deleted", "deleted": True}
-
-    async def _forward(self, out: proxy.Outbound, send: Send) -> None:
-        await proxy.inline_remote_images(out)
-        resp = await upstream.send(out.url, out.headers, out.take_body())
-        try:
-            if resp.status >= 400:
-                raw = await upstream.read_body(resp)
-                body = proxy.error_body(out, resp.status, raw)
-                return await send_json(send, resp.status, body, provider_headers(resp.headers))
-            extra = provider_headers(resp.headers)
-            if out.warnings:
-                extra["x-svc-warning"] = "; ".join(out.warnings)
-            if not out.stream:
-                body = proxy.response_body(out, await upstream.read_body(resp))
-                return await send_json(send, 200, body, extra)
-            await self._relay(out, resp, send, extra)
-        finally:
-            await resp.close()
-
-    async def _relay(
-        self, out: proxy.Outbound, resp: upstream.Response, send: Send, extra: dict[str, str]
-    ) -> None:
-        ctype = b"application/json" if not out.sse else b"text/event-stream"
-        head = [
-            (b"content-type", ctype),
-            (b"cache-control", b"no-cache"),
-            (b"x-accel-buffering", b"no"),
-        ]
-        head += [(k.encode(), v.encode("latin-1", "replace")) for k, v in extra.items()]
-        await send({"type": "http.response.start", "status": 200, "headers": head})
-        translator = proxy.StreamTranslator(out)
-        try:
-            if not out.passthrough and resp.headers.get("content-type", "").startswith(
-                "application/json"
-            ):
-                body = translator.whole(await upstream.read_body(resp))
-                return await send({"type": "http.response.body", "body": body, "more_body": False})
-            async for chunk in upstream.chunks(resp):
-                if data := translator.feed(chunk):
-                    await send({"type": "http.response.body", "body": data, "more_body": True})
-            tail = translator.close()
-        except ir.BridgeError as exc:
-            tail = translator.fail(exc.status, exc.message)
-        except Exception as exc:  # a translation bug must still end the client's stream cleanly
-            logger.exception("bridge stream translation failed")
-            tail = translator.fail(502, f"svc could not translate the provider's stream: {exc}")
-        await send({"type": "http.response.body", "body": tail, "more_body": False})
+    async def _generate(
+        self, route: routes.Route, incoming: exchange.Incoming, send: Send, info: dict[str, Any],
+        headers: dict[str, str],
+    ) -> None:  # fmt: skip
+        if route.family == "local-agent":
+            reply = await agent_api.generate(route, incoming, headers, info)
+        else:
+            reply = await exchange.generate(route, incoming, info)
+        await write(send, reply)
 
 
 application = BridgeApp()

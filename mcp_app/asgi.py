@@ -7,7 +7,6 @@ so the manager is started lazily, once per event loop (tests get a new loop per 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 from collections.abc import Callable
 from typing import Any
 
@@ -66,7 +65,7 @@ class LazyMCPApp:
         await self._app(scope, receive, send)
 
 
-def _unauthorized_body() -> dict:
+def unauthorized_body() -> dict:
     return {
         "jsonrpc": "2.0",
         "id": None,
@@ -86,12 +85,7 @@ class MCPGuard:
         self.app = app
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
-        peer = (scope.get("client") or ("", 0))[0]
-        try:
-            loopback = ipaddress.ip_address(peer).is_loopback
-        except ValueError:
-            loopback = False
-        if not loopback:
+        if not auth.peer_is_loopback((scope.get("client") or ("", 0))[0]):
             await auth.send_json(send, 403, {"error": "forbidden"})
             return
         token, _ = auth.token_from_scope(scope)
@@ -99,7 +93,7 @@ class MCPGuard:
             await auth.send_json(
                 send,
                 401,
-                _unauthorized_body(),
+                unauthorized_body(),
                 headers=[(b"www-authenticate", b'Bearer realm="svc-mcp"')],
             )
             return

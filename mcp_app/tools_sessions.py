@@ -1,13 +1,13 @@
-"""Session lookups for MCP tools, raising ToolError with a message that says what to send."""
+"""Session tools: who the caller is, and handing its session over. Refusals are DomainErrors
+with a message that says what to send instead (mcp_app.server turns them into tool errors)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from mcp.server.mcpserver.exceptions import ToolError
-
-from sessions_app import selectors
+from sessions_app import handover, selectors
 from sessions_app.models import Session
+from svcproject.errors import DomainError, NotFound
 
 
 def _info(session: Session) -> dict[str, Any]:
@@ -20,23 +20,48 @@ def _info(session: Session) -> dict[str, Any]:
     }
 
 
-def resolve_session(
+def _caller(
     *, session_id: str | None, header_session_id: str | None, agent: str | None, cwd: str | None
-) -> dict[str, Any]:
+) -> Session:
     if session_id:
         session = selectors.session_get(session_id)
         if session is None:
-            raise ToolError(f"No svc session {session_id!r}. Pass an existing session_id.")
-        return _info(session)
-    if header_session_id:
-        session = selectors.session_get(header_session_id)
-        if session is not None:
-            return _info(session)
-    if agent and cwd:
-        session = selectors.session_newest_live(agent=agent, workspace=cwd)
-        if session is not None:
-            return _info(session)
-    raise ToolError(
+            raise NotFound(f"No svc session {session_id!r}. Pass an existing session_id.")
+        return session
+    if header_session_id and (session := selectors.session_get(header_session_id)):
+        return session
+    if cwd and (session := selectors.session_newest_live(agent=agent, workspace=cwd)):
+        return session
+    raise DomainError(
         "Cannot tell which session you are. Pass session_id (the SVC_SESSION_ID environment "
-        "variable), or both agent and cwd of a running svc session."
+        "variable), or the agent and cwd of a running svc session."
     )
+
+
+def resolve_session(
+    *, session_id: str | None, header_session_id: str | None, agent: str | None, cwd: str | None
+) -> dict[str, Any]:
+    """get_session_id: a workspace alone is not enough here, it takes the agent too (SPEC §4)."""
+    cwd = cwd if agent else None
+    return _info(
+        _caller(session_id=session_id, header_session_id=header_session_id, agent=agent, cwd=cwd)
+    )
+
+
+def prepare_handover(
+    *, session_id: str | None, header_session_id: str | None, cwd: str | None
+) -> dict[str, Any]:
+    session = _caller(
+        session_id=session_id, header_session_id=header_session_id, agent=None, cwd=cwd
+    )
+    code = handover.handover_issue(session_id=str(session.id))
+    return {
+        "code": code.code,
+        "expires_at": code.expires_at.isoformat(),
+        "expires_in": handover.CODE_SECONDS,
+        "pickup": (
+            f"Within {handover.CODE_SECONDS} s, once: enter {code.code} in the svc dashboard's "
+            f"Pick up box, or run `python manage.py pickup {code.code}`, or type "
+            f"`/pickup {code.code}` in an svc chat."
+        ),
+    }

@@ -1,14 +1,13 @@
-"""Workspaces and previews for MCP tools: service errors become ToolErrors saying what to send."""
+"""Workspaces and previews for MCP tools (their DomainErrors become tool errors in server.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from mcp.server.mcpserver.exceptions import ToolError
-
 from previews_app import selectors as preview_selectors
 from previews_app import services as preview_services
 from sessions_app import selectors, services
+from svcproject.errors import DomainError
 
 
 def _caller_workspace(session_id: str | None) -> str:
@@ -19,8 +18,9 @@ def _caller_workspace(session_id: str | None) -> str:
 def workspace_register(*, cwd: str, name: str | None) -> dict[str, Any]:
     try:
         workspace, created = services.workspace_register(path=cwd, name=name or "")
-    except services.ServiceError as exc:
-        raise ToolError(f"{exc}. Pass cwd: the absolute path of an existing directory.") from exc
+    except DomainError as exc:
+        message = f"{exc.message}. Pass cwd: the absolute path of an existing directory."
+        raise DomainError(message) from exc
     return {
         "workspace_id": workspace.pk,
         "path": workspace.path,
@@ -38,10 +38,7 @@ def preview_publish(
     session_id: str | None,
 ) -> dict[str, Any]:
     workspace = cwd or _caller_workspace(session_id)
-    try:
-        preview = preview_services.preview_publish(
-            port=port, file=file, workspace=workspace, title=title or "", session_id=session_id
-        )
-    except preview_services.PreviewError as exc:
-        raise ToolError(str(exc)) from exc
+    preview = preview_services.preview_publish(
+        port=port, file=file, workspace=workspace, title=title or "", session_id=session_id
+    )
     return preview_selectors.preview_links(preview)

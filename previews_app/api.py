@@ -6,7 +6,7 @@ from typing import Any
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -38,18 +38,13 @@ class PreviewListView(APIView):
         data = PreviewIn(data=request.data)
         data.is_valid(raise_exception=True)
         given = data.validated_data
-        try:
-            preview = services.preview_publish(
-                port=given.get("port"),
-                file=given.get("file"),
-                workspace=given["workspace"] or given["cwd"],
-                title=given["title"],
-                session_id=given["session_id"] or None,
-            )
-        except services.PreviewNotFound as exc:
-            raise NotFound(str(exc)) from exc
-        except services.PreviewError as exc:
-            raise ValidationError({"detail": str(exc)}) from exc
+        preview = services.preview_publish(
+            port=given.get("port"),
+            file=given.get("file"),
+            workspace=given["workspace"] or given["cwd"],
+            title=given["title"],
+            session_id=given["session_id"] or None,
+        )
         code = status.HTTP_201_CREATED if preview.created_now else status.HTTP_200_OK
         return Response(preview_json(preview, request), status=code)
 
@@ -62,8 +57,5 @@ class PreviewDetailView(APIView):
         return Response(preview_json(preview, request))
 
     def delete(self, request: Request, slug: str) -> Response:
-        try:
-            services.preview_delete(slug=slug)
-        except services.PreviewNotFound as exc:
-            raise NotFound(str(exc)) from exc
+        services.preview_delete(slug=slug)
         return Response(status=status.HTTP_204_NO_CONTENT)

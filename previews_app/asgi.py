@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl, quote, urlencode
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
-from previews_app import grants, origin, pages, proxy, selectors, services, wsproxy
+from previews_app import grants, origin, pages, proxy, selectors, services, shares, wsproxy
 from previews_app.models import Preview
 from svcproject import auth
 
@@ -44,6 +44,11 @@ class PreviewRouter:
         match = _PATH.match(scope["path"])
         if match and match["which"] == "s":
             await self.share(scope, receive, send, match["slug"], match["rest"])
+        elif (share := await shares.referring_share(scope, self.clock())) is not None:
+            await send_to_share(scope, send, share)
+        elif not shares.own_host(headers) and not scope["path"].startswith("/svc/"):
+            # A tunnel's host name reaches shares only; the bridge has its own gate.
+            await _refuse(scope, send, "foreign_host", headers)
         elif match:
             await owner_entry(scope, receive, send, match["slug"], match["rest"])
         elif scope["path"].startswith("/md-preview/"):
@@ -73,20 +78,36 @@ class PreviewRouter:
             if target is None:
                 await _refuse(scope, send, "not_found", headers)
                 return
+            target.sandboxed = False
             if preview.share_expires_at is not None:
                 left = (preview.share_expires_at - self.clock()).total_seconds()
                 target.seconds_left = max(left, 0.0)
             await proxy.forward(scope, receive, send, target)
 
 
+async def send_to_share(scope: dict, send: Callable, share: str) -> None:
+    """A root-relative request made by a shared page (`/app.js`, `/@vite/client`, `/api/…`):
+    the same path under its share (307, so the method and body stay what they were)."""
+    raw = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
+    query = scope.get("query_string", b"").decode("latin-1")
+    location = f"/preview/s/{share}{raw}" + (f"?{query}" if query else "")
+    await send({
+        "type": "http.response.start", "status": 307,
+        "headers": [(b"location", location.encode("latin-1")), (b"cache-control", b"no-store"),
+                    (b"vary", b"referer")],
+    })  # fmt: skip
+    await send({"type": "http.response.body", "body": b""})
+
+
 async def md_entry(scope: dict, receive: Callable, send: Callable, app: Callable) -> None:
     """The owner check for /md-preview, as a page for browsers. A ?token= URL goes through
-    /login first, so the page's images and its refresh poll carry the cookie."""
+    /login first, so the page's images and its refresh poll carry the browser session."""
     headers = dict(scope.get("headers") or [])
-    token, via = auth.token_from_scope(scope)
-    if auth.token_kind(token) != "owner":
+    via = await auth.scope_owner_via(scope)
+    if not via:
         await _refuse(scope, send, "login", headers)
     elif via == "query" and scope["type"] == "http" and scope["method"] in _READ_METHODS:
+        token, _ = auth.token_from_scope(scope)
         query = _query_without_token(scope)
         following = quote(scope["path"]) + (f"?{query}" if query else "")
         await pages.send_redirect(send, "/login?" + urlencode({"token": token, "next": following}))
@@ -134,18 +155,18 @@ def _browser_port(headers: dict[bytes, bytes], scope: dict) -> int:
     return int(tail) if tail.isdigit() else _port(scope)
 
 
-def _owner_refusal(scope: dict, headers: dict[bytes, bytes]) -> str | None:
-    token, _ = auth.token_from_scope(scope)
-    if auth.token_kind(token) != "owner":
-        return "login"
+async def _owner_refusal(scope: dict, headers: dict[bytes, bytes]) -> tuple[str, str | None]:
+    """(how the owner proved it, None) or ("", why not)."""
+    via = await auth.scope_owner_via(scope)
+    if not via:
+        return "", "login"
     if headers.get(b"sec-fetch-site", b"none") not in (b"none", b"same-origin"):
-        # SameSite=Strict still sends svc's cookie from `*.localhost` when svc is used on
-        # localhost (same site), so a preview's script could mint grants for other previews.
-        return "cross_site"
+        # Only a page of svc's own may mint grants; a preview's script (another origin) never.
+        return "", "cross_site"
     origin_header = (headers.get(b"origin") or b"").decode("latin-1") or None
     if scope["type"] == "websocket" and not auth.origin_allowed(origin_header, _port(scope)):
-        return "cross_site"
-    return None
+        return "", "cross_site"
+    return via, None
 
 
 async def _live_preview(scope: dict, slug: str) -> tuple[Preview | None, str | None]:
@@ -161,7 +182,7 @@ async def owner_entry(
     scope: dict, receive: Callable, send: Callable, slug: str, rest: str | None
 ) -> None:
     headers = dict(scope.get("headers") or [])
-    refusal = _owner_refusal(scope, headers)
+    via, refusal = await _owner_refusal(scope, headers)
     preview, refusal = (None, refusal) if refusal else await _live_preview(scope, slug)
     if preview is None:
         await _refuse(scope, send, refusal or "not_found", headers)
@@ -173,7 +194,7 @@ async def owner_entry(
         query = target.query.decode("latin-1")
         path = target.path.decode("latin-1") + ("?" + query if query else "")
         await wsproxy.forward_ws(scope, receive, send, preview.port, path)
-    elif auth.token_from_scope(scope)[1] == "header":
+    elif via == "header":
         await proxy.forward(scope, receive, send, target)
     elif scope["method"] in _READ_METHODS:
         await _send_to_origin(scope, send, slug, rest or "/", headers)

@@ -17,7 +17,7 @@ from asgiref.sync import sync_to_async
 
 from previews_app import grants, pages, proxy, selectors, services, wsproxy
 from previews_app.models import Preview
-from svcproject import auth
+from svcproject import auth, browser
 
 GRANT_PATH = "/__svc_preview/grant"
 _LABEL = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
@@ -30,8 +30,8 @@ def origin_slug(host: str | None) -> str | None:
         return None
     name = host.lower().rsplit(":", 1)[0] if not host.endswith("]") else host.lower()
     name = name.removesuffix(".")  # `x.localhost.` is the same name, spelled fully qualified
-    if not name.endswith(".localhost"):
-        return None
+    if not name.endswith(".localhost") or name == browser.browser_host():
+        return None  # the dashboard's own host name is reserved: never a preview
     label = name[: -len(".localhost")]
     return label if _LABEL.match(label) else ""
 

@@ -50,6 +50,12 @@ MESSAGES: dict[str, tuple[int, str, str]] = {
         "Another site (or another preview) tried to open this preview. Open it from svc's "
         "dashboard or type its address.",
     ),
+    "foreign_host": (
+        403,
+        "Not here",
+        "svc answers this address only to this machine. Only share links work through another "
+        "host name.",
+    ),
     "grant": (
         403,
         "Preview link used or expired",

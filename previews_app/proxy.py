@@ -59,6 +59,9 @@ class Target:
     public_base: str  # what upstream-absolute Locations are rewritten to (origin or path prefix)
     on_svc_origin: bool  # shares (and header-auth owner requests) live on svc's own origin
     seconds_left: float | None = None  # a share's remaining life: long streams end with it
+    # Shares render as the owner sees them: no sandbox (it would break storage, module scripts
+    # and more) — on svc's origin a page holds no credential of svc's (svcproject.browser).
+    sandboxed: bool = True
 
 
 def _client() -> httpx.AsyncClient:
@@ -131,10 +134,16 @@ def response_headers(raw: list[tuple[bytes, bytes]], target: Target) -> list:
         if key == b"location":
             value = rewrite_location(value.decode("latin-1"), target).encode("latin-1")
         out.append((key, value))
-    if target.on_svc_origin:
-        # Opaque origin: the page's scripts run but cannot read svc's cookies or its origin.
+    if target.on_svc_origin and target.sandboxed:
+        # Opaque origin: the page's scripts run but cannot read its origin's storage.
         out.append((b"content-security-policy", SANDBOX_CSP))
         out.append((b"referrer-policy", b"no-referrer"))
+        out.append((b"x-content-type-options", b"nosniff"))
+    elif target.on_svc_origin:
+        # The page's own requests must keep saying which share asked (previews_app/shares.py),
+        # and never to another origin.
+        out = [(k, v) for k, v in out if k != b"referrer-policy"]
+        out.append((b"referrer-policy", b"same-origin"))
         out.append((b"x-content-type-options", b"nosniff"))
     return out
 

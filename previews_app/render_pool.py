@@ -9,12 +9,12 @@ reloads and several viewers cost one render per version of the file.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import threading
 from collections import OrderedDict
 from multiprocessing.pool import Pool
 
 from previews_app import markdown
+from svcproject import config
 
 _CACHE_SIZE = 32
 _lock = threading.Lock()
@@ -27,7 +27,7 @@ class RenderTimeout(Exception):
 
 
 def render_seconds() -> float:
-    return float(os.environ.get("SVC_MD_RENDER_SECONDS", "10"))
+    return config.knobs().md_render_seconds
 
 
 def _worker() -> Pool:

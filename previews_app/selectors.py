@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Literal
+from urllib.parse import urlsplit
 
 from django.utils import timezone
 
 from previews_app.models import Preview
-from svcproject import config
+from svcproject import browser, config
 
 ShareState = Literal["ok", "expired", "missing"]
 
@@ -44,11 +45,13 @@ def share_lookup(share_slug: str, now: datetime | None = None) -> tuple[ShareSta
 
 
 def preview_urls(preview: Preview, base: str) -> dict[str, str | None]:
-    """Absolute URLs on svc's own origin (`base`, e.g. http://127.0.0.1:8000)."""
+    """Absolute URLs. Owner URLs are on the dashboard host, where the owner's browser session
+    is; the share URL on `base` (e.g. http://127.0.0.1:8000), since it needs no login."""
+    owner = browser.browser_base(urlsplit(base).port)
     if preview.kind == Preview.Kind.FILE:
-        return {"owner_url": f"{base}/md-preview/{preview.slug}", "share_url": None}
+        return {"owner_url": f"{owner}/md-preview/{preview.slug}", "share_url": None}
     share = f"{base}/preview/s/{preview.share_slug}/" if preview.share_slug else None
-    return {"owner_url": f"{base}/preview/u/{preview.slug}/", "share_url": share}
+    return {"owner_url": f"{owner}/preview/u/{preview.slug}/", "share_url": share}
 
 
 def preview_links(preview: Preview, base: str = "") -> dict[str, str | None]:

@@ -18,25 +18,18 @@ from django.db import transaction
 from django.utils import timezone
 
 from previews_app.models import Preview
-from svcproject import config
+from svcproject import config, errors
+from svcproject.errors import DomainError
 
 SHARE_SECONDS = 600
 DENIED_PORTS = frozenset(
     {22, 25, 53, 110, 143, 389, 443, 445, 993, 995, 1433, 1521, 2049, 3306, 5432, 5672, 6379}
     | {6380, 9200, 11211, 27017}
+    # Debuggers and container control: a page that reaches them runs code (SPEC §4).
+    | {2375, 2376, 5900, 6443, 9222, 9229, 10250}
 )
 _SUFFIX_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
 Clock = Callable[[], datetime]
-
-
-class PreviewError(Exception):
-    """A request the domain refuses; the message says what to send instead."""
-
-    status = 400
-
-
-class PreviewNotFound(PreviewError):
-    status = 404
 
 
 def port_refusal(port: int, own_port: int | None = None) -> str | None:
@@ -74,33 +67,41 @@ def _inside(path: Path, root: Path) -> bool:
     return os.path.commonpath([path, root]) == str(root)
 
 
-def markdown_file_resolve(file: str, cwd: str = "") -> tuple[Path, Path]:
-    """(real file, real workspace root). The file must resolve, symlinks followed, inside `cwd`
-    or a registered workspace (SPEC §4); relative paths are taken from `cwd`."""
+def markdown_file_resolve(
+    file: str, cwd: str = "", session_workspace: str = ""
+) -> tuple[Path, Path]:
+    """(real file, real workspace root). The file must resolve, symlinks followed, inside a
+    registered workspace or the calling session's workspace (SPEC §4); `cwd` only says where a
+    relative path starts — it is not a root, or `cwd: "/"` would open every file."""
     if not file or "\x00" in file:
-        raise PreviewError("file must be a path to a Markdown file")
+        raise DomainError("file must be a path to a Markdown file")
     if cwd and not os.path.isabs(cwd):
-        raise PreviewError(f"cwd must be an absolute path, got {cwd!r}")
+        raise DomainError(f"cwd must be an absolute path, got {cwd!r}")
     if not os.path.isabs(file) and not cwd:
-        raise PreviewError("a relative file needs cwd (the directory it is relative to)")
+        raise DomainError("a relative file needs cwd (the directory it is relative to)")
     real = Path(cwd or "/", file).resolve()
     if not real.is_file():
-        raise PreviewError(f"{file!r} is not an existing file")
-    roots = ([Path(cwd).resolve()] if cwd else []) + _workspace_roots()
+        raise DomainError(f"{file!r} is not an existing file")
+    roots = ([Path(session_workspace).resolve()] if session_workspace else []) + _workspace_roots()
     for root in roots:
         if root.is_dir() and _inside(real, root):
             return real, root
-    raise PreviewError(f"{file!r} is outside cwd and every registered workspace")
+    raise DomainError(
+        f"{file!r} is outside every registered workspace and your session's workspace; "
+        "register its folder first (register_workspace)"
+    )
 
 
-def _session_id(session_id: str | None) -> str | None:
+def _session_workspace(session_id: str | None) -> tuple[str | None, str]:
+    """(session id, its workspace) of the caller, or (None, "")."""
     if not session_id:
-        return None
+        return None, ""
     from sessions_app import selectors as sessions_selectors
 
-    if sessions_selectors.session_get(session_id) is None:
-        raise PreviewNotFound(f"no session {session_id}")
-    return session_id
+    session = sessions_selectors.session_get(session_id)
+    if session is None:
+        raise errors.NotFound(f"no session {session_id}")
+    return session_id, session.workspace
 
 
 def preview_publish(
@@ -114,11 +115,11 @@ def preview_publish(
 ) -> Preview:
     """Create or reuse the preview of `port` (per workspace) or of Markdown `file` (per file)."""
     if (port is None) == (file is None):
-        raise PreviewError("send exactly one of port (a dev server) or file (a Markdown file)")
-    sid = _session_id(session_id)
+        raise DomainError("send exactly one of port (a dev server) or file (a Markdown file)")
+    sid, session_workspace = _session_workspace(session_id)
     if port is not None:
         return _publish_port(port=port, workspace=workspace, title=title, sid=sid, clock=clock)
-    real, root = markdown_file_resolve(file or "", workspace)
+    real, root = markdown_file_resolve(file or "", workspace, session_workspace)
     return _publish_file(real=real, root=root, title=title, sid=sid)
 
 
@@ -127,9 +128,9 @@ def _publish_port(
 ) -> Preview:
     refusal = port_refusal(port)
     if refusal:
-        raise PreviewError(refusal)
+        raise DomainError(refusal)
     if workspace and not os.path.isabs(workspace):
-        raise PreviewError(f"workspace must be an absolute path, got {workspace!r}")
+        raise DomainError(f"workspace must be an absolute path, got {workspace!r}")
     workspace = str(Path(workspace).resolve()) if workspace else ""
     with transaction.atomic():
         preview = Preview.objects.filter(
@@ -166,4 +167,4 @@ def preview_delete(*, slug: str) -> None:
     with transaction.atomic():
         deleted, _ = Preview.objects.filter(slug=slug).delete()
     if not deleted:
-        raise PreviewNotFound(f"no preview {slug}")
+        raise errors.NotFound(f"no preview {slug}")

@@ -1,12 +1,16 @@
-"""The agent registry: built-in agents merged with settings.json `agents` (SPEC §1).
+"""The agent registry: built-in agents merged with settings.json `agents` (SPEC §1), and how a
+session of one is launched: argv, environment and per-session configuration (SPEC §0).
 
 An agent resolves to the argv of its interactive terminal (`command`) and, when it speaks ACP on
 stdio, the argv of that mode (`acp_command`). PATH detection decides whether a built-in is enabled
-when settings do not say.
+when settings do not say. A session bound to a profile gets its model traffic pointed at svc's
+bridge, `/svc/local-api/{profile}/{agent}/{dialect}`, in the way each vendor's CLI reads it
+(docs/agents.md has the table and the reasons).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -24,24 +28,60 @@ class AgentDef:
     source: str = "builtin"
     enabled: bool = False
     executable_found: bool = False
+    # The built-in this agent is (or overrides): decides how a profile is bound to it.
+    vendor: str = ""
 
 
 def _user_shell() -> str:
     return os.environ.get("SHELL") or shutil.which("bash") or "/bin/sh"
 
 
-# Interactive command, ACP launch. The ACP adapters for Claude Code and Codex come from npm.
-_BUILTINS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "claude": (("claude",), ("npx", "-y", "@zed-industries/claude-agent-acp")),
-    "codex": (("codex",), ("npx", "-y", "@zed-industries/codex-acp")),
-    "gemini": (("gemini",), ("gemini", "--experimental-acp")),
-    "opencode": (("opencode",), ("opencode", "acp")),
-    "qwen": (("qwen",), ("qwen", "--experimental-acp")),
-}
+@dataclass(frozen=True)
+class _Builtin:
+    command: tuple[str, ...]
+    acp: tuple[str, ...]
+    # The npm package of a separate ACP adapter: run with `npx` only when it is not installed.
+    adapter: str = ""
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def _claude_env() -> dict[str, str]:
+    # As root, claude-agent-acp starts Claude Code with --allow-dangerously-skip-permissions,
+    # which Claude Code refuses for root unless it is told it runs in a sandbox.
+    return {"IS_SANDBOX": "1"} if os.geteuid() == 0 else {}
+
+
+def _builtins() -> dict[str, _Builtin]:
+    return {
+        "claude": _Builtin(
+            ("claude",),
+            ("claude-agent-acp",),
+            adapter="@zed-industries/claude-agent-acp@0.23.1",
+            env=_claude_env(),
+        ),
+        "codex": _Builtin(("codex",), ("codex-acp",), adapter="@zed-industries/codex-acp@0.16.0"),
+        # svc starts sessions only in folders its owner chose; an untrusted folder would hide the
+        # user-level MCP servers, svc's own among them.
+        "gemini": _Builtin(
+            ("gemini",), ("gemini", "--acp"), env={"GEMINI_CLI_TRUST_WORKSPACE": "true"}
+        ),
+        "opencode": _Builtin(("opencode",), ("opencode", "acp")),
+        "qwen": _Builtin(("qwen",), ("qwen", "--acp")),
+    }
+
+
+BUILTIN_NAMES = ("claude", "codex", "gemini", "opencode", "qwen")
 
 
 def _found(argv: tuple[str, ...]) -> bool:
     return bool(argv) and shutil.which(argv[0]) is not None
+
+
+def _acp_argv(spec: _Builtin) -> tuple[str, ...]:
+    """The installed adapter on PATH; else, when npx exists, the pinned npm package."""
+    if _found(spec.acp) or not spec.adapter or not _found(("npx",)):
+        return spec.acp
+    return ("npx", "-y", spec.adapter)
 
 
 def builtin_agents() -> dict[str, AgentDef]:
@@ -51,10 +91,17 @@ def builtin_agents() -> dict[str, AgentDef]:
             "shell", shell, builtin=True, enabled=True, executable_found=_found(shell)
         )
     }
-    for name, (command, acp) in _BUILTINS.items():
-        found = _found(command)
+    for name, spec in _builtins().items():
+        found = _found(spec.command)
         agents[name] = AgentDef(
-            name, command, acp, builtin=True, enabled=found, executable_found=found
+            name,
+            spec.command,
+            _acp_argv(spec),
+            env=dict(spec.env),
+            builtin=True,
+            enabled=found,
+            executable_found=found,
+            vendor=name,
         )
     return agents
 
@@ -68,11 +115,12 @@ def _merge(base: AgentDef | None, spec: config.AgentSpec) -> AgentDef:
         name=spec.name,
         command=command,
         acp_command=acp,
-        env=dict(spec.env),
+        env={**(base.env if base else {}), **spec.env},
         builtin=base is not None,
         source="both" if base else "settings",
         enabled=enabled,
         executable_found=found,
+        vendor=base.vendor if base else "",
     )
 
 
@@ -90,10 +138,18 @@ def get_agent(name: str) -> AgentDef | None:
 
 # --- launching: argv + environment for a session (SPEC §0) ---------------------------------------
 
-# Variables of svc's own process that must not leak into agents (they would point a nested
-# `manage.py` at this daemon's settings module or print the owner's login URL).
-_DAEMON_ONLY_ENV = ("DJANGO_SETTINGS_MODULE", "SVC_PRINT_LOGIN")
-_DUMMY_KEY = "svc-bridge"
+# Variables of svc's own process that must not reach agents: svc's own knobs (SVC_HOME would
+# lead an agent straight to auth.json and the owner token), its settings module and database.
+# Agents get exactly the SVC_* variables SPEC §0 lists, set below.
+_DAEMON_ONLY_ENV = ("DJANGO_SETTINGS_MODULE", "DATABASE_URL")
+
+
+def _inherited(name: str) -> bool:
+    return not name.startswith("SVC_") and name not in _DAEMON_ONLY_ENV
+
+
+# svc ignores the key a client sends and uses the profile's own (SPEC §5); the CLIs insist on one.
+DUMMY_KEY = "svc-bridge"
 
 
 @dataclass(frozen=True)
@@ -104,42 +160,105 @@ class Launch:
 
 
 def bridge_url(profile_id: str, agent: str, port: int | None = None) -> str:
-    port = port or config.current_auth().port
+    port = port or config.svc_port()
     return f"http://127.0.0.1:{port}/svc/local-api/{profile_id}/{agent}"
 
 
-def profile_env(profile_id: str, agent: str) -> dict[str, str]:
-    """The bridge base URL and the vendor variables built-in agents read, each with a dummy key:
-    svc ignores the key a client sends and uses the profile's own (SPEC §5)."""
+def profile_model(profile_id: str) -> str:
+    """The model a bound session asks for: the profile's first client-facing id."""
+    profile = config.current_settings().profiles.get(profile_id)
+    ids = profile.client_model_ids() if profile else []
+    return ids[0] if ids else ""
+
+
+def _model_env(model: str) -> dict[str, str]:
+    if not model:
+        return {}
+    env = {"OPENAI_MODEL": model, "ANTHROPIC_MODEL": model, "GEMINI_MODEL": model}
+    # Claude Code picks its model from aliases (sonnet/opus/haiku), not ANTHROPIC_MODEL, when
+    # an ACP client selects "default"; each alias must name a model the profile serves.
+    for alias in ("SONNET", "OPUS", "HAIKU"):
+        env[f"ANTHROPIC_DEFAULT_{alias}_MODEL"] = model
+    return env
+
+
+def _opencode_config(base: str, model: str) -> str:
+    """OpenCode reads providers from config only; OPENCODE_CONFIG_CONTENT adds one for this
+    session on top of the user's own config files, which stay untouched."""
+    provider = {
+        "npm": "@ai-sdk/openai-compatible",
+        "name": "svc",
+        "options": {"baseURL": f"{base}/openai-chat/v1", "apiKey": DUMMY_KEY},
+        "models": {model: {"name": model}} if model else {},
+    }
+    content: dict = {"provider": {"svc": provider}}
+    if model:
+        content.update(model=f"svc/{model}", small_model=f"svc/{model}")
+    return json.dumps(content)
+
+
+def profile_env(profile_id: str, agent: str, vendor: str = "") -> dict[str, str]:
+    """The bridge base URL and the vendor variables the built-in agents read, each with a dummy
+    key, plus the session's model and the per-vendor configuration that needs an environment."""
     base = bridge_url(profile_id, agent)
-    # Codex speaks the Responses API; the other OpenAI-flavoured agents speak Chat Completions.
-    openai_dialect = "openai-responses" if agent == "codex" else "openai-chat"
-    return {
+    # Codex speaks only the Responses API to custom providers; the other OpenAI-flavoured agents
+    # speak Chat Completions.
+    openai_dialect = "openai-responses" if vendor == "codex" else "openai-chat"
+    model = profile_model(profile_id)
+    env = {
         "SVC_BRIDGE_URL": base,
         "OPENAI_BASE_URL": f"{base}/{openai_dialect}/v1",
-        "OPENAI_API_KEY": _DUMMY_KEY,
+        "OPENAI_API_KEY": DUMMY_KEY,
         "ANTHROPIC_BASE_URL": f"{base}/anthropic",
-        "ANTHROPIC_API_KEY": _DUMMY_KEY,
+        "ANTHROPIC_API_KEY": DUMMY_KEY,
         "GOOGLE_GEMINI_BASE_URL": f"{base}/gemini",
-        "GEMINI_API_KEY": _DUMMY_KEY,
+        "GEMINI_API_KEY": DUMMY_KEY,
+        **_model_env(model),
     }
+    if vendor == "opencode":
+        env["OPENCODE_CONFIG_CONTENT"] = _opencode_config(base, model)
+    return env
+
+
+def _toml_string(value: str) -> str:
+    return json.dumps(value)  # a JSON string literal is a valid TOML basic string
+
+
+def profile_args(profile_id: str, agent: str, vendor: str) -> tuple[str, ...]:
+    """Per-session command-line configuration: Codex takes its provider only from config, and
+    `-c key=value` overrides ~/.codex/config.toml for this process without writing it. Qwen
+    would otherwise keep an auth type chosen in its settings (e.g. its own OAuth)."""
+    if vendor == "qwen":
+        return ("--auth-type", "openai")
+    if vendor != "codex":
+        return ()
+    base = f"{bridge_url(profile_id, agent)}/openai-responses/v1"
+    provider = (
+        f"{{name={_toml_string('svc')}, base_url={_toml_string(base)}, "
+        f'env_key="OPENAI_API_KEY", wire_api="responses"}}'
+    )
+    args = ["-c", 'model_provider="svc"', "-c", f"model_providers.svc={provider}"]
+    model = profile_model(profile_id)
+    if model:
+        args += ["-c", f"model={_toml_string(model)}"]
+    return tuple(args)
 
 
 def session_env(
     agent: AgentDef, *, session_id: str, workspace: str, profile_id: str = ""
 ) -> dict[str, str]:
     auth = config.current_auth()
-    env = {k: v for k, v in os.environ.items() if k not in _DAEMON_ONLY_ENV}
+    env = {k: v for k, v in os.environ.items() if _inherited(k)}
     env.update(TERM="xterm-256color", COLORTERM="truecolor")
-    env.update(agent.env)
     if profile_id:
-        env.update(profile_env(profile_id, agent.name))
+        env.update(profile_env(profile_id, agent.name, agent.vendor))
+    env.update(agent.env)  # the agent's own env (settings) may still choose another model
     env.update(
         SVC_SESSION_ID=session_id,
         SVC_AGENT=agent.name,
         SVC_WORKSPACE=workspace,
         SVC_PROFILE_ID=profile_id,
-        SVC_MCP_URL=f"http://127.0.0.1:{auth.port}/mcp",
+        SVC_MCP_URL=f"http://127.0.0.1:{config.svc_port()}/mcp",
         SVC_MCP_TOKEN=auth.mcp_token,
     )
     return env
@@ -153,5 +272,7 @@ def resolve_launch(
     if not argv:
         mode = "interactive `command`" if kind == "terminal" else "`acp_command` (ACP on stdio)"
         raise ValueError(f"agent {agent.name!r} has no {mode}, so it cannot run {kind} sessions")
+    if profile_id:
+        argv = (*argv, *profile_args(profile_id, agent.name, agent.vendor))
     env = session_env(agent, session_id=session_id, workspace=workspace, profile_id=profile_id)
     return Launch(argv=tuple(argv), env=env, cwd=workspace)

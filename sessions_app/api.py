@@ -3,33 +3,19 @@ service or selector, shape the answer."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from sessions_app import selectors, services
-from svcproject import config
+from sessions_app import handover, selectors, services
 
 
 class WorkspaceIn(serializers.Serializer):
     path = serializers.CharField()
     name = serializers.CharField(required=False, allow_blank=True, default="")
-
-
-def _service_call(fn: Any, **kwargs: Any) -> Any:
-    try:
-        return fn(**kwargs)
-    except services.NotFound as exc:
-        raise NotFound(str(exc)) from exc
-    except services.ServiceError as exc:
-        raise ValidationError({"detail": str(exc)}) from exc
-    except config.SettingsError as exc:
-        raise ValidationError({"detail": str(exc)}) from exc
 
 
 class WorkspaceListView(APIView):
@@ -40,14 +26,14 @@ class WorkspaceListView(APIView):
     def post(self, request: Request) -> Response:
         data = WorkspaceIn(data=request.data)
         data.is_valid(raise_exception=True)
-        workspace, created = _service_call(services.workspace_register, **data.validated_data)
+        workspace, created = services.workspace_register(**data.validated_data)
         code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
         return Response({**workspace.to_dict(), "created": created}, status=code)
 
 
 class WorkspaceDetailView(APIView):
     def delete(self, request: Request, workspace_id: int) -> Response:
-        _service_call(services.workspace_delete, workspace_id=workspace_id)
+        services.workspace_delete(workspace_id=workspace_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -74,7 +60,7 @@ class SessionListView(APIView):
     def post(self, request: Request) -> Response:
         data = SessionIn(data=request.data)
         data.is_valid(raise_exception=True)
-        session = _service_call(services.session_create, **data.validated_data)
+        session = services.session_create(**data.validated_data)
         return Response(session.to_dict(), status=status.HTTP_201_CREATED)
 
 
@@ -86,9 +72,13 @@ class SessionDetailView(APIView):
         return Response(session.to_dict())
 
     def delete(self, request: Request, session_id: str) -> Response:
-        """Stops the process tree; the row stays (`exited`) and is returned."""
-        session = _service_call(services.session_stop, session_id=session_id)
-        return Response(session.to_dict())
+        """Stops the process tree; the row stays. 202 with the row as it is now while the stop
+        runs in the background (the live list shows `exited` when it is); `?wait=1` answers 200
+        once the row is `exited`."""
+        wait = request.query_params.get("wait") in ("1", "true")
+        session, pending = services.session_stop(session_id=session_id, wait=wait)
+        code = status.HTTP_202_ACCEPTED if pending else status.HTTP_200_OK
+        return Response(session.to_dict(), status=code)
 
 
 class ChannelListView(APIView):
@@ -101,17 +91,16 @@ class TunnelListView(APIView):
         return Response(selectors.tunnel_list_dicts())
 
 
-class SettingsView(APIView):
-    """GET the settings (keys redacted); PUT replaces the file; PATCH replaces top-level keys.
-    Unknown keys are kept either way."""
+class PickupIn(serializers.Serializer):
+    code = serializers.CharField(max_length=16)
 
-    def get(self, request: Request) -> Response:
-        return Response(selectors.settings_redacted())
 
-    def put(self, request: Request) -> Response:
-        _service_call(services.settings_replace, raw=request.data)
-        return Response(selectors.settings_redacted())
+class HandoverPickupView(APIView):
+    """Consumes a handover code (once) and answers the session it hands over."""
 
-    def patch(self, request: Request) -> Response:
-        _service_call(services.settings_update, changes=request.data)
-        return Response(selectors.settings_redacted())
+    @extend_schema(request=PickupIn)
+    def post(self, request: Request) -> Response:
+        data = PickupIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        session = handover.handover_redeem(code=data.validated_data["code"])
+        return Response(session.to_dict())

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import json
 
-from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from sessions_app import lists
@@ -14,15 +12,18 @@ from sessions_app import lists
 class ListConsumer(AsyncWebsocketConsumer):
     """Sends the complete list on connect and after every change; bursts collapse into one
     re-send, and a re-send always starts after the newest notification, so the last frame a client
-    gets equals the state."""
+    gets equals the state. The list itself is read once per change for all clients
+    (lists.SharedSnapshot)."""
 
     list_name: str
 
     async def connect(self) -> None:
         self.list_name = self.scope["url_route"]["kwargs"]["list_name"]
+        self._shared = lists.shared_snapshot(self.list_name)
         self._dirty = asyncio.Event()
         await self.channel_layer.group_add(lists.group_name(self.list_name), self.channel_name)
         await self.accept()
+        self._shared.changed(None)  # changes made while nobody listened here are not known
         await self._send_snapshot()
         self._sender = asyncio.create_task(self._send_when_dirty())
 
@@ -32,6 +33,7 @@ class ListConsumer(AsyncWebsocketConsumer):
         await self.channel_layer.group_discard(lists.group_name(self.list_name), self.channel_name)
 
     async def list_changed(self, event: dict) -> None:
+        self._shared.changed(event.get("change"))
         self._dirty.set()
 
     async def _send_when_dirty(self) -> None:
@@ -41,5 +43,4 @@ class ListConsumer(AsyncWebsocketConsumer):
             await self._send_snapshot()
 
     async def _send_snapshot(self) -> None:
-        items = await database_sync_to_async(lists.snapshot)(self.list_name)
-        await self.send(text_data=json.dumps(items))
+        await self.send(text_data=await self._shared.text())

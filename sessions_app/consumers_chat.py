@@ -15,9 +15,10 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from sessions_app import selectors, services
+from sessions_app import handover, selectors, services
 from sessions_app.host import registry
-from sessions_app.host.acp import AcpSession
+from sessions_app.host.acp import AcpSession, ChatSubscription
+from svcproject.errors import DomainError
 
 logger = logging.getLogger(__name__)
 
@@ -29,7 +30,7 @@ def error(message: str, session_id: str | None = None) -> dict[str, Any]:
 class ChatConsumer(AsyncWebsocketConsumer):
     async def connect(self) -> None:
         self.outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        self.subscriptions: dict[str, tuple[AcpSession, Any]] = {}
+        self.subscriptions: dict[str, tuple[AcpSession, ChatSubscription]] = {}
         self.turns: set[asyncio.Task] = set()
         await self.accept()
         self.writer = asyncio.get_running_loop().create_task(self._write())
@@ -40,8 +41,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=json.dumps(event))
 
     async def disconnect(self, code: int) -> None:
-        for chat, deliver in self.subscriptions.values():
-            chat.subscribers.discard(deliver)
+        for _, subscription in self.subscriptions.values():
+            subscription.close()
         if hasattr(self, "writer"):
             self.writer.cancel()
 
@@ -81,14 +82,14 @@ class ChatConsumer(AsyncWebsocketConsumer):
                     kind="chat",
                     profile_id=str(message.get("profile_id") or ""),
                 )
-            except services.ServiceError as exc:
+            except DomainError as exc:
                 self.outbox.put_nowait(error(str(exc)))
                 return
             session_id = str(session.id)
         elif message.get("resume"):
             try:
                 await database_sync_to_async(services.session_resume)(session_id=str(session_id))
-            except services.ServiceError as exc:
+            except DomainError as exc:
                 self.outbox.put_nowait(error(str(exc), str(session_id)))
                 return
         await self._attach(str(session_id))
@@ -103,29 +104,18 @@ class ChatConsumer(AsyncWebsocketConsumer):
             self.outbox.put_nowait(error("a terminal session: open it on /ws", session_id))
             return
         chat = registry.chat(session_id)
-        live: list[dict[str, Any]] = []
-        if chat is not None and session_id not in self.subscriptions:
-            # Subscribe before reading the history: an event stored meanwhile is in one of the
-            # two, and the seq numbers drop the duplicate.
-            self.subscriptions[session_id] = (chat, live.append)
-            chat.subscribers.add(live.append)
-        history = await database_sync_to_async(selectors.session_events)(session_id)
-        for event in history:
-            self.outbox.put_nowait({**event, "replay": True})
+        history = database_sync_to_async(selectors.session_events)
+        if chat is None or session_id in self.subscriptions:
+            for event in await history(session_id):
+                self.outbox.put_nowait({**event, "replay": True})
+            self.outbox.put_nowait(self._session_event(session, chat))
+            return
+        subscription = await chat.subscribe(self.outbox.put_nowait, lambda: history(session_id))
+        self.subscriptions[session_id] = (chat, subscription)
+        for event in subscription.replay:
+            self.outbox.put_nowait(event)
         self.outbox.put_nowait(self._session_event(session, chat))
-        last = history[-1]["seq"] if history else 0
-        for event in live:
-            if event["seq"] is None or event["seq"] > last:
-                self.outbox.put_nowait(event)
-        if chat is not None:
-            # Requests still waiting for an answer come again as live events, so a client that
-            # reconnects can answer them (replayed ones are history only).
-            for request in chat.pending_requests():
-                if request["seq"] <= last:
-                    self.outbox.put_nowait(request)
-            chat.subscribers.discard(live.append)
-            chat.subscribers.add(self.outbox.put_nowait)
-            self.subscriptions[session_id] = (chat, self.outbox.put_nowait)
+        subscription.start()
 
     def _session_event(self, session: Any, chat: AcpSession | None) -> dict[str, Any]:
         return {
@@ -147,8 +137,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
         return chat
 
     async def on_prompt(self, message: dict[str, Any]) -> None:
-        chat = self._chat_for(message)
         text = message.get("text")
+        if isinstance(text, str) and text.strip().lower().startswith("/pickup"):
+            await self.on_pickup(text.strip()[len("/pickup") :].strip())
+            return
+        chat = self._chat_for(message)
         if chat is None:
             return
         if not isinstance(text, str) or not text.strip():
@@ -161,6 +154,19 @@ class ChatConsumer(AsyncWebsocketConsumer):
         task = asyncio.get_running_loop().create_task(chat.prompt(text))
         self.turns.add(task)
         task.add_done_callback(self.turns.discard)
+
+    async def on_pickup(self, code: str) -> None:
+        """`/pickup CODE` typed as a prompt: the handed-over session, then (a chat) its history
+        and live events on this socket, as if it had been opened."""
+        try:
+            session = await database_sync_to_async(handover.handover_redeem)(code=code)
+        except DomainError as exc:
+            self.outbox.put_nowait(error(exc.message))
+            return
+        self.outbox.put_nowait({"kind": "pickup", "session_id": str(session.id),
+                                "session": session.to_dict()})  # fmt: skip
+        if session.kind != "terminal":
+            await self._attach(str(session.id))
 
     async def on_cancel(self, message: dict[str, Any]) -> None:
         chat = self._chat_for(message)

@@ -1,15 +1,20 @@
-"""Live lists (SPEC §7): the four snapshots and the broadcast that tells subscribers to re-send.
+"""Live lists (SPEC §7): the four snapshots and the broadcast that tells their clients to re-send.
 
-A broadcast carries no data: subscribers re-read the whole list, so a dropped or coalesced message
+A broadcast carries no data: clients re-read the whole list, so a dropped or coalesced message
 can never leave a client on a stale state as long as one message arrives after the last commit.
 """
 
 from __future__ import annotations
 
+import asyncio
+import collections
+import json
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 from asgiref.sync import async_to_sync
+from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.db import transaction
 
@@ -23,7 +28,9 @@ def group_name(list_name: str) -> str:
 async def abroadcast(list_name: str) -> None:
     layer = get_channel_layer()
     if layer is not None:
-        await layer.group_send(group_name(list_name), {"type": "list.changed"})
+        # The change id lets the clients of one process rebuild the snapshot once per change.
+        message = {"type": "list.changed", "change": uuid.uuid4().hex}
+        await layer.group_send(group_name(list_name), message)
 
 
 def broadcast_now(list_name: str) -> None:
@@ -33,6 +40,55 @@ def broadcast_now(list_name: str) -> None:
 def broadcast_on_commit(list_name: str) -> None:
     """From sync code inside or outside a transaction: send once the change is visible."""
     transaction.on_commit(lambda: broadcast_now(list_name))
+
+
+class SharedSnapshot:
+    """One list's JSON text, built once per change and shared by every client in the process.
+
+    A change marks the snapshot stale (each change id counts once, however many clients hear
+    of it); `text()` returns a snapshot built after the newest change it has heard of, so the
+    last frame a client sends still equals the state — built by one database read, not one per
+    client."""
+
+    def __init__(self, list_name: str) -> None:
+        self.list_name = list_name
+        self._wanted = self._built = 0
+        self._text = ""
+        self._seen: collections.deque[str] = collections.deque(maxlen=256)
+        self._building: asyncio.Future[None] | None = None
+
+    def changed(self, change: str | None) -> None:
+        if change is not None and change in self._seen:
+            return
+        if change is not None:
+            self._seen.append(change)
+        self._wanted += 1
+
+    async def text(self) -> str:
+        while self._built < self._wanted or not self._text:
+            if self._building is None:
+                self._building = asyncio.ensure_future(self._build())
+            await asyncio.shield(self._building)
+        return self._text
+
+    async def _build(self) -> None:
+        generation = self._wanted
+        try:
+            items = await database_sync_to_async(snapshot)(self.list_name)
+            self._text, self._built = json.dumps(items), max(generation, 1)
+        finally:
+            self._building = None
+
+
+_shared: dict[tuple[int, str], SharedSnapshot] = {}
+
+
+def shared_snapshot(list_name: str) -> SharedSnapshot:
+    """The snapshot of this process's event loop (tests run a loop each)."""
+    key = (id(asyncio.get_running_loop()), list_name)
+    if key not in _shared:
+        _shared[key] = SharedSnapshot(list_name)
+    return _shared[key]
 
 
 def snapshot(list_name: str) -> list[dict[str, Any]]:

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from django.core.exceptions import ValidationError
 
 from sessions_app.models import Agent, Channel, Session, SessionDict, Tunnel, Workspace
-from svcproject import config
-
-REDACTED = "[redacted]"
 
 
 def session_list_dicts() -> list[SessionDict]:
@@ -34,21 +30,12 @@ def session_events(session_id: str) -> list[dict[str, Any]]:
     ]
 
 
-def settings_redacted() -> dict[str, Any]:
-    """settings.json as the API shows it: every profile's literal key replaced by a marker."""
-    shown = copy.deepcopy(config.current_settings().raw)
-    for profile in (shown.get("profiles") or {}).values():
-        if isinstance(profile, dict) and profile.get("api_key"):
-            profile["api_key"] = REDACTED
-    return shown
-
-
-def session_newest_live(*, agent: str, workspace: str) -> Session | None:
-    return (
-        Session.objects.filter(agent=agent, workspace=workspace, status__in=Session.LIVE)
-        .order_by("-created_at")
-        .first()
-    )
+def session_newest_live(*, workspace: str, agent: str | None = None) -> Session | None:
+    """The newest live session in `workspace` (of `agent`, when given)."""
+    live = Session.objects.filter(workspace=workspace, status__in=Session.LIVE)
+    if agent:
+        live = live.filter(agent=agent)
+    return live.order_by("-created_at").first()
 
 
 def workspace_list() -> list[Workspace]:

@@ -3,7 +3,6 @@ transaction each; starting and stopping processes happens around them, never ins
 
 from __future__ import annotations
 
-import copy
 import os
 import shutil
 from pathlib import Path
@@ -13,17 +12,8 @@ from django.db import transaction
 
 from sessions_app import agents as agent_registry
 from sessions_app.models import Agent, Channel, Session, Tunnel, Workspace
-from svcproject import config
-
-
-class ServiceError(Exception):
-    """A request the domain refuses; the message says what to send instead."""
-
-    status = 400
-
-
-class NotFound(ServiceError):
-    status = 404
+from svcproject import config, errors
+from svcproject.errors import DomainError
 
 
 def _agent_log_path(session_id: object) -> Path:
@@ -55,10 +45,10 @@ def sessions_reconcile() -> int:
 
 def _normalise_workspace(path: str) -> Path:
     if not path or not os.path.isabs(path):
-        raise ServiceError(f"workspace path must be absolute, got {path!r}")
+        raise DomainError(f"workspace path must be absolute, got {path!r}")
     resolved = Path(path).resolve()
     if not resolved.is_dir():
-        raise ServiceError(f"workspace {path!r} is not an existing directory")
+        raise DomainError(f"workspace {path!r} is not an existing directory")
     return resolved
 
 
@@ -82,7 +72,7 @@ def workspace_delete(*, workspace_id: int) -> None:
     with transaction.atomic():
         workspace = Workspace.objects.filter(pk=workspace_id).first()
         if workspace is None:
-            raise NotFound(f"no workspace with id {workspace_id}")
+            raise errors.NotFound(f"no workspace with id {workspace_id}")
         workspace.delete()
     declared = list(config.current_settings().workspaces)
     if workspace.path in declared:
@@ -164,45 +154,6 @@ def tunnels_sync(settings: config.Settings) -> None:
     _mirror(Tunnel, wanted, Tunnel.objects.all())
 
 
-def _keep_keys(new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
-    """A client that read redacted settings and writes them back must not erase the keys."""
-    from sessions_app.selectors import REDACTED
-
-    old_profiles = old.get("profiles") or {}
-    for pid, profile in (new.get("profiles") or {}).items():
-        if isinstance(profile, dict) and profile.get("api_key") == REDACTED:
-            profile["api_key"] = (old_profiles.get(pid) or {}).get("api_key", "")
-    return new
-
-
-def settings_replace(*, raw: Any) -> config.Settings:
-    """Replace settings.json (validated; redacted keys keep their stored value) and mirror it."""
-    if not isinstance(raw, dict):
-        raise ServiceError("settings must be a JSON object")
-    config.write_settings(_keep_keys(copy.deepcopy(raw), config.current_settings().raw))
-    return settings_sync()
-
-
-def settings_update(*, changes: Any) -> config.Settings:
-    """Replace the named top-level keys, keeping every other key (unknown ones included)."""
-    if not isinstance(changes, dict):
-        raise ServiceError("settings must be a JSON object")
-    return settings_replace(raw={**config.current_settings().raw, **changes})
-
-
-def settings_sync() -> config.Settings:
-    """Mirror settings.json into the database (profiles, agents, workspaces, channels)."""
-    from bridge_app import services as bridge_services
-
-    settings = config.current_settings()
-    bridge_services.profiles_sync(settings)
-    agents_sync(settings)
-    workspaces_sync(settings)
-    channels_sync(settings)
-    tunnels_sync(settings)
-    return settings
-
-
 # --- hosted sessions -----------------------------------------------------------------------------
 # The process host lives on the daemon's event loop; these sync services reach it with
 # async_to_sync, which from a request or consumer thread runs the coroutine on that loop.
@@ -216,28 +167,28 @@ def _launch_for(
     definition = agent_registry.get_agent(agent)
     if definition is None:
         known = ", ".join(agent_registry.all_agents())
-        raise ServiceError(f"unknown agent {agent!r}; known agents: {known}")
+        raise DomainError(f"unknown agent {agent!r}; known agents: {known}")
     if not definition.enabled:
-        raise ServiceError(f"agent {agent!r} is not enabled (its executable was not found)")
+        raise DomainError(f"agent {agent!r} is not enabled (its executable was not found)")
     try:
         launch = agent_registry.resolve_launch(
             definition, kind=kind, session_id=session_id, workspace=workspace, profile_id=profile_id
         )
     except ValueError as exc:
-        raise ServiceError(str(exc)) from exc
+        raise DomainError(str(exc)) from exc
     if shutil.which(launch.argv[0], path=launch.env.get("PATH")) is None:
-        raise ServiceError(f"agent {agent!r}: {launch.argv[0]!r} was not found on PATH")
+        raise DomainError(f"agent {agent!r}: {launch.argv[0]!r} was not found on PATH")
     return launch
 
 
 def _check_session_args(kind: str, profile_id: str, cols: int, rows: int) -> None:
     if kind not in Session.Kind.values:
-        raise ServiceError(f"kind must be one of {', '.join(Session.Kind.values)}, got {kind!r}")
+        raise DomainError(f"kind must be one of {', '.join(Session.Kind.values)}, got {kind!r}")
     if profile_id and profile_id not in config.current_settings().profiles:
-        raise ServiceError(f"unknown profile {profile_id!r}; declare it in settings.json profiles")
+        raise DomainError(f"unknown profile {profile_id!r}; declare it in settings.json profiles")
     for name, value in (("cols", cols), ("rows", rows)):
         if not 1 <= value <= TERMINAL_SIZE_MAX:
-            raise ServiceError(f"{name} must be between 1 and {TERMINAL_SIZE_MAX}, got {value}")
+            raise DomainError(f"{name} must be between 1 and {TERMINAL_SIZE_MAX}, got {value}")
 
 
 async def _store_event(session_id: str, kind: str, payload: dict) -> int:
@@ -277,7 +228,12 @@ def session_create(
     except Exception as exc:
         session.mark_exited(None, failed=True)
         session.save()
-        raise ServiceError(f"could not start {agent!r}: {exc}") from exc
+        # The agent's start failing is a gateway failure (502); never answering ACP's
+        # `initialize` within the start limit, a gateway timeout (504).
+        status = 504 if isinstance(exc, TimeoutError) else 502
+        raise DomainError(
+            f"could not start {agent!r}: {exc or type(exc).__name__}", status=status
+        ) from exc
     return _mark_running(str(session.id), pid, agent_session_id)
 
 
@@ -286,7 +242,7 @@ def _start_process(
 ) -> tuple[int, str]:
     from asgiref.sync import async_to_sync
 
-    from sessions_app.host import acp, registry
+    from sessions_app.host import registry
 
     if session.kind == Session.Kind.TERMINAL:
         pid = async_to_sync(registry.start_terminal)(
@@ -294,9 +250,11 @@ def _start_process(
             cols=cols, rows=rows, on_exit=_on_process_exit,
         )  # fmt: skip
         return pid, ""
-    return async_to_sync(acp.start_chat)(
+    return async_to_sync(registry.start_chat)(
         str(session.id), agent=session.agent, argv=launch.argv, env=launch.env, cwd=launch.cwd,
         store=_store_event, on_exit=_on_process_exit, stderr_path=_agent_log_path(session.id),
+        permission_timeout_s=config.knobs().permission_timeout_s,
+        start_timeout_s=config.knobs().agent_start_timeout_s,
     )  # fmt: skip
 
 
@@ -315,11 +273,11 @@ def session_resume(*, session_id: str) -> Session:
     (else a fresh one); the row is live again. A live session is returned as it is."""
     from asgiref.sync import async_to_sync
 
-    from sessions_app.host import acp, registry
+    from sessions_app.host import registry
 
     session = _session_or_404(session_id)
     if session.kind == Session.Kind.TERMINAL:
-        raise ServiceError("terminal sessions cannot be resumed; start a new one")
+        raise DomainError("terminal sessions cannot be resumed; start a new one")
     if session.is_live and registry.chat(str(session.id)) is not None:
         return session
     launch = _launch_for(
@@ -327,13 +285,16 @@ def session_resume(*, session_id: str) -> Session:
         profile_id=session.profile_id, session_id=str(session.id),
     )  # fmt: skip
     try:
-        pid, agent_session_id = async_to_sync(acp.start_chat)(
+        pid, agent_session_id = async_to_sync(registry.start_chat)(
             str(session.id), agent=session.agent, argv=launch.argv, env=launch.env,
             cwd=launch.cwd, store=_store_event, on_exit=_on_process_exit,
             resume_id=session.agent_session_id, stderr_path=_agent_log_path(session.id),
+            permission_timeout_s=config.knobs().permission_timeout_s,
+            start_timeout_s=config.knobs().agent_start_timeout_s,
         )  # fmt: skip
     except Exception as exc:
-        raise ServiceError(f"could not resume {session.agent!r}: {exc}") from exc
+        status = 504 if isinstance(exc, TimeoutError) else 502
+        raise DomainError(f"could not resume {session.agent!r}: {exc}", status=status) from exc
     with transaction.atomic():
         session = Session.objects.select_for_update().get(pk=session.pk)
         session.mark_resumed(pid, agent_session_id)
@@ -348,20 +309,26 @@ def session_mark_exited(*, session_id: str, exit_code: int | None, failed: bool 
         session.save()
 
 
-def session_stop(*, session_id: str) -> Session:
-    """Stop the process tree; the row stays, `exited`. Stopping an ended session is a no-op."""
+def session_stop(*, session_id: str, wait: bool = True) -> tuple[Session, bool]:
+    """Stop the process tree; the row stays and becomes `exited` once the process has ended.
+
+    Returns (the row, whether the stop is still under way): with `wait` the row is already
+    `exited`; without, the hang-up is sent and the live list shows `exited` when it happens.
+    Stopping an ended session is a no-op."""
     from asgiref.sync import async_to_sync
 
     from sessions_app.host import registry
 
     session = _session_or_404(session_id)
-    if session.is_live:
-        async_to_sync(registry.stop)(str(session.id))
-        term = registry.terminal(str(session.id))
-        code = term.exit_code if term is not None else None
-        session_mark_exited(session_id=str(session.id), exit_code=code)
-        session.refresh_from_db()
-    return session
+    if not session.is_live:
+        return session, False
+    if not wait and async_to_sync(registry.stop_soon)(str(session.id)):
+        return session, True
+    async_to_sync(registry.stop)(str(session.id))
+    code = registry.terminal_exit_code(str(session.id))
+    session_mark_exited(session_id=str(session.id), exit_code=code)
+    session.refresh_from_db()
+    return session, False
 
 
 def _session_or_404(session_id: str) -> Session:
@@ -369,7 +336,7 @@ def _session_or_404(session_id: str) -> Session:
 
     session = selectors.session_get(session_id)
     if session is None:
-        raise NotFound(f"no session {session_id}")
+        raise errors.NotFound(f"no session {session_id}")
     return session
 
 

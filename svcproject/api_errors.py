@@ -1,9 +1,16 @@
-"""One JSON error shape for /api/: {"error": {"status", "code", "message", "fields"?}}."""
+"""One JSON error shape for /api/: {"error": {"status", "code", "message", "fields"?}}.
+
+Domain errors (svcproject.errors) and settings errors are mapped here, once, so API views call
+services without wrapping them.
+"""
 
 from typing import Any
 
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
+
+from svcproject.config import SettingsError
+from svcproject.errors import DomainError
 
 
 def _message(detail: Any) -> str:
@@ -15,7 +22,15 @@ def _message(detail: Any) -> str:
     return str(detail)
 
 
+def _domain(status: int, code: str, message: str) -> Response:
+    return Response({"error": {"status": status, "code": code, "message": message}}, status=status)
+
+
 def exception_handler(exc: Exception, context: dict) -> Response | None:
+    if isinstance(exc, DomainError):
+        return _domain(exc.status, exc.code, exc.message)
+    if isinstance(exc, SettingsError):
+        return _domain(400, "invalid", str(exc))
     response = drf_exception_handler(exc, context)
     if response is None:
         return None

@@ -12,16 +12,32 @@ django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
+from django.core.exceptions import SuspiciousFileOperation  # noqa: E402
+from django.http import Http404, HttpResponseNotFound  # noqa: E402
 from django.urls import re_path  # noqa: E402
 
 from bridge_app.views import application as bridge_application  # noqa: E402
 from mcp_app.asgi import application as mcp_application  # noqa: E402
 from previews_app.asgi import PreviewRouter  # noqa: E402
 from sessions_app.routing import websocket_urlpatterns  # noqa: E402
-from svcproject import startup  # noqa: E402
+from svcproject import admission, server_compat, startup  # noqa: E402
 from svcproject.auth import WebSocketGuard  # noqa: E402
 
-startup.print_login_url()
+startup.announce()
+server_compat.install_admission(admission.admit, admission.head_of, admission.body_limit)
+server_compat.check_backpressure()
+
+
+class StaticFiles(ASGIStaticFilesHandler):
+    """A missing static file is a plain 404 — `/static/../x` included, for which Django's finder
+    raises SuspiciousFileOperation. Plain, because Django's 404 page wants a session (for its
+    CSRF token) and the static handler runs outside the middleware that makes one."""
+
+    def serve(self, request):  # type: ignore[no-untyped-def]
+        try:
+            return super().serve(request)
+        except (SuspiciousFileOperation, Http404):
+            return HttpResponseNotFound("no such static file", content_type="text/plain")
 
 
 async def no_such_socket(scope: dict, receive, send) -> None:  # type: ignore[no-untyped-def]
@@ -39,7 +55,7 @@ application = startup.StartupMiddleware(
                     [
                         re_path(r"^mcp/?$", mcp_application),
                         re_path(r"^svc/(?:local-api|bridge|local-agent)/", bridge_application),
-                        re_path(r"", ASGIStaticFilesHandler(django_asgi_app)),
+                        re_path(r"", StaticFiles(django_asgi_app)),
                     ]
                 ),
                 "websocket": WebSocketGuard(

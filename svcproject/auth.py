@@ -1,34 +1,47 @@
 """Tokens and guards: who may use which surface (SPEC §2).
 
 The owner token opens the dashboard, /api/, WebSockets and owner previews; the MCP token opens /mcp
-only. Both are always compared in constant time, and neither is ever written to a log.
+only. Both are always compared in constant time, and neither is ever written to a log. Browsers
+hold no token at all: they log in to a session on svc's own host name (svcproject.browser).
 """
 
 from __future__ import annotations
 
+import functools
 import hmac
+import ipaddress
 import json
 from collections.abc import Awaitable, Callable, Iterable
-from http.cookies import SimpleCookie
 from typing import Any, Literal
 from urllib.parse import parse_qs
 
-from django.contrib.auth import get_user_model, login, logout
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from asgiref.sync import sync_to_async
+from django.contrib.auth.models import AnonymousUser
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from rest_framework import authentication
 from rest_framework.request import Request
 
-from svcproject import config
+from svcproject import browser, config
 
 TokenKind = Literal["owner", "mcp"]
-COOKIE_NAME = "svc_token"
-OWNER_USERNAME = "owner"
 
 # Surfaces behind the owner token. Everything else has its own rule: /svc/ the loopback gate,
 # /preview/s/ (share) none, /admin/ Django's login (which /login performs), /login the token itself.
 _OWNER_PREFIXES = ("/api/", "/preview/u/", "/md-preview/")
 _OWNER_EXACT = ("/",)
 _LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+
+
+@functools.lru_cache(maxsize=64)
+def peer_is_loopback(peer: str) -> bool:
+    """The TCP peer's address is a loopback one (IPv4-mapped IPv6 included). Cached: it is asked
+    on every request and a daemon sees only a handful of peers."""
+    try:
+        ip = ipaddress.ip_address(peer)
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return (mapped or ip).is_loopback
 
 
 def token_kind(token: str | None) -> TokenKind | None:
@@ -53,7 +66,8 @@ def bearer(value: str | None) -> str | None:
 
 
 def token_from_scope(scope: dict[str, Any]) -> tuple[str | None, str]:
-    """Token from an ASGI scope: Authorization header, then ?token=, then the login cookie."""
+    """Token from an ASGI scope: the Authorization header, then ?token=. Never a cookie: the
+    browser holds a session id instead (svcproject.browser)."""
     headers = dict(scope.get("headers") or [])
     found = bearer(headers.get(b"authorization", b"").decode("latin-1"))
     if found:
@@ -61,13 +75,17 @@ def token_from_scope(scope: dict[str, Any]) -> tuple[str | None, str]:
     query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
     if query.get("token"):
         return query["token"][0], "query"
-    cookie = SimpleCookie()
-    try:
-        cookie.load(headers.get(b"cookie", b"").decode("latin-1"))
-    except Exception:  # a malformed Cookie header is just no cookie
-        return None, ""
-    morsel = cookie.get(COOKIE_NAME)
-    return (morsel.value, "cookie") if morsel else (None, "")
+    return None, ""
+
+
+async def scope_owner_via(scope: dict[str, Any]) -> str:
+    """How an ASGI request proves it is the owner: "header", "query", "session" or ""."""
+    token, via = token_from_scope(scope)
+    if token_kind(token) == "owner":
+        return via
+    if await sync_to_async(browser.scope_session_owner)(scope):
+        return "session"
+    return ""
 
 
 def token_from_request(request: HttpRequest) -> tuple[str | None, str]:
@@ -76,19 +94,7 @@ def token_from_request(request: HttpRequest) -> tuple[str | None, str]:
         return found, "header"
     if request.GET.get("token"):
         return request.GET["token"], "query"
-    if request.COOKIES.get(COOKIE_NAME):
-        return request.COOKIES[COOKIE_NAME], "cookie"
     return None, ""
-
-
-def owner_user() -> Any:
-    user, created = get_user_model().objects.get_or_create(
-        username=OWNER_USERNAME, defaults={"is_staff": True, "is_superuser": True}
-    )
-    if created:
-        user.set_unusable_password()
-        user.save(update_fields=["password"])
-    return user
 
 
 def unauthorized_json(message: str = "") -> JsonResponse:
@@ -106,82 +112,47 @@ def unauthorized_json(message: str = "") -> JsonResponse:
     return response
 
 
-def token_fingerprint(token: str) -> str:
-    """What a browser session remembers of the token it logged in with (never the token)."""
-    return hmac.new(token.encode(), b"svc-login-session", "sha256").hexdigest()
-
-
-def _session_still_valid(request: HttpRequest) -> bool:
-    """A login made with a token that has since been rotated away ends here."""
-    remembered = request.session.get("svc_token_fp", "")
-    current = token_fingerprint(config.current_auth().owner_token)
-    return hmac.compare_digest(remembered.encode(), current.encode())
-
-
 def _needs_owner(path: str) -> bool:
     return path in _OWNER_EXACT or path.startswith(_OWNER_PREFIXES)
 
 
 class OwnerTokenMiddleware:
-    """Marks requests carrying the owner token and refuses owner-only paths without it."""
+    """Marks owner requests (token, or a browser session on the dashboard host) and refuses
+    owner-only paths to anyone else. A session is never honoured on another host."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         token, via = token_from_request(request)
-        request.svc_owner = token_kind(token) == "owner"  # type: ignore[attr-defined]
-        request.svc_auth_via = via if request.svc_owner else ""  # type: ignore[attr-defined]
-        if request.user.is_authenticated and not _session_still_valid(request):
-            logout(request)
-        if request.svc_owner and not request.user.is_authenticated:
-            request.user = owner_user()
+        if token_kind(token) == "owner":
+            request.svc_auth_via = via  # type: ignore[attr-defined]
+            request.user = browser.owner_user()
+        elif browser.session_owner(request):
+            request.svc_auth_via = "session"  # type: ignore[attr-defined]
+        else:
+            request.svc_auth_via = ""  # type: ignore[attr-defined]
+            request.user = AnonymousUser()
+        request.svc_owner = bool(request.svc_auth_via)  # type: ignore[attr-defined]
         if not request.svc_owner and _needs_owner(request.path):
-            return unauthorized_json()
+            return browser.dashboard_redirect(request) or unauthorized_json()
         return self.get_response(request)
 
 
 class OwnerTokenAuthentication(authentication.BaseAuthentication):
-    """DRF side of the owner token. Cookie-borne requests must pass CSRF like a session would:
-    other localhost ports are same-site, so SameSite=Strict alone does not stop them."""
+    """DRF side: a token, or a browser session that must pass CSRF (the secret lives in the
+    server-side session, so a cookie planted by another local page proves nothing)."""
 
     def authenticate(self, request: Request) -> tuple[Any, None] | None:
         raw = request._request
         if not getattr(raw, "svc_owner", False):
             return None
-        if raw.svc_auth_via == "cookie":
+        if raw.svc_auth_via == "session":
             authentication.SessionAuthentication().enforce_csrf(request)
-        return (owner_user(), None)
+        return (browser.owner_user(), None)
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="svc"'
-
-
-def login_view(request: HttpRequest) -> HttpResponse:
-    """GET /login?token=…: sets the HttpOnly cookie, logs into admin, redirects to a clean URL."""
-    token = request.GET.get("token", "")
-    if token_kind(token) != "owner":
-        return HttpResponse(
-            "<!doctype html><title>svc: log in</title><h1>Log in to svc</h1>"
-            "<p>Open the login URL that <code>make run</code> printed, or "
-            "<code>/login?token=</code> followed by <code>owner_token</code> from "
-            "<code>$SVC_HOME/auth.json</code>.</p>",
-            status=401,
-        )
-    login(request, owner_user(), backend="django.contrib.auth.backends.ModelBackend")
-    request.session["svc_token_fp"] = token_fingerprint(token)
-    target = request.GET.get("next", "/")
-    if not target.startswith("/") or target.startswith("//"):
-        target = "/"
-    response = HttpResponseRedirect(target)
-    response.set_cookie(COOKIE_NAME, token, httponly=True, samesite="Strict", path="/")
-    response["Referrer-Policy"] = "no-referrer"
-    return response
-
-
-def login_url(host: str = "127.0.0.1") -> str:
-    auth = config.current_auth()
-    return f"http://{host}:{auth.port}/login?token={auth.owner_token}"
 
 
 # --- ASGI guards --------------------------------------------------------------------------------
@@ -192,11 +163,11 @@ ASGIApp = Callable[
 
 
 def origin_allowed(origin: str | None, server_port: int | None) -> bool:
-    """Absent, or http(s)://localhost|127.0.0.1|[::1] on svc's own port — nothing else."""
+    """Absent, or http(s)://localhost|127.0.0.1|[::1]|<dashboard host> on svc's own port."""
     if origin is None:
         return True
     for scheme in ("http://", "https://"):
-        for host in _LOOPBACK_HOSTS:
+        for host in (*_LOOPBACK_HOSTS, browser.browser_host()):
             if origin == f"{scheme}{host}:{server_port}":
                 return True
     return False
@@ -226,8 +197,7 @@ class WebSocketGuard:
         if not origin_allowed(_header(scope, b"origin"), server_port):
             await send({"type": "websocket.close", "code": 4403})
             return
-        token, _ = token_from_scope(scope)
-        if token_kind(token) != "owner":
+        if not await scope_owner_via(scope):
             await receive()  # the websocket.connect message
             await send({"type": "websocket.accept"})
             await send({"type": "websocket.close", "code": 4401})

@@ -21,18 +21,17 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
+from svcproject.settings_schema import (  # noqa: F401 (the typed settings, re-exported)
+    ID_PATTERN,
+    AgentSpec,
+    Profile,
+    Settings,
+    SettingsError,
+    parse_settings,
+)
+
 logger = logging.getLogger(__name__)
-ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
-PROVIDERS = ("openai-chat", "openai-responses", "anthropic", "gemini")
 DEFAULT_PORT = 8000
-
-
-class SettingsError(ImproperlyConfigured):
-    """settings.json cannot be used; the message names the file, the key and the problem."""
-
-    def __init__(self, path: Path, key: str, problem: str) -> None:
-        self.path, self.key, self.problem = path, key, problem
-        super().__init__(f"{path}: {key}: {problem}")
 
 
 def svc_home() -> Path:
@@ -52,173 +51,78 @@ def _home_for(value: str) -> Path:
     return home
 
 
+# --- the environment: every SVC_* knob of the daemon, read here and nowhere else -------------
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """What the daemon's environment says. Names and defaults are documented in the README."""
+
+    debug: bool
+    log_level: str
+    print_login: bool
+    redis_url: str
+    redis_prefix: str
+    database_url: str
+    permission_timeout_s: float
+    md_render_seconds: float
+    bridge_read_timeout_s: float
+    bridge_max_retries: int
+    browser_idle_seconds: int
+    agent_start_timeout_s: float
+
+
+def _env_number(name: str, default: float) -> float:
+    raw = os.environ.get(name, "")
+    try:
+        return float(raw) if raw else default
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"${name}: must be a number, got {raw!r}") from exc
+
+
+def knobs() -> Knobs:
+    env = os.environ.get
+    return Knobs(
+        debug=env("SVC_DEBUG") == "1",
+        log_level=env("SVC_LOG_LEVEL", "INFO"),
+        print_login=env("SVC_PRINT_LOGIN") == "1",
+        redis_url=env("SVC_REDIS_URL", ""),
+        redis_prefix=env("SVC_REDIS_PREFIX", "svc"),
+        database_url=env("DATABASE_URL", ""),
+        permission_timeout_s=_env_number("SVC_PERMISSION_TIMEOUT", 60.0),
+        md_render_seconds=_env_number("SVC_MD_RENDER_SECONDS", 10.0),
+        bridge_read_timeout_s=_env_number("SVC_BRIDGE_READ_TIMEOUT", 600.0),
+        bridge_max_retries=int(_env_number("SVC_BRIDGE_MAX_RETRIES", 2)),
+        browser_idle_seconds=int(_env_number("SVC_BROWSER_IDLE_SECONDS", 8 * 3600)),
+        agent_start_timeout_s=_env_number("SVC_AGENT_START_TIMEOUT", 60.0),
+    )
+
+
+_listening_port: int | None = None
+
+
 def svc_port() -> int:
-    return int(os.environ.get("SVC_PORT", DEFAULT_PORT))
+    """The port svc listens on: the one the daemon bound (see declare_listening_port); in other
+    processes (the CLI), what the daemon wrote to auth.json."""
+    return _listening_port or current_auth().port
+
+
+def _initial_port() -> int:
+    """For an auth.json written before any daemon has bound: $SVC_PORT, else 8000."""
+    return int(os.environ.get("SVC_PORT") or DEFAULT_PORT)
+
+
+def declare_listening_port(port: int) -> None:
+    """Called by the daemon once its socket is bound: every URL svc hands out uses this port."""
+    global _listening_port
+    _listening_port = port
+    auth = current_auth()
+    if auth.port != port:
+        with _auth_lock:
+            _write_auth(Auth(port, auth.owner_token, auth.mcp_token, auth.browser_host))
 
 
 # --- settings.json ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Profile:
-    id: str
-    provider: str
-    base_url: str
-    api_key: str = field(default="", repr=False)
-    api_key_env: str = ""
-    models: tuple[str, ...] = ()
-    model_aliases: dict[str, str] = field(default_factory=dict)
-    headers: dict[str, str] = field(default_factory=dict, repr=False)
-    capabilities: dict[str, bool] = field(default_factory=dict)
-
-    def resolved_key(self) -> str:
-        if self.api_key_env:
-            return os.environ.get(self.api_key_env, "")
-        return self.api_key
-
-    def client_model_ids(self) -> list[str]:
-        """Client-facing ids: aliases first, then the upstream models."""
-        ids = list(self.model_aliases)
-        ids += [m for m in self.models if m not in ids]
-        return ids
-
-
-@dataclass(frozen=True)
-class AgentSpec:
-    name: str
-    command: tuple[str, ...] = ()
-    acp_command: tuple[str, ...] = ()
-    env: dict[str, str] = field(default_factory=dict)
-    enabled: bool | None = None
-
-
-@dataclass(frozen=True)
-class Settings:
-    path: Path
-    raw: dict[str, Any]
-    profiles: dict[str, Profile]
-    agents: dict[str, AgentSpec]
-    workspaces: tuple[str, ...]
-    mcp_auto_install: bool
-    skill_auto_install: bool
-    local_agent_enabled: bool
-    local_agent_agents: tuple[str, ...]
-
-
-def _expect(path: Path, key: str, value: Any, kind: type | tuple[type, ...], what: str) -> None:
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise SettingsError(path, key, f"must be {what}, got {type(value).__name__}")
-
-
-def _str_list(path: Path, key: str, value: Any) -> tuple[str, ...]:
-    _expect(path, key, value, list, "a list of strings")
-    for i, item in enumerate(value):
-        _expect(path, f"{key}[{i}]", item, str, "a string")
-    return tuple(value)
-
-
-def _str_map(path: Path, key: str, value: Any) -> dict[str, str]:
-    _expect(path, key, value, dict, "an object of strings")
-    for k, v in value.items():
-        _expect(path, f"{key}.{k}", v, str, "a string")
-    return dict(value)
-
-
-def _check_id(path: Path, key: str, ident: str) -> None:
-    if not ID_PATTERN.match(ident):
-        raise SettingsError(path, key, f"invalid id {ident!r} (must match {ID_PATTERN.pattern})")
-
-
-def _parse_profile(path: Path, pid: str, data: Any) -> Profile:
-    key = f"profiles.{pid}"
-    _check_id(path, key, pid)
-    _expect(path, key, data, dict, "an object")
-    provider = data.get("provider")
-    if provider not in PROVIDERS:
-        raise SettingsError(path, f"{key}.provider", f"must be one of {', '.join(PROVIDERS)}")
-    base_url = data.get("base_url")
-    _expect(path, f"{key}.base_url", base_url, str, "a URL string")
-    if not base_url.startswith(("http://", "https://")):
-        raise SettingsError(path, f"{key}.base_url", "must start with http:// or https://")
-    for name in ("api_key", "api_key_env"):
-        if name in data:
-            _expect(path, f"{key}.{name}", data[name], str, "a string")
-    caps = data.get("capabilities", {})
-    _expect(path, f"{key}.capabilities", caps, dict, "an object of booleans")
-    for cap, flag in caps.items():
-        _expect(path, f"{key}.capabilities.{cap}", flag, bool, "true or false")
-    return Profile(
-        id=pid,
-        provider=provider,
-        base_url=base_url.rstrip("/"),
-        api_key=data.get("api_key", ""),
-        api_key_env=data.get("api_key_env", ""),
-        models=_str_list(path, f"{key}.models", data.get("models", [])),
-        model_aliases=_str_map(path, f"{key}.model_aliases", data.get("model_aliases", {})),
-        headers=_str_map(path, f"{key}.headers", data.get("headers", {})),
-        capabilities=dict(caps),
-    )
-
-
-def _parse_agent(path: Path, name: str, data: Any) -> AgentSpec:
-    key = f"agents.{name}"
-    _check_id(path, key, name)
-    _expect(path, key, data, dict, "an object")
-    enabled = data.get("enabled")
-    if enabled is not None:
-        _expect(path, f"{key}.enabled", enabled, bool, "true or false")
-    return AgentSpec(
-        name=name,
-        command=_str_list(path, f"{key}.command", data.get("command", [])),
-        acp_command=_str_list(path, f"{key}.acp_command", data.get("acp_command", [])),
-        env=_str_map(path, f"{key}.env", data.get("env", {})),
-        enabled=enabled,
-    )
-
-
-def _flag(path: Path, key: str, value: Any, default: bool) -> bool:
-    if value is None:
-        return default
-    _expect(path, key, value, bool, "true or false")
-    return value
-
-
-def parse_settings(path: Path, raw: Any) -> Settings:
-    _expect(path, "(top level)", raw, dict, "a JSON object")
-    profiles_raw = raw.get("profiles", {})
-    _expect(path, "profiles", profiles_raw, dict, "an object")
-    agents_raw = raw.get("agents", {})
-    _expect(path, "agents", agents_raw, dict, "an object")
-    integrations = raw.get("integrations", {})
-    _expect(path, "integrations", integrations, dict, "an object")
-    local_api = raw.get("local_agent_api", {})
-    _expect(path, "local_agent_api", local_api, dict, "an object")
-    for key in ("channels", "tunnels"):
-        section = raw.get(key, {})
-        _expect(path, key, section, dict, "an object")
-        for name, entry in section.items():
-            _check_id(path, f"{key}.{name}", name)
-            _expect(path, f"{key}.{name}", entry, dict, "an object")
-    workspaces = _str_list(path, "workspaces", raw.get("workspaces", []))
-    for i, ws in enumerate(workspaces):
-        if not os.path.isabs(ws):
-            raise SettingsError(path, f"workspaces[{i}]", "must be an absolute path")
-    return Settings(
-        path=path,
-        raw=raw,
-        profiles={pid: _parse_profile(path, pid, d) for pid, d in profiles_raw.items()},
-        agents={n: _parse_agent(path, n, d) for n, d in agents_raw.items()},
-        workspaces=workspaces,
-        mcp_auto_install=_flag(
-            path,
-            "integrations.mcp_auto_install",
-            integrations.get("mcp_auto_install"),
-            True,
-        ),
-        skill_auto_install=_flag(path, "skill_auto_install", raw.get("skill_auto_install"), True),
-        local_agent_enabled=_flag(path, "local_agent_api.enabled", local_api.get("enabled"), False),
-        local_agent_agents=_str_list(path, "local_agent_api.agents", local_api.get("agents", [])),
-    )
 
 
 def settings_path() -> Path:
@@ -319,10 +223,21 @@ class Auth:
     port: int
     owner_token: str = field(repr=False)
     mcp_token: str = field(repr=False)
+    # The dashboard's own host name, `svc-<random>.localhost` (SPEC §2): browsers send a host's
+    # cookies to every port of that host, so the name must be one no other page can guess.
+    browser_host: str = ""
 
 
 def _new_token() -> str:
     return secrets.token_hex(32)
+
+
+_BROWSER_HOST = re.compile(r"^svc-[a-z2-7]{12}\.localhost$")
+
+
+def _new_browser_host() -> str:
+    alphabet = "abcdefghijklmnopqrstuvwxyz234567"
+    return "svc-" + "".join(secrets.choice(alphabet) for _ in range(12)) + ".localhost"
 
 
 def auth_path() -> Path:
@@ -330,35 +245,48 @@ def auth_path() -> Path:
 
 
 def _write_auth(auth: Auth) -> None:
-    data = {"port": auth.port, "owner_token": auth.owner_token, "mcp_token": auth.mcp_token}
+    data = {
+        "port": auth.port,
+        "owner_token": auth.owner_token,
+        "mcp_token": auth.mcp_token,
+        "browser_host": auth.browser_host,
+    }
     atomic_write(auth_path(), json.dumps(data, indent=2) + "\n", mode=0o600)
 
 
-_auth_lock = threading.Lock()
+_auth_lock = threading.RLock()  # rotate_tokens reads the current auth while holding it
 
 
 def load_auth() -> Auth:
-    """auth.json, created on first use; the port follows $SVC_PORT so agents' URLs stay right."""
+    """auth.json, created on first use. Its port is only ever changed by the daemon that binds
+    (declare_listening_port): a CLI command reading it must not move it."""
     with _auth_lock:
         path = auth_path()
-        port = svc_port()
         data: dict[str, Any] = {}
         if path.exists():
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
             except json.JSONDecodeError as exc:
                 raise SettingsError(path, "(file)", f"not valid JSON: {exc}") from exc
-        owner, mcp = data.get("owner_token"), data.get("mcp_token")
-        valid = all(isinstance(t, str) and len(t) == 64 for t in (owner, mcp))
-        auth = Auth(port, owner, mcp) if valid else Auth(port, _new_token(), _new_token())
-        if not valid or data.get("port") != port or (path.stat().st_mode & 0o777) != 0o600:
+        owner, mcp, port = data.get("owner_token"), data.get("mcp_token"), data.get("port")
+        host = data.get("browser_host")
+        tokens_ok = all(isinstance(t, str) and len(t) == 64 for t in (owner, mcp))
+        port_ok = isinstance(port, int) and not isinstance(port, bool) and 0 < port < 65536
+        host_ok = isinstance(host, str) and bool(_BROWSER_HOST.match(host))
+        if not port_ok:
+            port = _listening_port or _initial_port()
+        if not tokens_ok:
+            owner, mcp = _new_token(), _new_token()
+        auth = Auth(port, owner, mcp, host if host_ok else _new_browser_host())
+        if not (tokens_ok and port_ok and host_ok) or (path.stat().st_mode & 0o777) != 0o600:
             _write_auth(auth)
         return auth
 
 
 def rotate_tokens() -> Auth:
     with _auth_lock:
-        auth = Auth(svc_port(), _new_token(), _new_token())
+        # A new dashboard host too: a browser session on the old one can never come back.
+        auth = Auth(current_auth().port, _new_token(), _new_token(), _new_browser_host())
         _write_auth(auth)
         return auth
 

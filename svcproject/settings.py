@@ -1,6 +1,5 @@
 """Django settings for svc. Everything user-facing comes from svcproject.config ($SVC_HOME)."""
 
-import os
 from pathlib import Path
 
 import dj_database_url
@@ -9,13 +8,13 @@ from svcproject import config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 SVC_HOME = config.svc_home()
-SVC_PORT = config.svc_port()
 
 # Validate settings.json now: a bad file must stop start-up with file, key and reason.
 config.current_settings()
 
 SECRET_KEY = config.load_auth().owner_token
-DEBUG = os.environ.get("SVC_DEBUG") == "1"
+KNOBS = config.knobs()
+DEBUG = KNOBS.debug
 ALLOWED_HOSTS = ["localhost", "127.0.0.1", "[::1]", ".localhost"]
 
 INSTALLED_APPS = [
@@ -33,6 +32,7 @@ INSTALLED_APPS = [
     "bridge_app",
     "previews_app",
     "mcp_app",
+    "svcproject",
 ]
 
 MIDDLEWARE = [
@@ -66,9 +66,8 @@ TEMPLATES = [
 
 
 def _database() -> dict:
-    url = os.environ.get("DATABASE_URL")
-    if url:
-        return dj_database_url.parse(url, conn_max_age=0)
+    if KNOBS.database_url:
+        return dj_database_url.parse(KNOBS.database_url, conn_max_age=0)
     # WAL + IMMEDIATE: read-then-write transactions take the write lock at BEGIN instead of
     # failing at lock upgrade ("database is locked") under concurrent async writers.
     return {
@@ -88,14 +87,13 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 
 def _channel_layers() -> dict:
-    redis_url = os.environ.get("SVC_REDIS_URL")
-    if redis_url:
+    if KNOBS.redis_url:
         return {
             "default": {
                 "BACKEND": "channels_redis.core.RedisChannelLayer",
                 "CONFIG": {
-                    "hosts": [redis_url],
-                    "prefix": os.environ.get("SVC_REDIS_PREFIX", "svc"),
+                    "hosts": [KNOBS.redis_url],
+                    "prefix": KNOBS.redis_prefix,
                     "capacity": 1000,
                 },
             }
@@ -123,11 +121,22 @@ SESSION_COOKIE_NAME = "svc_session"
 CSRF_COOKIE_NAME = "svc_csrftoken"
 SESSION_COOKIE_SAMESITE = "Strict"
 SESSION_COOKIE_HTTPONLY = True
+# Browser sessions (svcproject.browser) end after this long without a request.
+SESSION_COOKIE_AGE = KNOBS.browser_idle_seconds
+SESSION_SAVE_EVERY_REQUEST = True
+# The CSRF secret lives in the server-side session: no cookie another local page could plant.
+CSRF_USE_SESSIONS = True
 CSRF_COOKIE_SAMESITE = "Strict"
+# svc's pages never tell another origin where they came from (the dashboard host must stay
+# unguessable). Not "no-referrer": with it Chromium sends `Origin: null` on svc's own form posts.
+SECURE_REFERRER_POLICY = "same-origin"
 LOGIN_URL = "/login"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["svcproject.auth.OwnerTokenAuthentication"],
+    # JSON only: a form post (the one body a page of another site can send without a CORS
+    # preflight) gets 415 before any view runs.
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "svcproject.api_errors.exception_handler",
@@ -155,10 +164,13 @@ LOGGING = {
         },
     },
     # Configuring root here makes the mcp SDK's logging.basicConfig() a no-op.
-    "root": {"handlers": ["console", "file"], "level": os.environ.get("SVC_LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console", "file"], "level": KNOBS.log_level},
     "loggers": {
         "httpx": {"level": "WARNING"},
         "mcp": {"level": "WARNING"},
         "daphne": {"level": "WARNING"},
+        # daphne's access log: failures (4xx/5xx) always, every request only when debugging — a
+        # log line per request costs more than a tool call's own work on the hot paths.
+        "django.channels.server": {"level": "DEBUG" if KNOBS.log_level == "DEBUG" else "WARNING"},
     },
 }

@@ -1,42 +1,64 @@
-"""What a starting daemon does once: reconcile sessions, mirror settings, watch settings.json,
-and on shutdown stop every child process and the MCP session manager."""
+"""What a starting daemon does once: learn its port, reconcile sessions, mirror settings, watch
+settings.json, and on shutdown stop every child process and the MCP session manager."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
-import os
 import sys
 
 from asgiref.sync import sync_to_async
 
-from svcproject import config
+from svcproject import config, server_compat
 
 logger = logging.getLogger(__name__)
 _started = False
 _watchers: dict[int, asyncio.Task] = {}
 
 
+def announce() -> None:
+    """Once the daemon is bound: record the real port, then print the login URL. Outside
+    Twisted (an in-process test, another server) the first request's scope tells the port."""
+    if not server_compat.when_listening(_bound):
+        print_login_url()
+
+
+def _bound(port: int) -> None:
+    config.declare_listening_port(port)
+    print_login_url()
+    freeze_startup_objects()
+
+
+def freeze_startup_objects() -> None:
+    """Everything loaded at start (Django, the apps, the SDKs: hundreds of thousands of objects)
+    lives as long as the daemon. Frozen, the cyclic collector stops walking it on every full
+    collection: those walks were the 100+ ms stalls at the bridge's p99."""
+    gc.collect()
+    gc.freeze()
+
+
 def print_login_url() -> None:
     """Once, to the terminal only: the URL carries the owner token, so never to a log."""
-    if sys.stderr.isatty() or os.environ.get("SVC_PRINT_LOGIN") == "1":
-        from svcproject.auth import login_url
+    if sys.stderr.isatty() or config.knobs().print_login:
+        from svcproject.browser import login_url
 
         sys.stderr.write(f"\nsvc is running. Open the dashboard:\n    {login_url()}\n\n")
         sys.stderr.flush()
 
 
 def _start_sync() -> None:
-    from sessions_app import services
+    from sessions_app import services as session_services
+    from svcproject import services
 
-    ended = services.sessions_reconcile()
+    ended = session_services.sessions_reconcile()
     if ended:
         logger.info("marked %d sessions exited: their processes are gone", ended)
     services.settings_sync()
 
 
 async def _watch_settings() -> None:
-    from sessions_app import services
+    from svcproject import services
 
     last = None
     while True:
@@ -82,6 +104,16 @@ async def ensure_started() -> None:
         _watchers[id(loop)] = loop.create_task(_watch_settings())
 
 
+_port_known = False
+
+
+def _learn_port(port: int | None) -> None:
+    global _port_known
+    _port_known = True
+    if port and not server_compat.listening_tcp_ports():
+        config.declare_listening_port(port)
+
+
 class StartupMiddleware:
     """Runs ensure_started before the first request of the process (daphne has no lifespan)."""
 
@@ -90,5 +122,7 @@ class StartupMiddleware:
 
     async def __call__(self, scope, receive, send) -> None:  # type: ignore[no-untyped-def]
         if scope["type"] in ("http", "websocket"):
+            if not _port_known and scope.get("server"):
+                _learn_port(scope["server"][1])
             await ensure_started()
         await self.app(scope, receive, send)

@@ -3,9 +3,11 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
 from bridge_app import api as bridge_api
+from mcp_app import api as integrations_api
 from previews_app import api as previews_api
 from sessions_app import api as sessions_api
-from svcproject import auth, views
+from svcproject import api as svc_api
+from svcproject import browser, views
 
 api_patterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
@@ -16,19 +18,21 @@ api_patterns = [
     path("agents", sessions_api.AgentListView.as_view()),
     path("sessions", sessions_api.SessionListView.as_view()),
     path("sessions/<str:session_id>", sessions_api.SessionDetailView.as_view()),
+    path("handover/pickup", sessions_api.HandoverPickupView.as_view()),
     path("channels", sessions_api.ChannelListView.as_view()),
     path("tunnels", sessions_api.TunnelListView.as_view()),
-    path("settings", sessions_api.SettingsView.as_view()),
+    path("settings", svc_api.SettingsView.as_view()),
+    path("integrations", integrations_api.IntegrationsView.as_view()),
     path("previews", previews_api.PreviewListView.as_view()),
     path("previews/<str:slug>", previews_api.PreviewDetailView.as_view()),
 ]
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
-    path("login", auth.login_view, name="login"),
+    path("login", browser.login_view, name="login"),
+    path("logout", browser.logout_view, name="logout"),
     path("admin/login/", views.admin_login),
     path("admin/", admin.site.urls),
     path("api/", include(api_patterns)),
-    path("", include("bridge_app.urls")),
     path("", include("previews_app.urls")),
 ]

@@ -3,7 +3,7 @@
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 
-from svcproject import config
+from svcproject import browser, config
 
 
 def dashboard(request: HttpRequest) -> HttpResponse:
@@ -13,7 +13,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 def admin_login(request: HttpRequest) -> HttpResponse:
     """Admin has no passwords: the owner token (via /login) is the only way in."""
     if request.user.is_authenticated and request.user.is_staff:
-        return HttpResponseRedirect(request.GET.get("next", "/admin/"))
+        return HttpResponseRedirect(browser.safe_next(request.GET.get("next", "/admin/")))
     return HttpResponse(
         "<!doctype html><title>svc admin</title><h1>svc admin</h1>"
         "<p>Open the login URL printed at start-up, then come back to "

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,27 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(
             "tests must not use your real ~/.svc: set SVC_HOME (make test does)"
         )
+    _isolate_home()
+
+
+def _isolate_home() -> None:
+    """svc writes its MCP entry and skills into the agents' configs under $HOME (SPEC §9): no
+    daemon or command a test starts may touch the developer's ~/.claude.json or ~/.codex. One
+    throw-away HOME for the run (outside /tmp, where Codex refuses to work); git keeps its
+    identity, and nothing else moves an agent's folders elsewhere."""
+    gitconfig = Path.home() / ".gitconfig"
+    if gitconfig.exists():
+        os.environ.setdefault("GIT_CONFIG_GLOBAL", str(gitconfig))
+    for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "QWEN_HOME"):
+        os.environ.pop(name, None)
+    os.environ.pop("XDG_CONFIG_HOME", None)
+    os.environ["HOME"] = tempfile.mkdtemp(prefix="svc-test-home-", dir="/var/tmp")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    home = Path(os.environ["HOME"])
+    if home.name.startswith("svc-test-home-"):
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

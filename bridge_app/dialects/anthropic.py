@@ -18,6 +18,7 @@ from bridge_app.dialects.common import (
 )
 
 NAME = "anthropic"
+PATHS: dict[str, str] = {"messages": "generate", "messages/count_tokens": "count_tokens"}
 DEFAULT_MAX_TOKENS = 4096  # Anthropic requires max_tokens; LiteLLM uses the same default
 API_VERSION = "2023-06-01"
 EFFORT_BUDGET = {"minimal": 1024, "low": 1024, "medium": 4096, "high": 16384}
@@ -371,25 +372,8 @@ def rewrite_model(data: dict[str, Any], model: str) -> None:
         data["message"]["model"] = model
 
 
-def count_tokens_body(total: int) -> dict[str, Any]:
+def encode_token_count(total: int) -> dict[str, Any]:
     return {"input_tokens": total}
-
-
-def estimate_tokens(req: ir.Request) -> int:
-    """A local estimate (about 4 characters a token), used when the provider cannot count."""
-    chars = sum(len(s) for s in req.system)
-    for msg in req.messages:
-        for part in msg.parts:
-            if isinstance(part, ir.Text | ir.Reasoning):
-                chars += len(part.text)
-            elif isinstance(part, ir.ToolCall):
-                chars += len(part.name) + len(part.args)
-            elif isinstance(part, ir.ToolResult):
-                chars += len(part.text())
-            elif isinstance(part, ir.Image):
-                chars += 4 * 1000
-    chars += sum(len(dumps(t.schema)) + len(t.name) for t in req.tools)
-    return max(1, chars // 4)
 
 
 def count_tokens_url(base: str, model: str) -> str:

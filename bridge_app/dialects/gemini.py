@@ -14,6 +14,7 @@ from bridge_app import ir
 from bridge_app.dialects.common import dumps, items, merge_turns, number, obj, stop_list, text_of
 
 NAME = "gemini"
+PATHS: dict[str, str] = {}  # its operation is the `:method` of a model path (routes.py)
 VERSIONED = re.compile(r"/v1(beta|alpha)?$")
 FOREIGN_SIGNATURE = "skip_thought_signature_validator"
 EFFORT_BUDGET = {"minimal": 512, "low": 1024, "medium": 4096, "high": 16384}
@@ -390,7 +391,7 @@ def rewrite_model(data: dict[str, Any], model: str) -> None:
         data["modelVersion"] = model
 
 
-def count_tokens(total: int) -> dict[str, Any]:
+def encode_token_count(total: int) -> dict[str, Any]:
     return {"totalTokens": total}
 
 

@@ -22,6 +22,7 @@ from bridge_app.dialects.common import (
 )
 
 NAME = "openai-chat"
+PATHS: dict[str, str] = {"chat/completions": "generate"}
 
 FINISH_OUT = {
     "end": "stop",
@@ -332,3 +333,12 @@ def auth_headers(key: str) -> dict[str, str]:
 def rewrite_model(data: dict[str, Any], model: str) -> None:
     if "model" in data:
         data["model"] = model
+
+
+def encode_token_count(total: int) -> dict[str, Any]:
+    """Chat Completions has no counting endpoint; this shape is Responses' own."""
+    return {"object": "response.input_tokens", "input_tokens": total}
+
+
+def count_tokens_url(base: str, model: str) -> str | None:
+    return None

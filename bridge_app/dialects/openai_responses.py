@@ -12,6 +12,7 @@ from bridge_app.dialects import openai_chat
 from bridge_app.dialects.common import dumps, image_from_url, items, now, number, obj, text_of
 
 NAME = "openai-responses"
+PATHS: dict[str, str] = {"responses": "generate", "responses/input_tokens": "count_tokens"}
 # A free-form ("custom") tool as a function other providers can call: its text is `input`, the
 # same shape as the function variant of Codex's apply_patch.
 CUSTOM_SCHEMA = {
@@ -355,7 +356,7 @@ def rewrite_model(data: dict[str, Any], model: str) -> None:
         data["response"]["model"] = model
 
 
-def input_tokens(total: int) -> dict[str, Any]:
+def encode_token_count(total: int) -> dict[str, Any]:
     return {"object": "response.input_tokens", "input_tokens": total}
 
 

@@ -3,14 +3,13 @@
 Every update becomes an event `{"kind", "session_id", "seq", ...}`: stored first (through the
 injected `store`), then handed to the subscribed chat clients, so a client that reopens the
 session and replays the stored events never misses or repeats one. Permission requests go to the
-subscribed clients and are refused when nobody answers within PERMISSION_TIMEOUT_S.
+subscribed clients and are refused when nobody answers within `permission_timeout_s`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import logging
 import os
 import uuid
@@ -33,13 +32,52 @@ from sessions_app.host import processes, runtime
 
 logger = logging.getLogger(__name__)
 
-PERMISSION_TIMEOUT_S = float(os.environ.get("SVC_PERMISSION_TIMEOUT", "60"))
-START_TIMEOUT_S = 60.0
+
 STREAM_LIMIT = 50 << 20  # one ACP message may carry images or whole files
 
 Store = Callable[[str, str, dict[str, Any]], Awaitable[int]]
 OnExit = Callable[[str, int], Awaitable[None]]
 Deliver = Callable[[dict[str, Any]], None]
+History = Callable[[], Awaitable[list[dict[str, Any]]]]
+
+
+class ChatSubscription:
+    """One client's view of a chat: `replay` (the stored history, each event marked
+    `replay: True`) to send first, then `start()` hands over to live delivery.
+
+    The client subscribes *before* the history is read, so an event stored meanwhile is in the
+    history, in the buffered live events, or in both — and the seq numbers drop the duplicate
+    (the rule lives here, next to the emit lock that gives events their order)."""
+
+    def __init__(self, chat: AcpSession, deliver: Deliver) -> None:
+        self._chat, self._deliver = chat, deliver
+        self._buffered: list[dict[str, Any]] | None = []
+        self.replay: list[dict[str, Any]] = []
+        self._last = 0
+
+    def receive(self, event: dict[str, Any]) -> None:
+        if self._buffered is not None:
+            self._buffered.append(event)
+        else:
+            self._deliver(event)
+
+    def set_history(self, history: list[dict[str, Any]]) -> None:
+        self.replay = [{**event, "replay": True} for event in history]
+        self._last = history[-1]["seq"] if history else 0
+
+    def start(self) -> None:
+        """Live events stored after the history, then the permission requests still waiting for
+        an answer (again, as live events, so a client that reconnects can answer them)."""
+        buffered, self._buffered = self._buffered or [], None
+        for event in buffered:
+            if event["seq"] is None or event["seq"] > self._last:
+                self._deliver(event)
+        for request in self._chat.pending_requests():
+            if request["seq"] <= self._last:
+                self._deliver(request)
+
+    def close(self) -> None:
+        self._chat._subscribers.discard(self.receive)
 
 
 def update_event(update: Any) -> tuple[str, dict[str, Any]]:
@@ -72,10 +110,15 @@ class _HostClient:
 
 
 class AcpSession:
-    def __init__(self, session_id: str, agent: str, *, store: Store, on_exit: OnExit) -> None:
+    def __init__(
+        self, session_id: str, agent: str, *, store: Store, on_exit: OnExit,
+        permission_timeout_s: float = 60.0, start_timeout_s: float = 60.0,
+    ) -> None:  # fmt: skip
         self.session_id, self.agent = session_id, agent
+        self.permission_timeout_s = permission_timeout_s
+        self.start_timeout_s = start_timeout_s
         self._store, self._on_exit = store, on_exit
-        self.subscribers: set[Deliver] = set()
+        self._subscribers: set[Deliver] = set()
         self.permission_mode = "ask"  # ask | allow | deny
         self.busy = False
         self.agent_session_id = ""
@@ -106,7 +149,7 @@ class AcpSession:
         self.conn = connect_to_agent(_HostClient(self), self.proc.stdin, self.proc.stdout)
         self._watcher = asyncio.get_running_loop().create_task(self._watch_exit())
         try:
-            await asyncio.wait_for(self._handshake(cwd, resume_id), START_TIMEOUT_S)
+            await asyncio.wait_for(self._handshake(cwd, resume_id), self.start_timeout_s)
         except BaseException:
             await self.stop()
             raise
@@ -158,9 +201,17 @@ class AcpSession:
         async with self._emit_lock:  # stored order == delivered order
             seq = await self._store(self.session_id, kind, payload) if store else None
             event = self.event(kind, payload, seq)
-            for deliver in list(self.subscribers):
+            for deliver in list(self._subscribers):
                 deliver(event)
         return event
+
+    async def subscribe(self, deliver: Deliver, history: History | None = None) -> ChatSubscription:
+        """A client of this chat; `history` reads the stored events (None: live events only)."""
+        subscription = ChatSubscription(self, deliver)
+        self._subscribers.add(subscription.receive)
+        if history is not None:
+            subscription.set_history(await history())
+        return subscription
 
     # --- turns -----------------------------------------------------------------------------
 
@@ -177,7 +228,10 @@ class AcpSession:
                 session_id=self.agent_session_id, prompt=[text_block(text)]
             )
             stop_reason = str(response.stop_reason)
-            await self.emit("turn_end", {"stop_reason": stop_reason})
+            ended: dict[str, Any] = {"stop_reason": stop_reason}
+            if response.usage is not None:  # the agent's own token counts, when it gives them
+                ended["usage"] = response.usage.model_dump(mode="json", exclude_none=True)
+            await self.emit("turn_end", ended)
             return stop_reason
         except Exception as exc:
             await self.emit("error", {"message": f"prompt failed: {exc}"})
@@ -201,10 +255,8 @@ class AcpSession:
         self, tool_call: ToolCallUpdate, options: list[PermissionOption]
     ) -> RequestPermissionResponse:
         ids = {o.option_id for o in options}
-        if self.permission_mode == "allow":
-            return _choose(options, "allow") or _refuse(options)
-        if self.permission_mode == "deny" or not self.subscribers:
-            return _refuse(options)
+        if self.permission_mode in ("allow", "deny") or not self._subscribers:
+            return await self._answer_by_policy(tool_call, options)
         request_id = uuid.uuid4().hex
         future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = (future, ids)
@@ -219,7 +271,7 @@ class AcpSession:
             },
         )
         try:
-            chosen = await asyncio.wait_for(future, PERMISSION_TIMEOUT_S)
+            chosen = await asyncio.wait_for(future, self.permission_timeout_s)
         except TimeoutError:
             chosen = None
         finally:
@@ -232,6 +284,22 @@ class AcpSession:
         return RequestPermissionResponse(
             outcome=AllowedOutcome(option_id=chosen, outcome="selected")
         )
+
+    async def _answer_by_policy(
+        self, tool_call: ToolCallUpdate, options: list[PermissionOption]
+    ) -> RequestPermissionResponse:
+        """Answered without asking anyone (the mode says so, or nobody listens) — and said, so
+        whoever reads the session later knows why the agent could or could not act."""
+        allow = self.permission_mode == "allow"
+        answer = (_choose(options, "allow") if allow else None) or _refuse(options)
+        chosen = getattr(answer.outcome, "option_id", None)
+        policy = self.permission_mode if self.permission_mode != "ask" else "nobody to ask"
+        await self.emit("permission_resolved", {
+            "request_id": None, "option_id": chosen, "answered": False, "policy": policy,
+            "allowed": allow and chosen is not None,
+            "tool_call": tool_call.model_dump(mode="json", by_alias=True, exclude_none=True),
+        })  # fmt: skip
+        return answer
 
     def pending_requests(self) -> list[dict[str, Any]]:
         """Permission requests still waiting, for a client that (re)opens the session."""
@@ -291,27 +359,3 @@ def _refuse(options: list[PermissionOption]) -> RequestPermissionResponse:
     return _choose(options, "reject") or RequestPermissionResponse(
         outcome=DeniedOutcome(outcome="cancelled")
     )
-
-
-async def start_chat(
-    session_id: str, *, agent: str, argv: tuple[str, ...], env: dict[str, str], cwd: str,
-    store: Store, on_exit: OnExit, resume_id: str = "", stderr_path: Path | None = None,
-) -> tuple[int, str]:  # fmt: skip
-    """Start the agent and its ACP session — a new one, or with `resume_id` the agent's earlier
-    session when it can load sessions; returns (pid, the agent's own session id)."""
-    from sessions_app.host import registry
-
-    chat = AcpSession(session_id, agent, store=store, on_exit=on_exit)
-
-    async def ended(sid: str, code: int) -> None:
-        registry.forget_chat(sid)
-        await on_exit(sid, code)
-
-    chat._on_exit = ended
-    # A fresh context: callers come through async_to_sync from a request or consumer thread.
-    task = asyncio.get_running_loop().create_task(
-        chat.start(argv, env, cwd, resume_id, stderr_path), context=contextvars.Context()
-    )
-    pid = await task
-    registry.register_chat(session_id, chat)
-    return pid, chat.agent_session_id

@@ -15,19 +15,22 @@ import collections
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 logger = logging.getLogger(__name__)
 
 QUEUE_LIMIT = 1 << 20  # bytes queued per viewer before it holds the PTY back
 FRAME_MAX = 256 << 10  # queued chunks are coalesced into frames of at most this size
-SOCKET_HIGH = 512 << 10  # bytes the server may hold unsent in a viewer's socket
-SOCKET_LOW = 64 << 10
 STALL_S = 0.5
 
 SendBytes = Callable[[bytes], Awaitable[None]]
 SendJson = Callable[[dict[str, Any]], Awaitable[None]]
-Backlog = Callable[[], int]
+
+
+class Flow(Protocol):
+    """Whether the viewer's connection can take more now (the server tells: server_compat)."""
+
+    async def wait_writable(self) -> None: ...
 
 
 class Viewer:
@@ -35,10 +38,10 @@ class Viewer:
         self,
         send_bytes: SendBytes,
         send_json: SendJson,
-        backlog: Backlog,
+        flow: Flow,
         preamble: list[bytes | dict[str, Any]],
     ) -> None:
-        self._send_bytes, self._send_json, self._backlog = send_bytes, send_json, backlog
+        self._send_bytes, self._send_json, self._flow = send_bytes, send_json, flow
         # Sent first, each as its own frame (the scrollback frame, then the state frame).
         self._preamble = preamble
         self._queue: collections.deque[bytes | dict[str, Any]] = collections.deque()
@@ -49,6 +52,7 @@ class Viewer:
         self._wake = asyncio.Event()
         self._closed = False
         self.on_drain: Callable[[], None] = lambda: None
+        self.on_gone: Callable[[Viewer], None] = lambda viewer: None
         self._task = asyncio.get_running_loop().create_task(self._pump())
 
     @property
@@ -81,15 +85,6 @@ class Viewer:
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await self._task
 
-    async def _wait_socket(self, below: int) -> None:
-        # Polling, because daphne exposes no drain event. Short sleeps first (a socket that is
-        # merely busy drains within milliseconds), long ones for a client that stopped reading.
-        delay, waited = 0.0005, 0.0
-        while self._backlog() > below:
-            await asyncio.sleep(delay)
-            waited += delay
-            delay = min(delay * 2, 0.004 if waited < 0.25 else 0.05)
-
     def _next_frame(self) -> bytes | dict[str, Any]:
         first = self._queue.popleft()
         if isinstance(first, dict):
@@ -118,7 +113,7 @@ class Viewer:
                     self._wake.clear()
                     await self._wake.wait()
                     continue
-                await self._wait_socket(SOCKET_HIGH)
+                await self._flow.wait_writable()
                 if self.lagging or not self._queue:  # dropped behind while waiting
                     continue
                 item = self._next_frame()
@@ -132,10 +127,13 @@ class Viewer:
         except asyncio.CancelledError:
             raise
         except Exception:
-            logger.debug("terminal viewer went away", exc_info=True)
+            # A viewer whose socket refuses a frame must not stay behind holding the PTY back.
+            logger.warning("dropping a terminal viewer that could not be sent to", exc_info=True)
+            self._closed = True
+            self.on_gone(self)
 
     async def _rejoin(self) -> None:
-        await self._wait_socket(SOCKET_LOW)
+        await self._flow.wait_writable()
         skipped, self.skipped, self.lagging = self.skipped, 0, False
         await self._send_json({"type": "skipped", "bytes": skipped})
         self.on_drain()

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from sessions_app.host import processes
-from sessions_app.host.fanout import STALL_S, Backlog, SendBytes, SendJson, Viewer
+from sessions_app.host.fanout import STALL_S, Flow, SendBytes, SendJson, Viewer
 
 logger = logging.getLogger(__name__)
 
@@ -105,16 +105,21 @@ class PtySession:
             return {"type": "exited", "exit_code": self.exit_code}
         return {"type": "running"}
 
-    def attach(self, send_bytes: SendBytes, send_json: SendJson, backlog: Backlog) -> Viewer:
+    def attach(self, send_bytes: SendBytes, send_json: SendJson, flow: Flow) -> Viewer:
         """Synchronous on purpose: the scrollback snapshot and the subscription happen in the same
         loop step, so a viewer neither misses nor repeats a byte. The viewer sends the scrollback
         frame and the state frame first, then the live output."""
         preamble: list[bytes | dict[str, Any]] = [self.scrollback.read(), self.state()]
-        viewer = Viewer(send_bytes, send_json, backlog, preamble)
+        viewer = Viewer(send_bytes, send_json, flow, preamble)
         viewer.on_drain = self._maybe_resume
+        viewer.on_gone = self._forget
         if not self.exited.is_set():
             self.viewers.add(viewer)
         return viewer
+
+    def _forget(self, viewer: Viewer) -> None:
+        self.viewers.discard(viewer)
+        self._maybe_resume()
 
     async def detach(self, viewer: Viewer) -> None:
         self.viewers.discard(viewer)

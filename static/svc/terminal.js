@@ -11,7 +11,7 @@ const svc = {
       credentials: "same-origin",
     });
     const data = response.status === 204 ? null : await response.json();
-    if (!response.ok) throw new Error(data && (data.detail || JSON.stringify(data)));
+    if (!response.ok) throw new Error((data && data.error && data.error.message) || `HTTP ${response.status}`);
     return data;
   },
   ws(path) { return new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}${path}`); },
@@ -163,3 +163,6 @@ document.querySelector("#sessions tbody").addEventListener("click", async (event
   if (row) openSession(await svc.api("GET", `sessions/${row.dataset.sessionId}`));
 });
 fillNewSessionForm().catch((error) => { document.getElementById("new-status").textContent = error.message; });
+// `#session=<id>` (what `manage.py pickup` prints for a chat) opens that session.
+const linked = new URLSearchParams(location.hash.slice(1)).get("session");
+if (linked) svc.api("GET", `sessions/${linked}`).then(openSession).catch(() => {});

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bridge_app import ir, proxy
+from bridge_app import ir, translate
 
 
 def request() -> ir.Request:
@@ -17,7 +17,7 @@ def request() -> ir.Request:
 
 def test_images_are_dropped_everywhere_including_tool_results() -> None:
     req = request()
-    warnings = proxy.apply_capabilities(req, {"image_input": False})
+    warnings = translate.apply_capabilities(req, {"image_input": False})
     parts = req.messages[0].parts
     assert [type(p) for p in parts] == [ir.Text, ir.ToolResult]
     assert parts[1].content == [ir.Text("chart")]
@@ -26,7 +26,7 @@ def test_images_are_dropped_everywhere_including_tool_results() -> None:
 
 def test_tools_are_dropped_with_their_choice() -> None:
     req = request()
-    assert proxy.apply_capabilities(req, {"tools": False}) == [
+    assert translate.apply_capabilities(req, {"tools": False}) == [
         "tools dropped: the model does not take tools"
     ]
     assert req.tools == [] and req.tool_choice is None
@@ -34,5 +34,5 @@ def test_tools_are_dropped_with_their_choice() -> None:
 
 def test_nothing_is_dropped_or_said_when_capabilities_allow_it() -> None:
     req = request()
-    assert proxy.apply_capabilities(req, {"image_input": True}) == []
+    assert translate.apply_capabilities(req, {"image_input": True}) == []
     assert len(req.messages[0].parts) == 3 and req.tools

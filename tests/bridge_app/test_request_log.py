@@ -19,6 +19,9 @@ def row(i: int) -> dict:
 
 @pytest.mark.django_db
 def test_request_log_keeps_the_newest_rows_only() -> None:
-    services.bridge_requests_record(rows=[row(i) for i in range(5)], keep=3)
-    services.bridge_requests_record(rows=[row(5)], keep=3)
-    assert [r.scope for r in BridgeRequest.objects.order_by("pk")] == ["s3", "s4", "s5"]
+    services.bridge_requests_record(rows=[row(i) for i in range(20)], keep=10)
+    assert [r.scope for r in BridgeRequest.objects.order_by("pk")] == [
+        f"s{i}" for i in range(10, 20)
+    ]
+    services.bridge_requests_record(rows=[row(20)], keep=10)  # under the slack: no delete
+    assert BridgeRequest.objects.count() == 11

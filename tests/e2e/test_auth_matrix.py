@@ -10,6 +10,7 @@ import pytest
 import websockets
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from tests.support.browser_login import csrf_token, dashboard_url, localhost_client, logged_in
 from tests.support.daemon import Daemon
 
 TOKENS = ("none", "owner", "mcp", "wrong")
@@ -86,16 +87,26 @@ def test_owner_previews_need_the_owner_token(daemon: Daemon, path: str, which: s
         assert response.json()["error"]["code"] == "login"
 
 
-def test_login_sets_a_strict_httponly_cookie_and_redirects_to_a_clean_url(daemon: Daemon) -> None:
-    with httpx.Client(base_url=daemon.url) as client:
-        response = client.get("/login", params={"token": daemon.owner_token})
-        assert response.status_code == 302
-        assert response.headers["location"] == "/"
-        cookie = response.headers["set-cookie"]
-        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+def test_login_hands_over_to_the_dashboard_host_with_a_session_id_never_the_token(
+    daemon: Daemon,
+) -> None:
+    with localhost_client(base_url=dashboard_url(daemon)) as client:
+        first = client.get(f"{daemon.url}/login", params={"token": daemon.owner_token})
+        assert first.status_code == 302 and "set-cookie" not in first.headers
+        assert daemon.owner_token not in first.headers["location"]
+        second = client.get(first.headers["location"])
+        assert second.status_code == 302 and second.headers["location"] == "/"
+        cookie = second.headers["set-cookie"]
+        assert cookie.startswith("svc_session=") and daemon.owner_token not in cookie
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Domain" not in cookie
         assert client.get("/").status_code == 200
         assert client.get("/admin/").status_code == 200
         assert client.get("/api/sessions").status_code == 200
+        # The same session id is no credential anywhere but on the dashboard host.
+        replayed = {"Cookie": f"svc_session={client.cookies['svc_session']}"}
+        assert httpx.get(f"{daemon.url}/api/sessions", headers=replayed).status_code == 401
+        # A grant works once.
+        assert client.get(first.headers["location"]).status_code == 401
 
 
 @pytest.mark.parametrize("which", ["none", "mcp", "wrong"])
@@ -105,16 +116,19 @@ def test_login_refuses_anything_but_the_owner_token(daemon: Daemon, which: str) 
     assert "set-cookie" not in response.headers
 
 
-def test_cookie_auth_needs_csrf_for_writes_but_bearer_does_not(daemon: Daemon, tmp_path) -> None:
-    with httpx.Client(base_url=daemon.url) as client:
-        client.get("/login", params={"token": daemon.owner_token})
+def test_session_auth_needs_csrf_for_writes_but_bearer_does_not(daemon: Daemon, tmp_path) -> None:
+    with logged_in(daemon) as client:
         refused = client.post("/api/workspaces", json={"path": str(tmp_path)})
         assert refused.status_code == 403
         assert "CSRF" in refused.json()["error"]["message"]
+        token = csrf_token(client)
+        origin = {"X-CSRFToken": token, "Origin": dashboard_url(daemon)}
+        allowed = client.post("/api/workspaces", json={"path": str(tmp_path)}, headers=origin)
+        assert allowed.status_code in (200, 201), allowed.text
     accepted = httpx.post(
         f"{daemon.url}/api/workspaces", json={"path": str(tmp_path)}, headers=daemon.owner_headers()
     )
-    assert accepted.status_code == 201
+    assert accepted.status_code == 200  # already registered by the session above
 
 
 LIST_SOCKETS = ["/ws/sessions", "/ws/channels", "/ws/tunnels", "/ws/agents/runtime"]
@@ -142,16 +156,31 @@ async def test_websockets_open_only_to_the_owner_token(daemon: Daemon, path: str
         assert result == ("closed", 4401)
 
 
-async def test_websocket_token_in_header_or_cookie(daemon: Daemon) -> None:
+async def test_websocket_token_in_header_or_a_dashboard_session(daemon: Daemon) -> None:
     by_header = await first_frame_or_close(
         f"{daemon.ws_url}/ws/channels",
         additional_headers={"Authorization": f"Bearer {daemon.owner_token}"},
     )
-    by_cookie = await first_frame_or_close(
+    with logged_in(daemon) as client:
+        session = {"Cookie": f"svc_session={client.cookies['svc_session']}"}
+    host = f"{daemon.auth()['browser_host']}:{daemon.port}"
+    by_session = await first_frame_or_close(
+        f"ws://{host}/ws/channels",  # the name as the browser uses it; the socket to loopback
+        additional_headers=session,
+        origin=websockets.Origin(f"http://{host}"),
+        host="127.0.0.1",
+        port=daemon.port,
+    )
+    # The old token cookie and the session id on another host open nothing.
+    by_token_cookie = await first_frame_or_close(
         f"{daemon.ws_url}/ws/channels",
         additional_headers={"Cookie": f"svc_token={daemon.owner_token}"},
     )
-    assert isinstance(by_header, list) and isinstance(by_cookie, list)
+    elsewhere = await first_frame_or_close(
+        f"{daemon.ws_url}/ws/channels", additional_headers=session
+    )
+    assert isinstance(by_header, list) and isinstance(by_session, list)
+    assert by_token_cookie == ("closed", 4401) and elsewhere == ("closed", 4401)
 
 
 @pytest.mark.parametrize(

@@ -65,7 +65,7 @@ async def test_a_change_through_the_api_reaches_a_subscriber_within_a_second(
     assert channel_names(frame) == {"web", "ops"}
 
 
-async def test_fifty_subscribers_converge_on_the_final_state_after_a_hundred_changes(
+async def test_fifty_clients_converge_on_the_final_state_after_a_hundred_changes(
     fresh_daemon: Daemon,
 ) -> None:
     fresh_daemon.start()

@@ -11,6 +11,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from tests.support.browser_login import dashboard_url, lget
 from tests.support.daemon import Daemon, migrated_home
 
 MODES = ["auto", "legacy"]
@@ -109,12 +110,12 @@ async def test_preview_and_md_preview_give_links_that_work(svc) -> None:
         page = await client.call_tool("md_preview", {"file": str(workspace / "notes.md")})
         denied = await client.call_tool("preview", {"port": 22})
         outside = await client.call_tool("md_preview", {"file": "/etc/hostname"})
-    assert live.structured_content["owner_url"].startswith("http://127.0.0.1:")
+    assert live.structured_content["owner_url"].startswith(dashboard_url(daemon) + "/preview/u/")
     assert "/preview/s/" in live.structured_content["share_url"]
     assert live.structured_content["share_expires_at"]
     owner_url = page.structured_content["owner_url"]
-    assert owner_url.startswith(f"{daemon.url}/md-preview/")
-    rendered = httpx.get(owner_url, headers=daemon.owner_headers())
+    assert owner_url.startswith(f"{dashboard_url(daemon)}/md-preview/")
+    rendered = lget(owner_url, headers=daemon.owner_headers())
     assert rendered.status_code == 200 and "Hello from MCP" in rendered.text
     assert denied.is_error and "22" in denied.content[0].text
     assert outside.is_error

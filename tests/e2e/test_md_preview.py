@@ -10,7 +10,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.browser_login import dashboard_url, lget, localhost_client
 from tests.support.daemon import Daemon
+from tests.support.workspaces import register
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "previews" / "markdown"
 
@@ -31,6 +33,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 def publish(daemon: Daemon, workspace: Path, file: str) -> dict:
+    register(daemon, workspace)
     response = httpx.post(
         f"{daemon.url}/api/previews",
         json={"file": file, "cwd": str(workspace)},
@@ -58,7 +61,7 @@ def raw_get(daemon: Daemon, path: str) -> int:
 
 def test_the_page_renders_tables_highlighted_code_and_a_toc(daemon: Daemon, guide: dict) -> None:
     assert guide["owner_url"].endswith(f"/md-preview/{guide['slug']}")
-    page = httpx.get(guide["owner_url"], headers=daemon.owner_headers())
+    page = lget(guide["owner_url"], headers=daemon.owner_headers())
     assert page.status_code == 200
     assert "<table>" in page.text and 'class="codehilite"' in page.text
     assert '<nav class="toc">' in page.text and 'href="#table"' in page.text
@@ -70,7 +73,7 @@ def test_the_page_renders_tables_highlighted_code_and_a_toc(daemon: Daemon, guid
 
 
 def test_relative_images_load_from_the_files_folder(daemon: Daemon, guide: dict) -> None:
-    image = httpx.get(f"{guide['owner_url']}/img/dot.png", headers=daemon.owner_headers())
+    image = lget(f"{guide['owner_url']}/img/dot.png", headers=daemon.owner_headers())
     assert image.status_code == 200
     assert image.headers["content-type"] == "image/png"
     assert image.content.startswith(b"\x89PNG")
@@ -79,14 +82,14 @@ def test_relative_images_load_from_the_files_folder(daemon: Daemon, guide: dict)
 def test_every_request_renders_the_file_as_it_is_now(
     daemon: Daemon, workspace: Path, guide: dict
 ) -> None:
-    version = httpx.get(f"{guide['owner_url']}?version=1", headers=daemon.owner_headers()).json()
+    version = lget(f"{guide['owner_url']}?version=1", headers=daemon.owner_headers()).json()
     note = workspace / "docs" / "guide.md"
     original = note.read_text()
     try:
         note.write_text(original + "\n\nfreshly added line\n")
-        page = httpx.get(guide["owner_url"], headers=daemon.owner_headers())
+        page = lget(guide["owner_url"], headers=daemon.owner_headers())
         assert "freshly added line" in page.text
-        later = httpx.get(f"{guide['owner_url']}?version=1", headers=daemon.owner_headers())
+        later = lget(f"{guide['owner_url']}?version=1", headers=daemon.owner_headers())
         assert later.json()["version"] != version["version"]
     finally:
         note.write_text(original)
@@ -125,31 +128,31 @@ def test_a_symlinked_markdown_file_pointing_outside_is_refused(
 
 
 def test_the_owner_token_is_required(daemon: Daemon, guide: dict) -> None:
-    browser = httpx.get(guide["owner_url"], headers={"Accept": "text/html"})
+    browser = lget(guide["owner_url"], headers={"Accept": "text/html"})
     assert browser.status_code == 401 and "Log in to svc" in browser.text
-    assert httpx.get(f"{guide['owner_url']}/img/dot.png").status_code == 401
+    assert lget(f"{guide['owner_url']}/img/dot.png").status_code == 401
 
 
-def test_a_token_in_the_url_becomes_the_login_cookie_then_a_clean_url(
+def test_a_token_in_the_url_becomes_a_browser_session_then_a_clean_url(
     daemon: Daemon, guide: dict
 ) -> None:
-    with httpx.Client(base_url=daemon.url) as browser:
+    with localhost_client(base_url=daemon.url) as browser:
         first = browser.get(f"/md-preview/{guide['slug']}?token={daemon.owner_token}")
         assert first.status_code == 303 and first.headers["location"].startswith("/login?")
         landed = browser.get(first.headers["location"], follow_redirects=True)
         assert landed.status_code == 200 and "<table>" in landed.text
         assert daemon.owner_token not in str(landed.url)
-        assert browser.get(f"/md-preview/{guide['slug']}/img/dot.png").status_code == 200
+        assert str(landed.url).startswith(dashboard_url(daemon) + "/md-preview/")
+        image = browser.get(f"{dashboard_url(daemon)}/md-preview/{guide['slug']}/img/dot.png")
+        assert image.status_code == 200
 
 
 def test_linked_markdown_files_in_the_workspace_render_too(daemon: Daemon, guide: dict) -> None:
-    page = httpx.get(f"{guide['owner_url']}/sub/more.md", headers=daemon.owner_headers())
+    page = lget(f"{guide['owner_url']}/sub/more.md", headers=daemon.owner_headers())
     assert page.status_code == 200 and "More docs</h1>" in page.text
     assert f'<base href="/md-preview/{guide["slug"]}/sub/">' in page.text
     assert "script-src 'nonce-" in page.headers["content-security-policy"]
-    version = httpx.get(
-        f"{guide['owner_url']}/sub/more.md?version=1", headers=daemon.owner_headers()
-    )
+    version = lget(f"{guide['owner_url']}/sub/more.md?version=1", headers=daemon.owner_headers())
     assert version.json()["version"]
     assert raw_get(daemon, f"/md-preview/{guide['slug']}/outside.md") == 404
 
@@ -164,11 +167,11 @@ def test_a_file_too_costly_to_render_is_cut_off_and_the_daemon_stays_responsive(
     (tmp_path / "fine.md").write_text("# Fine\n")
     slow = publish(fresh_daemon, tmp_path, "slow.md")
     fine = publish(fresh_daemon, tmp_path, "fine.md")
-    page = httpx.get(slow["owner_url"], headers=fresh_daemon.owner_headers(), timeout=30)
+    page = lget(slow["owner_url"], headers=fresh_daemon.owner_headers(), timeout=30)
     assert page.status_code == 200
     assert "svc stopped rendering this file after 1 s" in page.text
     assert page.elapsed.total_seconds() < 10
-    after = httpx.get(fine["owner_url"], headers=fresh_daemon.owner_headers(), timeout=30)
+    after = lget(fine["owner_url"], headers=fresh_daemon.owner_headers(), timeout=30)
     assert after.status_code == 200 and "Fine" in after.text
 
 
@@ -179,7 +182,7 @@ def test_a_huge_file_is_read_only_up_to_the_cap(daemon: Daemon, tmp_path: Path) 
     made = publish(daemon, tmp_path, "big.md")
     pid = daemon.proc.pid
     Path(f"/proc/{pid}/clear_refs").write_text("5")
-    version = httpx.get(
+    version = lget(
         made["owner_url"], params={"version": 1}, headers=daemon.owner_headers(), timeout=60
     )
     assert version.status_code == 200

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -9,9 +10,9 @@ import subprocess
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
+from tests.support.browser_login import localhost_client
 from tests.support.daemon import ROOT, free_port
 
 LOGIN = re.compile(rb"(http://127\.0\.0\.1:\d+/login\?token=[0-9a-f]{64})")
@@ -49,15 +50,21 @@ def test_make_run_in_a_fresh_clone_serves_the_dashboard_and_admin(tmp_path: Path
     try:
         url = wait_for_login_url(proc, log, timeout=400)
         assert url.startswith(f"http://127.0.0.1:{port}/login?token=")
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}") as browser:
+        home_auth = json.loads((tmp_path / "home" / "auth.json").read_text())
+        dashboard_host = f"http://{home_auth['browser_host']}:{port}"
+        with localhost_client(base_url=dashboard_host) as browser:
+            assert browser.get(f"http://127.0.0.1:{port}/api/sessions").status_code == 401
             assert browser.get("/").status_code == 401
-            login = browser.get(url.split(str(port), 1)[1])
-            assert login.status_code == 302 and login.headers["location"] == "/"
+            # The printed URL hands the browser over to svc's own host name, then to the page.
+            login = browser.get(url, follow_redirects=True)
+            assert login.status_code == 200 and str(login.url) == f"{dashboard_host}/"
             dashboard = browser.get("/")
             assert dashboard.status_code == 200 and "<title>svc</title>" in dashboard.text
             admin = browser.get("/admin/")
             assert admin.status_code == 200 and "Sessions" in admin.text
             assert browser.get("/static/vendor/xterm.js").status_code == 200
+        # `make run PORT=…` and `runserver 127.0.0.1:…` agree: the bound port is in auth.json.
+        assert json.loads((tmp_path / "home" / "auth.json").read_text())["port"] == port
         assert (clone / ".venv" / "bin" / "python").exists()
         assert (tmp_path / "home" / "db.sqlite3").exists()
     finally:

@@ -19,14 +19,16 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Page
 
 from tests.previews_app.upstream import Upstream
+from tests.support.browser_login import dashboard_url
 from tests.support.daemon import Daemon, free_port
+from tests.support.workspaces import register
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "previews"
 
 
 @pytest.fixture
 def context(browser: Browser, daemon: Daemon) -> Iterator[BrowserContext]:
-    """A browser in which the owner has logged in to svc (cookie on 127.0.0.1 only)."""
+    """A browser in which the owner has logged in to svc (a session on the dashboard host)."""
     ctx = browser.new_context()
     page = ctx.new_page()
     page.goto(f"{daemon.url}/login?token={daemon.owner_token}")
@@ -54,6 +56,7 @@ def md_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def md_preview(daemon: Daemon, workspace: Path, name: str) -> dict:
+    register(daemon, workspace)
     return httpx.post(
         f"{daemon.url}/api/previews",
         json={"file": name, "cwd": str(workspace)},
@@ -63,7 +66,7 @@ def md_preview(daemon: Daemon, workspace: Path, name: str) -> dict:
 
 def open_preview(context: BrowserContext, daemon: Daemon, slug: str) -> Page:
     page = context.new_page()
-    page.goto(f"{daemon.url}/preview/u/{slug}/")
+    page.goto(f"{dashboard_url(daemon)}/preview/u/{slug}/")
     assert page.url == f"http://{slug}.localhost:{daemon.port}/"
     return page
 
@@ -267,7 +270,7 @@ def test_a_vite_dev_server_hot_reloads_through_the_preview(
         "websocket",
         lambda ws: (sockets.append(ws.url), ws.on("framereceived", lambda f: frames.append(f))),
     )
-    page.goto(f"{daemon.url}/preview/u/{made['slug']}/")
+    page.goto(made["owner_url"])
     page.locator("#message", has_text="hello from vite").wait_for(timeout=15000)
     deadline = time.monotonic() + 15
     while not any('"connected"' in str(f) for f in frames) and time.monotonic() < deadline:

@@ -16,6 +16,7 @@ import pytest
 import websockets
 
 from tests.previews_app.upstream import Upstream
+from tests.support.browser_login import logged_in
 from tests.support.daemon import Daemon, free_port
 
 
@@ -48,9 +49,8 @@ def origin_client(daemon: Daemon, slug: str, cookie: str | None = None) -> httpx
 
 
 def grant_cookie(daemon: Daemon, slug: str, path: str = "/") -> str:
-    """Walk the browser flow: /login cookie → /preview/u/ → grant → svc_preview cookie."""
-    with httpx.Client(base_url=daemon.url) as browser:
-        browser.get("/login", params={"token": daemon.owner_token})
+    """Walk the browser flow: /login session → /preview/u/ → grant → svc_preview cookie."""
+    with logged_in(daemon) as browser:
         entry = browser.get(f"/preview/u/{slug}{path}", headers={"Accept": "text/html"})
     assert entry.status_code == 303
     location = urlsplit(entry.headers["location"])
@@ -311,11 +311,10 @@ def test_websockets_are_proxied_on_the_preview_origin(daemon: Daemon, ws_upstrea
 
 
 def test_other_sites_cannot_open_the_owner_entry(daemon: Daemon, preview: dict) -> None:
-    """From a preview origin (same site as svc on localhost), svc's cookie would ride along:
-    Sec-Fetch-Site tells those requests apart from the owner's own navigation."""
+    """Only the owner's own navigation mints grants: Sec-Fetch-Site tells a request made by
+    another page (a preview's script, another site) apart from it."""
     path = f"/preview/u/{preview['slug']}/"
-    with httpx.Client(base_url=daemon.url) as browser:
-        browser.get("/login", params={"token": daemon.owner_token})
+    with logged_in(daemon) as browser:
         for site in ("same-site", "cross-site"):
             refused = browser.get(path, headers={"Sec-Fetch-Site": site})
             assert refused.status_code == 403

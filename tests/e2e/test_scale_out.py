@@ -34,7 +34,7 @@ async def test_an_orm_change_in_another_process_reaches_a_subscriber_via_redis(
     assert arrived - done < 1.0
 
 
-async def test_fifty_subscribers_converge_after_a_hundred_changes_from_another_process(
+async def test_fifty_clients_converge_after_a_hundred_changes_from_another_process(
     fresh_daemon: Daemon,
 ) -> None:
     fresh_daemon.env.update(redis_env())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -140,6 +141,20 @@ def test_delete_stops_the_process_and_keeps_the_row(host: Daemon, workspace: Pat
     assert not Path(f"/proc/{session['pid']}").exists() or _is_zombie(session["pid"])
     listed = httpx.get(f"{host.url}/api/sessions", headers=host.owner_headers()).json()
     assert session["id"] in {s["id"] for s in listed}
+
+
+def test_delete_without_wait_answers_at_once_and_the_row_follows(
+    host: Daemon, workspace: Path
+) -> None:
+    session = create_session(host, workspace)
+    response = stop_session(host, session["id"], wait=False)
+    assert response.status_code == 202, response.text
+    assert response.json()["id"] == session["id"]
+    deadline = time.monotonic() + 30
+    while get_session(host, session["id"])["status"] != "exited":
+        assert time.monotonic() < deadline, "the session never became exited"
+        time.sleep(0.02)
+    assert get_session(host, session["id"])["exit_code"] == 129
 
 
 def test_bad_requests_say_what_to_send(host: Daemon, workspace: Path) -> None:

@@ -82,9 +82,9 @@ async def test_flood_reaches_a_reading_viewer_intact_while_another_reads_nothing
     stop_session(host, session["id"])
 
 
-async def test_ctrl_c_mid_flood_stops_the_producer_within_a_second(
-    host: Daemon, tmp_path: Path
-) -> None:
+async def test_ctrl_c_mid_flood_stops_the_producer(host: Daemon, tmp_path: Path) -> None:
+    """Ctrl-C reaches the foreground job through a PTY full of output. How fast is a benchmark
+    (bench/terminal.py); here only that it happens, with a deadline far above any machine."""
     session = create_session(host, tmp_path)
     term = await Term.open(host, session["id"])
     await term.run("head -c 3000000000 /dev/urandom | base64")
@@ -92,10 +92,10 @@ async def test_ctrl_c_mid_flood_stops_the_producer_within_a_second(
         await term.read_frame()
     assert "base64" in session_commands(session["pid"])
     await term.ws.send(b"\x03")
-    sent = time.monotonic()
+    deadline = time.monotonic() + 30
     reading = asyncio.create_task(_drain(term))
     while {"head", "base64"} & set(session_commands(session["pid"])):
-        assert time.monotonic() - sent < 1.0, "producer still running 1 s after Ctrl-C"
+        assert time.monotonic() < deadline, "the producer still runs 30 s after Ctrl-C"
         await asyncio.sleep(0.01)
     # The terminal is usable again: the next command runs and prints.
     await term.ws.send(b"echo stopped-$((3*3))\r")
@@ -106,3 +106,24 @@ async def test_ctrl_c_mid_flood_stops_the_producer_within_a_second(
 
 async def _drain(term: Term) -> None:
     await term.expect(b"stopped-9", timeout=5)
+
+
+async def test_a_new_viewer_of_a_flooding_session_gets_the_tail_and_its_state_at_once(
+    host: Daemon, tmp_path: Path
+) -> None:
+    """Security finding 4: while `yes` runs with nobody watching, a new viewer still gets the
+    scrollback tail and the state frame first, then live output."""
+    session = create_session(host, tmp_path)
+    starter = await Term.open(host, session["id"])
+    await starter.run("yes flood-line")
+    await starter.expect(b"flood-line\r\nflood-line")
+    await starter.close()  # nobody watches now; the PTY floods on
+    await asyncio.sleep(1)
+    viewer = await Term.open(host, session["id"])  # the scrollback, then the state frame
+    assert b"flood-line" in viewer.scrollback and len(viewer.scrollback) <= 2 << 20
+    assert viewer.state == {"type": "running"}
+    await viewer.read_frame()
+    assert b"flood-line" in viewer.out  # live output follows
+    await viewer.ws.send(b"\x03")
+    await viewer.close()
+    stop_session(host, session["id"])

@@ -1,7 +1,13 @@
 """A small ACP agent on stdio, written with the agent-client-protocol SDK, for svc's tests.
 
-What it does depends on the prompt text:
+What it does depends on the prompt's last line (earlier lines are context it ignores):
   echo <words>     streams the words back, one chunk each
+  ask <text>       asks the model through svc's bridge (OPENAI_BASE_URL, streaming) and streams
+                   its answer back; a cancel aborts the model request
+  prompts          the prompts this session received so far, as JSON
+  pwd              its working directory
+  crash            says something, then dies mid-turn (exit code 3)
+  write <file>     asks permission to edit, writes <file> if allowed
   think <words>    a thought chunk, then the words as a message
   permission       a tool call, a permission request, then which option came back
   sleep <seconds>  streams a dot every 50 ms until done or cancelled (stop reason `cancelled`)
@@ -15,6 +21,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 import uuid
 from typing import Any
 
@@ -46,6 +53,8 @@ class FakeAgent(Agent):
     def __init__(self) -> None:
         self.conn: Client | None = None
         self.cancelled: set[str] = set()
+        self.prompts: dict[str, list[str]] = {}
+        self.asking: dict[str, asyncio.Task] = {}
 
     def on_connect(self, conn: Client) -> None:
         self.conn = conn
@@ -65,6 +74,11 @@ class FakeAgent(Agent):
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         self.cancelled.add(session_id)
+        if log := os.environ.get("FAKE_AGENT_CANCEL_LOG"):  # when each cancel arrived (bench)
+            with open(log, "a") as f:
+                f.write(f"{time.time()}\n")
+        if (task := self.asking.get(session_id)) is not None:
+            task.cancel()  # an agent stops its own model request when its turn is cancelled
 
     async def say(self, session_id: str, text: str) -> None:
         assert self.conn is not None
@@ -72,7 +86,8 @@ class FakeAgent(Agent):
 
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
         text = " ".join(getattr(block, "text", "") for block in prompt).strip()
-        command, _, rest = text.partition(" ")
+        self.prompts.setdefault(session_id, []).append(text)
+        command, _, rest = (text.splitlines() or [""])[-1].strip().partition(" ")
         self.cancelled.discard(session_id)
         handler = getattr(self, f"do_{command}", None)
         if handler is None:
@@ -97,6 +112,69 @@ class FakeAgent(Agent):
                 return "cancelled"
             await self.say(session_id, ".")
             await asyncio.sleep(0.05)
+        return "end_turn"
+
+    async def do_ask(self, session_id: str, rest: str) -> str:
+        task = asyncio.ensure_future(self._ask_model(session_id, rest))
+        self.asking[session_id] = task
+        try:
+            await task
+        except asyncio.CancelledError:
+            return "cancelled"
+        finally:
+            self.asking.pop(session_id, None)
+        return "end_turn"
+
+    async def _ask_model(self, session_id: str, text: str) -> None:
+        import httpx
+
+        url = os.environ["OPENAI_BASE_URL"].rstrip("/") + "/chat/completions"
+        body = {"model": os.environ.get("OPENAI_MODEL", "fake-model"), "stream": True,
+                "messages": [{"role": "user", "content": text}]}  # fmt: skip
+        headers = {"Authorization": f"Bearer {os.environ.get('OPENAI_API_KEY', '')}"}
+        async with (
+            httpx.AsyncClient(timeout=60) as client,
+            client.stream("POST", url, json=body, headers=headers) as resp,
+        ):
+            async for line in resp.aiter_lines():
+                if not line.startswith("data: ") or line == "data: [DONE]":
+                    continue
+                choices = json.loads(line[6:]).get("choices") or [{}]
+                delta = choices[0].get("delta") or {}
+                if delta.get("content"):
+                    await self.say(session_id, delta["content"])
+
+    async def do_prompts(self, session_id: str, rest: str) -> str:
+        await self.say(session_id, json.dumps(self.prompts.get(session_id, [])))
+        return "end_turn"
+
+    async def do_pwd(self, session_id: str, rest: str) -> str:
+        await self.say(session_id, os.getcwd())
+        return "end_turn"
+
+    async def do_crash(self, session_id: str, rest: str) -> str:
+        await self.say(session_id, "about to crash")
+        await asyncio.sleep(0.05)
+        sys.stderr.write("fake agent: crashing on purpose\n")
+        os._exit(3)
+
+    async def do_write(self, session_id: str, rest: str) -> str:
+        assert self.conn is not None
+        call_id = f"call-{uuid.uuid4().hex[:6]}"
+        target = rest.strip() or "out.txt"
+        answer = await self.conn.request_permission(
+            session_id,
+            ToolCallUpdate(tool_call_id=call_id, title=f"write {target}", kind="edit"),
+            [
+                PermissionOption(option_id="allow", name="Allow", kind="allow_once"),
+                PermissionOption(option_id="reject", name="Reject", kind="reject_once"),
+            ],
+        )
+        chosen = getattr(answer.outcome, "option_id", None) or answer.outcome.outcome
+        if chosen == "allow":
+            with open(target, "w") as f:
+                f.write("written by the fake agent\n")
+        await self.say(session_id, f"write: {chosen}")
         return "end_turn"
 
     async def do_env(self, session_id: str, rest: str) -> str:

@@ -5,6 +5,8 @@ It is written from the wire formats, independently of bridge_app, and records ev
 What it answers is steered by markers in the last user text, so parallel tests never race:
 
     [tools]          call every declared tool (at most two: a parallel call)
+    [call:<suffix>]  call the declared tool whose name ends with <suffix> (no arguments); the
+                     answer after its result echoes the result (results=[...])
     [429:<token>]    answer 429 with Retry-After: 1 the first time <token> is seen
     [status:<code>]  answer that error status in the provider's dialect
     [hang]           never answer (for timeouts)

@@ -52,9 +52,13 @@ def get_session(daemon: Daemon, session_id: str) -> dict[str, Any]:
     return response.json()
 
 
-def stop_session(daemon: Daemon, session_id: str) -> httpx.Response:
+def stop_session(daemon: Daemon, session_id: str, wait: bool = True) -> httpx.Response:
+    """DELETE the session; with `wait` the answer comes once the row is `exited`."""
     return httpx.delete(
-        f"{daemon.url}/api/sessions/{session_id}", headers=daemon.owner_headers(), timeout=30
+        f"{daemon.url}/api/sessions/{session_id}",
+        params={"wait": "1"} if wait else {},
+        headers=daemon.owner_headers(),
+        timeout=30,
     )
 
 

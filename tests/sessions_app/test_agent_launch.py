@@ -1,18 +1,42 @@
-"""Agent argv and environment for a session (SPEC §0), without a daemon."""
+"""Agent argv and environment for a session (SPEC §0), without a daemon: the built-in ACP
+commands, and how a profile binds each vendor's CLI to svc's bridge."""
 
 from __future__ import annotations
+
+import json
+import os
+import tomllib
+from pathlib import Path
 
 import pytest
 
 from sessions_app import agents
 from svcproject import config
 
+BASE = "http://127.0.0.1:8123/svc/local-api/work"
+
 
 @pytest.fixture(autouse=True)
-def home(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("SVC_HOME", str(tmp_path))
     monkeypatch.setenv("SVC_PORT", "8123")
     monkeypatch.setenv("DJANGO_SETTINGS_MODULE", "svcproject.settings")
+    profile = {
+        "provider": "anthropic",
+        "base_url": "https://api.example.test",
+        "api_key": "sk-real",
+        "models": ["up-1", "up-2"],
+        "model_aliases": {"fast": "up-2"},
+    }
+    (tmp_path / "settings.json").write_text(json.dumps({"profiles": {"work": profile}}))
+    return tmp_path
+
+
+def on_path(folder: Path, *names: str) -> None:
+    for name in names:
+        path = folder / name
+        path.write_text("#!/bin/sh\nexit 0\n")
+        path.chmod(0o755)
 
 
 def launch(kind: str = "terminal", profile_id: str = "", name: str = "shell") -> agents.Launch:
@@ -41,19 +65,86 @@ def test_every_session_gets_the_svc_variables() -> None:
     assert env["TERM"] == "xterm-256color"
 
 
-def test_a_profile_points_every_vendor_variable_at_the_bridge() -> None:
-    env = launch(profile_id="work", name="codex", kind="terminal").env
-    base = "http://127.0.0.1:8123/svc/local-api/work/codex"
+def test_a_profile_points_every_vendor_variable_at_the_bridge_with_its_first_model() -> None:
+    env = launch(profile_id="work", name="shell").env
+    base = f"{BASE}/shell"
     assert env["SVC_BRIDGE_URL"] == base
-    assert env["OPENAI_BASE_URL"] == f"{base}/openai-responses/v1"
+    assert env["OPENAI_BASE_URL"] == f"{base}/openai-chat/v1"
     assert env["ANTHROPIC_BASE_URL"] == f"{base}/anthropic"
     assert env["GOOGLE_GEMINI_BASE_URL"] == f"{base}/gemini"
-    assert env["OPENAI_API_KEY"] and env["ANTHROPIC_API_KEY"] and env["GEMINI_API_KEY"]
+    assert env["OPENAI_API_KEY"] == env["ANTHROPIC_API_KEY"] == env["GEMINI_API_KEY"]
+    assert env["OPENAI_API_KEY"] != "sk-real"  # the profile's key stays in svc
+    # Aliases come first among the client-facing ids.
+    for name in ("OPENAI_MODEL", "ANTHROPIC_MODEL", "GEMINI_MODEL"):
+        assert env[name] == "fast"
+    for alias in ("SONNET", "OPUS", "HAIKU"):
+        assert env[f"ANTHROPIC_DEFAULT_{alias}_MODEL"] == "fast"
 
 
-def test_chat_agents_use_their_acp_command() -> None:
+def test_the_builtin_acp_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    on_path(tmp_path, "claude", "claude-agent-acp", "codex", "codex-acp", "gemini", "qwen")
+    on_path(tmp_path, "opencode")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert launch(kind="chat", name="claude").argv == ("claude-agent-acp",)
+    assert launch(kind="chat", name="codex").argv == ("codex-acp",)
+    assert launch(kind="chat", name="gemini").argv == ("gemini", "--acp")
+    assert launch(kind="chat", name="qwen").argv == ("qwen", "--acp")
     assert launch(kind="chat", name="opencode").argv == ("opencode", "acp")
-    assert launch(kind="chat", name="gemini").argv[0] == "gemini"
+    assert launch(kind="terminal", name="claude").argv == ("claude",)
+
+
+def test_an_adapter_that_is_not_installed_runs_from_npm_pinned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    on_path(tmp_path, "claude", "codex", "npx")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert launch(kind="chat", name="claude").argv == (
+        "npx",
+        "-y",
+        "@zed-industries/claude-agent-acp@0.23.1",
+    )
+    assert launch(kind="chat", name="codex").argv[:2] == ("npx", "-y")
+
+
+def test_codex_gets_a_responses_provider_on_its_command_line() -> None:
+    argv = launch(kind="chat", name="codex", profile_id="work").argv
+    values = [argv[i + 1] for i, a in enumerate(argv) if a == "-c"]
+    parsed = tomllib.loads("\n".join(values))
+    assert parsed["model_provider"] == "svc"
+    assert parsed["model"] == "fast"
+    assert parsed["model_providers"]["svc"] == {
+        "name": "svc",
+        "base_url": f"{BASE}/codex/openai-responses/v1",
+        "env_key": "OPENAI_API_KEY",
+        "wire_api": "responses",
+    }
+    env = launch(kind="chat", name="codex", profile_id="work").env
+    assert env["OPENAI_BASE_URL"] == f"{BASE}/codex/openai-responses/v1"
+
+
+def test_opencode_gets_a_provider_through_its_config_variable() -> None:
+    env = launch(kind="chat", name="opencode", profile_id="work").env
+    content = json.loads(env["OPENCODE_CONFIG_CONTENT"])
+    assert content["model"] == content["small_model"] == "svc/fast"
+    provider = content["provider"]["svc"]
+    assert provider["npm"] == "@ai-sdk/openai-compatible"
+    assert provider["options"]["baseURL"] == f"{BASE}/opencode/openai-chat/v1"
+    assert "fast" in provider["models"]
+    assert "OPENCODE_CONFIG_CONTENT" not in launch(kind="chat", name="qwen", profile_id="work").env
+
+
+def test_qwen_is_told_its_auth_type_only_when_bound_to_a_profile() -> None:
+    assert launch(kind="chat", name="qwen", profile_id="work").argv[-2:] == (
+        "--auth-type",
+        "openai",
+    )
+    assert "--auth-type" not in launch(kind="chat", name="qwen").argv
+
+
+def test_vendor_quirks_claude_as_root_and_gemini_folder_trust() -> None:
+    claude = launch(kind="chat", name="claude").env
+    assert ("IS_SANDBOX" in claude) == (os.geteuid() == 0)
+    assert launch(kind="chat", name="gemini").env["GEMINI_CLI_TRUST_WORKSPACE"] == "true"
 
 
 def test_the_shell_cannot_chat() -> None:
@@ -61,10 +152,25 @@ def test_the_shell_cannot_chat() -> None:
         launch(kind="chat")
 
 
-def test_agent_env_from_settings_is_applied_but_cannot_override_svc_variables() -> None:
+def test_agent_env_from_settings_may_choose_a_model_but_not_override_svc_variables() -> None:
     agent = agents.AgentDef(
-        "custom", ("tool",), env={"FOO": "bar", "SVC_SESSION_ID": "forged"}, enabled=True
+        "custom",
+        ("tool",),
+        env={"FOO": "bar", "SVC_SESSION_ID": "forged", "ANTHROPIC_MODEL": "mine"},
+        enabled=True,
     )
-    env = agents.resolve_launch(agent, kind="terminal", session_id="real", workspace="/w").env
+    env = agents.resolve_launch(
+        agent, kind="terminal", session_id="real", workspace="/w", profile_id="work"
+    ).env
     assert env["FOO"] == "bar"
+    assert env["ANTHROPIC_MODEL"] == "mine"
     assert env["SVC_SESSION_ID"] == "real"
+
+
+def test_settings_keep_a_builtins_environment_and_add_to_it() -> None:
+    settings = config.parse_settings(
+        Path("/tmp/settings.json"), {"agents": {"gemini": {"env": {"EXTRA": "1"}}}}
+    )
+    gemini = agents.all_agents(settings)["gemini"]
+    assert gemini.env == {"GEMINI_CLI_TRUST_WORKSPACE": "true", "EXTRA": "1"}
+    assert gemini.vendor == "gemini"

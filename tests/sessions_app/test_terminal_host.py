@@ -27,9 +27,9 @@ async def test_when_every_viewer_is_behind_nobody_is_dropped_and_nothing_is_lost
     ended: list[int] = []
     session = await start(ended)
     socks = [FakeSocket(), FakeSocket()]
+    viewers = [session.attach(s.send_bytes, s.send_json, s) for s in socks]
     for sock in socks:
-        sock.unsent = 1 << 30  # both clients stop reading
-    viewers = [session.attach(s.send_bytes, s.send_json, s.backlog) for s in socks]
+        sock.stalled = True  # both clients stop reading
     session.write(FLOOD)
     deadline = asyncio.get_running_loop().time() + 10
     while not all(v.full for v in viewers):  # a loaded machine may take a while to fill them
@@ -37,7 +37,7 @@ async def test_when_every_viewer_is_behind_nobody_is_dropped_and_nothing_is_lost
         await asyncio.sleep(0.01)
     await asyncio.sleep(3 * fanout.STALL_S)  # well past the stall limit: still nobody dropped
     assert not any(v.lagging for v in viewers)
-    socks[0].unsent = 0  # one client reads again: the other now holds it back and is let go
+    socks[0].stalled = False  # one client reads again: the other now holds it back and is let go
     while b"done-42" not in socks[0].data():
         await asyncio.sleep(0.01)
     assert viewers[1].lagging

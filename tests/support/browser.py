@@ -25,9 +25,10 @@ FLAGS = [
 
 
 @contextmanager
-def chromium() -> Iterator[Browser]:
+def chromium(*extra_flags: str) -> Iterator[Browser]:
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        args = [*FLAGS, *extra_flags]
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=args, headless=True)
         try:
             yield browser
         finally:

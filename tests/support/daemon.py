@@ -83,9 +83,9 @@ class Daemon:
         return {"Authorization": f"Bearer {self.owner_token}"}
 
     def process_env(self) -> dict[str, str]:
-        env = {**os.environ, "SVC_HOME": str(self.home), "SVC_PORT": str(self.port), **self.env}
-        env.pop("SVC_PRINT_LOGIN", None)
-        return env
+        # No SVC_PORT: the daemon learns its port from the address runserver binds.
+        env = {k: v for k, v in os.environ.items() if k not in ("SVC_PRINT_LOGIN", "SVC_PORT")}
+        return {**env, "SVC_HOME": str(self.home), **self.env}
 
     def start(self, timeout: float = 30) -> Daemon:
         self.log_path = self.home / "logs" / "daemon-stdout.log"
@@ -141,7 +141,7 @@ class Daemon:
         return manage(
             self.home,
             *args,
-            env={**self.env, "SVC_PORT": str(self.port), **(env or {})},
+            env={**self.env, **(env or {})},
             check=check,
         )
 

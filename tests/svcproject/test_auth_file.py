@@ -8,6 +8,7 @@ from pathlib import Path
 
 import httpx
 
+from tests.support.browser_login import logged_in
 from tests.support.daemon import Daemon, manage, migrated_home
 
 
@@ -73,8 +74,7 @@ def test_rotation_also_ends_browser_logins_and_preview_cookies(fresh_daemon: Dae
         f"{url}/api/previews", json={"port": free_port()}, headers=fresh_daemon.owner_headers()
     ).json()
     origin = {"Host": f"{made['slug']}.localhost:{fresh_daemon.port}"}
-    with httpx.Client(base_url=url) as browser:
-        browser.get("/login", params={"token": fresh_daemon.owner_token})
+    with logged_in(fresh_daemon) as browser:
         entry = browser.get(f"/preview/u/{made['slug']}/", headers={"Accept": "text/html"})
         grant = urlsplit(entry.headers["location"])
         redeemed = httpx.get(f"{url}{grant.path}?{grant.query}", headers=origin)
@@ -83,7 +83,8 @@ def test_rotation_also_ends_browser_logins_and_preview_cookies(fresh_daemon: Dae
         assert browser.get("/admin/").status_code == 200
         assert httpx.get(f"{url}/", headers={**origin, **preview_cookie}).status_code == 502
         fresh_daemon.manage("rotate_tokens")
-        assert browser.get("/admin/").status_code == 302
+        # The old dashboard host and its session are gone: neither opens anything any more.
+        assert browser.get("/admin/").status_code == 401
         assert browser.get("/api/sessions").status_code == 401
         refused = httpx.get(f"{url}/", headers={**origin, **preview_cookie})
         assert refused.status_code in (401, 403)

@@ -34,17 +34,21 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         session = api("GET", f"sessions/{options['session_id']}")
-        if session["kind"] != "terminal":
-            raise CommandError(f"session {session['id']} is a {session['kind']} session")
-        if not sys.stdin.isatty():
-            raise CommandError("attach needs a terminal on stdin")
-        saved = termios.tcgetattr(sys.stdin.fileno())
-        try:
-            tty.setraw(sys.stdin.fileno())
-            message = asyncio.run(_attach(session["id"]))
-        finally:
-            termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, saved)
-        self.stdout.write(f"\r\n[{message}]")
+        self.stdout.write(f"\r\n[{attach_terminal(session)}]")
+
+
+def attach_terminal(session: dict[str, Any]) -> str:
+    """Be a raw-mode viewer of this terminal session until it exits or Ctrl-] detaches."""
+    if session["kind"] != "terminal":
+        raise CommandError(f"session {session['id']} is a {session['kind']} session")
+    if not sys.stdin.isatty():
+        raise CommandError("attach needs a terminal on stdin")
+    saved = termios.tcgetattr(sys.stdin.fileno())
+    try:
+        tty.setraw(sys.stdin.fileno())
+        return asyncio.run(_attach(session["id"]))
+    finally:
+        termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, saved)
 
 
 async def _attach(session_id: str) -> str:

@@ -2,31 +2,21 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from django.core.management.base import BaseCommand
-
-from sessions_app.management.commands._client import api
-
-COLUMNS = ("id", "agent", "kind", "status", "exit_code", "workspace", "created_at")
+from sessions_app.management.commands._client import ListCommand
 
 
-class Command(BaseCommand):
+class Command(ListCommand):
     help = "List the sessions of the running svc daemon."
+    path = "sessions"
+    columns = ("id", "agent", "kind", "status", "exit_code", "workspace", "created_at")
 
     def add_arguments(self, parser: Any) -> None:
-        parser.add_argument("--json", action="store_true", help="print the list as JSON")
+        super().add_arguments(parser)
         parser.add_argument("--live", action="store_true", help="only starting/running sessions")
 
-    def handle(self, *args: Any, **options: Any) -> None:
-        sessions = api("GET", "sessions")
+    def rows(self, items: list[dict[str, Any]], options: dict[str, Any]) -> list[dict[str, Any]]:
         if options["live"]:
-            sessions = [s for s in sessions if s["status"] in ("starting", "running")]
-        if options["json"]:
-            self.stdout.write(json.dumps(sessions, indent=2))
-            return
-        rows = [[str(s.get(c) if s.get(c) is not None else "") for c in COLUMNS] for s in sessions]
-        widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(COLUMNS)]
-        for row in [list(COLUMNS), *rows]:
-            self.stdout.write("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)))
+            return [s for s in items if s["status"] in ("starting", "running")]
+        return items

@@ -20,6 +20,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         sessions = api("GET", "sessions")  # raises "svc is not running at …" when down
         agents = api("GET", "agents")
+        integrations = api("GET", "integrations")
         live = [s for s in sessions if s["status"] in Session.LIVE]
         status = {
             "running": True,
@@ -27,6 +28,7 @@ class Command(BaseCommand):
             "sessions": len(sessions),
             "live_sessions": len(live),
             "agents_enabled": [a["name"] for a in agents if a.get("enabled")],
+            "integrations": integrations,
         }
         if options["json"]:
             self.stdout.write(json.dumps(status, indent=2))
@@ -34,3 +36,19 @@ class Command(BaseCommand):
         self.stdout.write(f"svc is running at {status['url']}")
         self.stdout.write(f"sessions: {len(live)} live, {len(sessions)} in total")
         self.stdout.write(f"agents enabled: {', '.join(status['agents_enabled']) or '(none)'}")
+        self.stdout.write(f"auto-install into agents (MCP entry for {integrations['mcp_url']}):")
+        for line in integration_lines(integrations):
+            self.stdout.write(line)
+
+
+def integration_lines(report: dict[str, Any]) -> list[str]:
+    """One line per agent and part: its state, file, and why when skipped (SPEC §9)."""
+    lines = []
+    for agent in report["agents"]:
+        for label in ("mcp", "skills"):
+            part = agent[label]
+            why = f" — {part['reason']}" if part["reason"] else ""
+            lines.append(
+                f"  {agent['agent']:<9} {label:<6} {part['state']:<10} {part['path']}{why}"
+            )
+    return lines

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bridge_app import gate, routing
+from bridge_app import gate, routes
 
 P = "/svc/local-api/p1/scope"
 
@@ -35,7 +35,7 @@ P = "/svc/local-api/p1/scope"
     ],
 )
 def test_sdk_paths_map_to_routes(path: str, dialect: str, operation: str, model: str) -> None:
-    route = routing.parse(path)
+    route = routes.parse(path)
     assert route is not None
     assert (route.dialect, route.operation, route.model, route.profile) == (
         dialect,
@@ -46,14 +46,14 @@ def test_sdk_paths_map_to_routes(path: str, dialect: str, operation: str, model:
 
 
 def test_gemini_stream_route_reads_alt_sse() -> None:
-    route = routing.parse(f"{P}/gemini/v1beta/models/g:streamGenerateContent", b"alt=sse")
+    route = routes.parse(f"{P}/gemini/v1beta/models/g:streamGenerateContent", b"alt=sse")
     assert route is not None and route.stream and route.sse
-    plain = routing.parse(f"{P}/gemini/v1beta/models/g:streamGenerateContent")
+    plain = routes.parse(f"{P}/gemini/v1beta/models/g:streamGenerateContent")
     assert plain is not None and plain.stream and not plain.sse
 
 
 def test_legacy_routes_use_scope_legacy() -> None:
-    route = routing.parse("/svc/bridge/p1/openai-chat/v1/chat/completions")
+    route = routes.parse("/svc/bridge/p1/openai-chat/v1/chat/completions")
     assert route is not None and route.family == "legacy" and route.scope == "legacy"
 
 
@@ -62,7 +62,7 @@ def test_legacy_routes_use_scope_legacy() -> None:
     ["/svc/local-api/p1/bad scope!/openai-chat/v1/models", "/svc/local-api/p1/s/klingon/v1/models"],
 )
 def test_malformed_scope_or_dialect_is_no_route(path: str) -> None:
-    assert routing.parse(path) is None
+    assert routes.parse(path) is None
 
 
 def scope(host: str = "127.0.0.1:8000", peer: str = "127.0.0.1", **headers: str) -> dict:
@@ -93,3 +93,11 @@ def test_gate_refuses_non_loopback_peers_and_origins() -> None:
     assert gate.refusal(scope(peer="::ffff:127.0.0.1")) is None
     assert gate.refusal(scope(origin="https://evil.com")) is not None
     assert gate.refusal(scope(origin="http://localhost:5173")) is None
+
+
+def test_gate_refuses_pages_svc_serves_itself() -> None:
+    """A shared preview is a page on svc's own port: its script must not spend model keys."""
+    own = {**scope(origin="http://127.0.0.1:8000"), "server": ("127.0.0.1", 8000)}
+    assert gate.refusal(own) == "the bridge refuses pages served by svc itself"
+    other = {**scope(origin="http://localhost:5173"), "server": ("127.0.0.1", 8000)}
+    assert gate.refusal(other) is None

@@ -1,5 +1,5 @@
-"""Bridge URL parsing: every base URL the official SDKs build from the documented bases (and the
-doubled `v1` segments they build from the usual mistakes) maps to one `Route`."""
+"""Bridge URL parsing, nothing more: every base URL the official SDKs build from the documented
+bases (and the doubled `v1` segments they build from the usual mistakes) maps to one `Route`."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import re
 from dataclasses import dataclass
 from urllib.parse import parse_qs, unquote
 
+from bridge_app import dialects
+
 SCOPE = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 VERSIONS = ("v1", "v1beta", "v1alpha")
-DIALECTS = ("openai-chat", "openai-responses", "anthropic", "gemini")
 GEMINI_METHODS = {
     "generateContent": "generate",
     "streamGenerateContent": "generate",
@@ -21,10 +22,15 @@ GEMINI_METHODS = {
 class Route:
     family: str  # local-api | legacy | local-agent
     profile: str
-    scope: str
+    scope: str  # for local-agent: the agent's name
     dialect: str
     operation: str  # generate | models | model | count_tokens | response | unknown
     model: str = ""  # gemini path model, the id of GET models/{id}, or of responses/{id}
+
+    @property
+    def agent(self) -> str:
+        return self.scope if self.family == "local-agent" else ""
+
     stream: bool = False  # gemini streamGenerateContent
     sse: bool = True  # gemini: alt=sse; without it the stream is a JSON array
 
@@ -36,15 +42,12 @@ def _strip(parts: list[str], allowed: tuple[str, ...], most: int) -> list[str]:
     return parts
 
 
-def _openai(dialect: str, rest: list[str]) -> tuple[str, str]:
+def _operation(dialect: str, rest: list[str]) -> tuple[str, str]:
+    """A dialect's own paths (its codec's PATHS), then stored responses and model lists."""
     rest = _strip(rest, ("v1",), 2)
-    joined = "/".join(rest)
-    if dialect == "openai-chat" and joined == "chat/completions":
-        return "generate", ""
-    if dialect == "openai-responses" and joined == "responses":
-        return "generate", ""
-    if dialect == "openai-responses" and joined == "responses/input_tokens":
-        return "count_tokens", ""
+    operation = dialects.get(dialect).PATHS.get("/".join(rest))
+    if operation:
+        return operation, ""
     if dialect == "openai-responses" and len(rest) == 2 and rest[0] == "responses":
         return "response", rest[1]
     return _models(rest)
@@ -56,15 +59,6 @@ def _models(rest: list[str]) -> tuple[str, str]:
     if len(rest) >= 2 and rest[0] == "models":
         return "model", "/".join(rest[1:])
     return "unknown", ""
-
-
-def _anthropic(rest: list[str]) -> tuple[str, str]:
-    rest = _strip(rest, ("v1",), 2)
-    if rest == ["messages"]:
-        return "generate", ""
-    if rest == ["messages", "count_tokens"]:
-        return "count_tokens", ""
-    return _models(rest)
 
 
 def _gemini(rest: list[str], query: dict[str, list[str]]) -> tuple[str, str, bool, bool]:
@@ -88,24 +82,27 @@ def parse(path: str, query_string: bytes = b"") -> Route | None:
     elif parts[1] == "bridge" and len(parts) >= 4:
         family, profile, scope, dialect, rest = "legacy", parts[2], "legacy", parts[3], parts[4:]
     elif parts[1] == "local-agent" and len(parts) >= 4:
-        return Route("local-agent", parts[3], "", _agent_dialect(parts[4:]), "unknown", parts[2])
+        return _agent_route(parts[2], parts[3], parts[4:])
     else:
         return None
-    if not SCOPE.match(scope) or dialect not in DIALECTS:
+    if not SCOPE.match(scope) or dialect not in dialects.NAMES:
         return None
     if dialect == "gemini":
         op, model, stream, sse = _gemini(rest, parse_qs(query_string.decode("latin-1")))
         return Route(family, profile, scope, dialect, op, model, stream, sse)
-    op, model = _anthropic(rest) if dialect == "anthropic" else _openai(dialect, rest)
+    op, model = _operation(dialect, rest)
     return Route(family, profile, scope, dialect, op, model)
 
 
-def _agent_dialect(rest: list[str]) -> str:
+def _agent_route(agent: str, profile: str, rest: list[str]) -> Route | None:
+    """`/svc/local-agent/{agent}/{profile}/v1/…`: the path after `v1/` names the dialect (a
+    codec's generate path) or the model list, whose shape the view picks from the client."""
+    if not SCOPE.match(agent):
+        return None
+    rest = _strip(rest, ("v1",), 2)
     joined = "/".join(rest)
-    if "messages" in joined:
-        return "anthropic"
-    if "responses" in joined:
-        return "openai-responses"
-    if ":" in joined:
-        return "gemini"
-    return "openai-chat"
+    for name in dialects.NAMES:
+        if dialects.get(name).PATHS.get(joined) == "generate":
+            return Route("local-agent", profile, agent, name, "generate")
+    operation, model = _models(rest)
+    return Route("local-agent", profile, agent, "openai-chat", operation, model)

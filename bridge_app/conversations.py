@@ -1,0 +1,236 @@
+"""Agent-as-API conversations: which hosted agent session answers which client, for how long.
+
+A conversation is named by `X-Svc-Conversation` (per agent and profile), or found through a
+Responses `previous_response_id`; a Responses request that may be continued (`store` not false)
+starts one under the id of its answer. Anything else is one-shot: its session ends with the
+request. Idle agent processes are stopped after `local_agent_api.idle_seconds` (a later turn
+resumes the agent's own session when the agent can load sessions, else starts afresh with the
+whole conversation), and conversations are forgotten after `conversation_ttl_seconds`. Named
+conversations are also stored (bridge_app.models.Conversation), so after a daemon restart the
+same key resumes its agent session; response ids live in memory only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from asgiref.sync import sync_to_async
+
+from bridge_app import ir, services
+from bridge_app.routes import Route
+from svcproject import config
+from svcproject.errors import DomainError
+
+Key = tuple[str, str, str]  # (conversation key, agent, profile)
+MAX_RESPONSE_IDS = 2000
+
+
+class Conversation:
+    def __init__(self, key: Key | None, session_id: str) -> None:
+        self.key, self.session_id = key, session_id
+        self.seen = False  # the agent session has the conversation so far
+        self.running: asyncio.Task | None = None
+        self.last_used = time.monotonic()
+        self.stopped = False  # its process was stopped for idleness
+
+    def chat(self) -> Any:
+        from sessions_app.host import registry
+
+        chat = registry.chat(self.session_id)
+        if chat is None:
+            raise ir.BridgeError(502, "the agent's process has ended")
+        return chat
+
+    async def cancel_running(self, wait_s: float) -> None:
+        """A new request on a busy conversation cancels the turn still running first."""
+        running = self.running
+        deadline = time.monotonic() + wait_s
+        # Again and again: a cancel that reaches the agent before the turn's own prompt does is
+        # ignored by it (ACP cancels the prompt in flight, if any).
+        while running is not None and not running.done() and time.monotonic() < deadline:
+            with contextlib.suppress(Exception):
+                await self.chat().cancel()
+            await asyncio.wait([running], timeout=0.25)
+        if running is not None and not running.done():
+            raise ir.BridgeError(503, "the conversation's running turn did not stop; try again")
+
+    async def turn_ended(self, prompt: asyncio.Task | None) -> None:
+        from sessions_app.host import registry
+
+        self.last_used = time.monotonic()
+        if self.running is prompt:
+            self.running = None
+        if self.key is None:  # one-shot: its agent process ends with the request
+            await registry.stop_soon(self.session_id)
+
+    async def with_agent_log(self, message: str) -> str:
+        """The failure, with the end of what the agent itself wrote to stderr."""
+        tail = await sync_to_async(_agent_log_tail)(self.session_id)
+        return f"{message}; the agent wrote: {tail}" if tail else message
+
+
+def _agent_log_tail(session_id: str, size: int = 1500) -> str:
+    path = config.svc_home() / "logs" / f"agent-{session_id}.log"
+    try:
+        data = path.read_bytes()[-size:]
+    except OSError:
+        return ""
+    return " ".join(data.decode("utf-8", "replace").split())
+
+
+_conversations: dict[Key, Conversation] = {}
+_by_response: collections.OrderedDict[str, Key] = collections.OrderedDict()
+_sweeper: dict[int, asyncio.Task] = {}
+
+
+def _key(route: Route, body: dict[str, Any], headers: dict[str, str]) -> Key | None:
+    named = headers.get("x-svc-conversation", "").strip()
+    if named:
+        return (named[:200], route.agent, route.profile)
+    previous = body.get("previous_response_id") if route.dialect == "openai-responses" else None
+    if previous:
+        if previous not in _by_response:
+            raise ir.BridgeError(404, f"Previous response with id {previous!r} not found.")
+        return _by_response[previous]
+    if route.dialect == "openai-responses" and body.get("store") is not False:
+        return (f"response:{uuid.uuid4().hex}", route.agent, route.profile)
+    return None
+
+
+_locks: dict[Key, asyncio.Lock] = {}
+
+
+@contextlib.asynccontextmanager
+async def turn_slot(
+    route: Route, body: dict[str, Any], headers: dict[str, str], workspace: str
+) -> AsyncIterator[Conversation]:
+    """The conversation a request talks to, held until its turn has begun: two requests on one
+    key neither start two agent sessions nor start two turns at once."""
+    key = _key(route, body, headers)
+    if key is None:
+        yield await find_or_start(key, route, workspace)
+        return
+    lock = _locks.setdefault(key, asyncio.Lock())
+    async with lock:
+        yield await find_or_start(key, route, workspace)
+
+
+async def find_or_start(key: Key | None, route: Route, workspace: str) -> Conversation:
+    _ensure_sweeper()
+    known = _conversations.get(key) if key is not None else None
+    if known is None and key is not None and not key[0].startswith("response:"):
+        known = await _stored(key)
+    if known is not None and await _alive(known):
+        return known
+    session_id = await _start(route, workspace)
+    conversation = Conversation(key, session_id)
+    if key is not None:
+        _conversations[key] = conversation
+        if not key[0].startswith("response:"):
+            await sync_to_async(services.conversation_record)(
+                key=key[0], agent=key[1], profile_id=key[2], session_id=session_id
+            )
+    return conversation
+
+
+async def _stored(key: Key) -> Conversation | None:
+    """A named conversation from before a restart: its session, to resume."""
+    session_id = await sync_to_async(services.conversation_session)(
+        key=key[0], agent=key[1], profile_id=key[2]
+    )
+    if session_id is None:
+        return None
+    conversation = Conversation(key, session_id)
+    conversation.seen = True  # kept only if the agent loads its own session back
+    _conversations[key] = conversation
+    return conversation
+
+
+async def _alive(conversation: Conversation) -> bool:
+    """Its agent still runs — or was stopped for idleness and resumes."""
+    from sessions_app import services
+    from sessions_app.host import registry
+
+    if registry.chat(conversation.session_id) is not None:
+        return True
+    before = await sync_to_async(_agent_session_id)(conversation.session_id)
+    try:
+        await sync_to_async(services.session_resume)(session_id=conversation.session_id)
+    except DomainError:
+        return False
+    after = await sync_to_async(_agent_session_id)(conversation.session_id)
+    conversation.seen = conversation.seen and bool(before) and after == before
+    conversation.stopped = False
+    return registry.chat(conversation.session_id) is not None
+
+
+def _agent_session_id(session_id: str) -> str:
+    from sessions_app import selectors
+
+    session = selectors.session_get(session_id)
+    return session.agent_session_id if session is not None else ""
+
+
+async def _start(route: Route, workspace: str) -> str:
+    from sessions_app import services
+
+    try:
+        session = await sync_to_async(services.session_create)(
+            agent=route.agent, workspace=workspace, kind="api", profile_id=route.profile
+        )
+    except DomainError as exc:
+        raise ir.BridgeError(exc.status if exc.status >= 500 else 502, exc.message) from exc
+    return str(session.id)
+
+
+def remember_response(response_id: str, conversation: Conversation, body: dict[str, Any]) -> None:
+    """A Responses answer's id continues its conversation (`previous_response_id`)."""
+    if conversation.key is None:
+        return
+    _by_response[response_id] = conversation.key
+    while len(_by_response) > MAX_RESPONSE_IDS:
+        _by_response.popitem(last=False)
+
+
+# --- idle processes and old conversations ------------------------------------------------------
+
+
+def _ensure_sweeper() -> None:
+    loop = asyncio.get_running_loop()
+    task = _sweeper.get(id(loop))
+    if task is None or task.done():
+        _sweeper[id(loop)] = loop.create_task(_sweep_forever())
+
+
+async def _sweep_forever() -> None:
+    while True:
+        settings = config.current_settings()
+        idle = settings.local_agent_idle_seconds
+        ttl = settings.local_agent_conversation_ttl_seconds
+        await asyncio.sleep(max(0.2, min(5.0, idle / 4, ttl / 4)))
+        await sweep(idle, ttl, time.monotonic())
+
+
+async def sweep(idle_s: float, ttl_s: float, now: float) -> None:
+    from sessions_app.host import registry
+
+    for key, conversation in list(_conversations.items()):
+        if conversation.running is not None and not conversation.running.done():
+            continue
+        quiet = now - conversation.last_used
+        if quiet >= ttl_s:
+            del _conversations[key]
+            _locks.pop(key, None)
+            await registry.stop_soon(conversation.session_id)
+            await sync_to_async(services.conversation_forget)(
+                key=key[0], agent=key[1], profile_id=key[2]
+            )
+        elif quiet >= idle_s and not conversation.stopped:
+            conversation.stopped = True
+            await registry.stop_soon(conversation.session_id)

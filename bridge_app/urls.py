@@ -1,3 +1,0 @@
-from django.urls import URLPattern
-
-urlpatterns: list[URLPattern] = []

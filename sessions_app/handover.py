@@ -1,0 +1,109 @@
+"""Handover codes (SPEC §4): an agent's session, handed to another device with four characters.
+
+A code is 4 characters from a 32-letter alphabet (no 0/O, 1/I), drawn from the OS CSPRNG,
+unique among live codes, case-insensitive, usable once and for CODE_SECONDS. Redeeming is one
+conditional UPDATE, so of any number of concurrent pickups exactly one wins. Wrong, used and
+expired codes answer alike (nothing tells them apart), and more than FAILURES_PER_MINUTE failed
+pickups a minute lock pickup for everyone: everything reaches svc from loopback, so a per-caller
+limit would limit nothing.
+"""
+
+from __future__ import annotations
+
+import collections
+import secrets
+import threading
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from sessions_app.models import HandoverCode, Session
+from svcproject.errors import DomainError, NotFound, TooManyRequests
+
+ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+CODE_LENGTH = 4
+CODE_SECONDS = 120
+FAILURES_PER_MINUTE = 10
+NOT_FOUND = "No live handover code like that: it is wrong, used or expired. Ask for a new one."
+Clock = Callable[[], datetime]
+
+
+def _new_code() -> str:
+    return "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
+
+
+def normalise(code: str) -> str:
+    return code.strip().upper()
+
+
+def handover_issue(*, session_id: str, clock: Clock = timezone.now) -> HandoverCode:
+    """A fresh code for a session; expired codes are pruned on the way."""
+    now = clock()
+    session = Session.objects.filter(pk=session_id).first() if session_id else None
+    if session is None:
+        raise NotFound(f"no svc session {session_id!r} to hand over")
+    HandoverCode.objects.filter(expires_at__lte=now, used_at__isnull=True).delete()
+    for _ in range(20):  # 32⁴ ≈ 10⁶ codes: a clash with a live one is rare, never endless
+        code = _new_code()
+        with transaction.atomic():
+            if HandoverCode.objects.filter(code=code, used_at__isnull=True).exists():
+                continue
+            return HandoverCode.objects.create(
+                code=code, session=session, created_at=now,
+                expires_at=now + timedelta(seconds=CODE_SECONDS),
+            )  # fmt: skip
+    raise DomainError("could not draw a free handover code; try again", status=503)
+
+
+class _FailureWindow:
+    """Failed pickups of the last minute, for the whole daemon."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._times: collections.deque[datetime] = collections.deque()
+
+    def _trim(self, now: datetime) -> None:
+        while self._times and self._times[0] <= now - timedelta(minutes=1):
+            self._times.popleft()
+
+    def locked(self, now: datetime) -> bool:
+        with self._lock:
+            self._trim(now)
+            return len(self._times) >= FAILURES_PER_MINUTE
+
+    def add(self, now: datetime) -> None:
+        with self._lock:
+            self._times.append(now)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._times.clear()
+
+
+failures = _FailureWindow()
+
+
+def handover_redeem(*, code: str, clock: Clock = timezone.now) -> Session:
+    """The code's session, once; the same NotFound for a wrong, used or expired code."""
+    now = clock()
+    if failures.locked(now):
+        raise TooManyRequests(
+            f"more than {FAILURES_PER_MINUTE} failed pickups in a minute; wait a minute"
+        )
+    wanted = normalise(code)
+    won = 0
+    if len(wanted) == CODE_LENGTH and set(wanted) <= set(ALPHABET):
+        live = HandoverCode.objects.filter(code=wanted, used_at__isnull=True, expires_at__gt=now)
+        # One conditional UPDATE: concurrent pickups race in the database, and one row wins.
+        pk = live.values_list("pk", flat=True).first()
+        if pk is not None:
+            won = HandoverCode.objects.filter(pk=pk, used_at__isnull=True).update(used_at=now)
+    if not won:
+        failures.add(now)
+        raise NotFound(NOT_FOUND)
+    try:
+        return HandoverCode.objects.select_related("session").get(pk=pk).session
+    except (HandoverCode.DoesNotExist, IntegrityError) as exc:  # deleted meanwhile
+        raise NotFound(NOT_FOUND) from exc

@@ -1,0 +1,11 @@
+"""`manage.py previews [--json]`: live and Markdown previews, with their links."""
+
+from __future__ import annotations
+
+from sessions_app.management.commands._client import ListCommand
+
+
+class Command(ListCommand):
+    help = "List the previews of the running svc daemon (owner and share links)."
+    path = "previews"
+    columns = ("slug", "kind", "port", "file", "share_expires_at", "owner_url", "share_url")

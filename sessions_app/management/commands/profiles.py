@@ -1,0 +1,11 @@
+"""`manage.py profiles [--json]`: model profiles (keys never shown)."""
+
+from __future__ import annotations
+
+from sessions_app.management.commands._client import ListCommand
+
+
+class Command(ListCommand):
+    help = "List the model profiles of the running svc daemon (keys are never shown)."
+    path = "profiles"
+    columns = ("id", "provider", "base_url", "models")

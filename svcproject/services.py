@@ -1,0 +1,89 @@
+"""Cross-app orchestration: settings.json edits and their mirror, and token rotation.
+
+These touch every app (profiles live in bridge_app, agents and workspaces in sessions_app, and
+the agents' MCP entries follow the tokens), so they belong to the project, not to one app.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from svcproject import config
+from svcproject.errors import DomainError
+
+REDACTED = "[redacted]"
+
+
+def settings_redacted() -> dict[str, Any]:
+    """settings.json as the API shows it: every profile's literal key and every header value
+    (they often carry credentials) replaced by a marker."""
+    shown = copy.deepcopy(config.current_settings().raw)
+    for profile in (shown.get("profiles") or {}).values():
+        if not isinstance(profile, dict):
+            continue
+        if profile.get("api_key"):
+            profile["api_key"] = REDACTED
+        if isinstance(profile.get("headers"), dict):
+            profile["headers"] = {name: REDACTED for name in profile["headers"]}
+    return shown
+
+
+def _keep_secrets(new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
+    """A client that read redacted settings and writes them back must not erase the secrets."""
+    old_profiles = old.get("profiles") or {}
+    for pid, profile in (new.get("profiles") or {}).items():
+        if not isinstance(profile, dict):
+            continue
+        stored = old_profiles.get(pid) if isinstance(old_profiles.get(pid), dict) else {}
+        if profile.get("api_key") == REDACTED:
+            profile["api_key"] = stored.get("api_key", "")
+        headers, stored_headers = profile.get("headers"), stored.get("headers") or {}
+        if isinstance(headers, dict):
+            for name, value in headers.items():
+                if value == REDACTED and isinstance(stored_headers, dict):
+                    headers[name] = stored_headers.get(name, "")
+    return new
+
+
+def settings_replace(*, raw: Any) -> config.Settings:
+    """Replace settings.json (validated; redacted secrets keep their stored value) and mirror it."""
+    if not isinstance(raw, dict):
+        raise DomainError("settings must be a JSON object")
+    config.write_settings(_keep_secrets(copy.deepcopy(raw), config.current_settings().raw))
+    return settings_sync()
+
+
+def settings_update(*, changes: Any) -> config.Settings:
+    """Replace the named top-level keys, keeping every other key (unknown ones included)."""
+    if not isinstance(changes, dict):
+        raise DomainError("settings must be a JSON object")
+    return settings_replace(raw={**config.current_settings().raw, **changes})
+
+
+def settings_sync() -> config.Settings:
+    """Mirror settings.json into the database (profiles, agents, workspaces, channels, tunnels)."""
+    from bridge_app import services as bridge_services
+    from mcp_app import integrations
+    from sessions_app import services as session_services
+
+    settings = config.current_settings()
+    bridge_services.profiles_sync(settings)
+    session_services.agents_sync(settings)
+    session_services.workspaces_sync(settings)
+    session_services.channels_sync(settings)
+    session_services.tunnels_sync(settings)
+    integrations.integrations_sync()
+    return settings
+
+
+def tokens_rotate() -> config.Auth:
+    """New owner and MCP tokens and a new dashboard host; the old tokens stop working on the
+    next request, every browser login ends, and every agent's svc entry gets the new MCP token."""
+    from mcp_app import integrations
+    from svcproject import browser
+
+    auth = config.rotate_tokens()
+    browser.end_all_sessions()
+    integrations.integrations_sync()
+    return auth

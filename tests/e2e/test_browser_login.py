@@ -1,0 +1,128 @@
+"""The browser holds no token and no credential scoped to localhost or 127.0.0.1 (security
+finding 1), and CSRF rests on a server-side secret, not on a cookie or Origin (finding 8)."""
+
+from __future__ import annotations
+
+import http.server
+import threading
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from playwright.sync_api import Browser
+
+from tests.support.browser_login import csrf_token, dashboard_url, localhost_client, logged_in
+from tests.support.daemon import Daemon
+
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    """Any other local dev server: records the Cookie header of every request it gets."""
+
+    seen: list[str] = []
+
+    def do_GET(self) -> None:
+        self.seen.append(self.headers.get("Cookie") or "")
+        body = b"<!doctype html><title>dev server</title><p>a dev server</p>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def dev_server() -> Iterator[tuple[int, list[str]]]:
+    _Recorder.seen = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.server_address[1], _Recorder.seen
+    server.shutdown()
+
+
+def cookie_pairs(header: str) -> list[str]:
+    return [part.strip() for part in header.split(";") if "=" in part]
+
+
+def opens_svc(daemon: Daemon, pair: str) -> bool:
+    """The cookie replayed every way an attacker could: as a Cookie (on loopback and on the
+    dashboard host) and its value as a Bearer token."""
+    value = pair.split("=", 1)[1]
+    attempts = [
+        httpx.get(f"{daemon.url}/api/sessions", headers={"Cookie": pair}),
+        httpx.get(f"{daemon.url}/api/sessions", headers={"Authorization": f"Bearer {value}"}),
+    ]
+    with localhost_client() as client:
+        attempts.append(
+            client.get(f"{dashboard_url(daemon)}/api/sessions", headers={"Cookie": pair})
+        )
+    return any(a.status_code == 200 for a in attempts)
+
+
+def test_a_dev_server_on_another_loopback_port_receives_no_credential_for_svc(
+    browser: Browser, daemon: Daemon, dev_server: tuple[int, list[str]]
+) -> None:
+    port, seen = dev_server
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(f"{daemon.url}/login?token={daemon.owner_token}")  # as the README says
+    assert page.url == f"{dashboard_url(daemon)}/"
+    assert page.locator("#sessions").count() == 1  # logged in: the dashboard renders
+    browser_cookies = context.cookies()
+    assert browser_cookies, "the login set no cookie at all"
+    for cookie in browser_cookies:
+        assert cookie["domain"] == daemon.auth()["browser_host"]
+        assert daemon.owner_token not in cookie["value"]
+        assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+    for host in ("127.0.0.1", "localhost"):
+        page.goto(f"http://{host}:{port}/")
+        assert "a dev server" in page.content()
+    assert len(seen) >= 2
+    for header in seen:
+        for pair in cookie_pairs(header):
+            assert not opens_svc(daemon, pair), f"the dev server got a credential: {pair[:20]}…"
+    context.close()
+
+
+def test_logout_ends_the_browser_session(browser: Browser, daemon: Daemon) -> None:
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(f"{daemon.url}/login?token={daemon.owner_token}")
+    session = next(c for c in context.cookies() if c["name"] == "svc_session")
+    page.click("form.logout button")
+    page.wait_for_load_state()
+    assert "Logged out" in page.content()
+    page.goto(f"{dashboard_url(daemon)}/")
+    assert "Log in to svc" in page.content() or page.url.endswith("/login")
+    with localhost_client() as client:
+        replayed = client.get(
+            f"{dashboard_url(daemon)}/api/sessions",
+            headers={"Cookie": f"svc_session={session['value']}"},
+        )
+    assert replayed.status_code == 401
+    context.close()
+
+
+def test_a_planted_csrf_cookie_without_origin_cannot_write(daemon: Daemon, tmp_path) -> None:
+    with logged_in(daemon) as client:
+        planted = {
+            "Cookie": f"svc_session={client.cookies['svc_session']}; svc_csrftoken={'a' * 32}"
+        }
+        forged = client.post(
+            "/api/workspaces",
+            json={"path": str(tmp_path)},
+            headers={**planted, "X-CSRFToken": "a" * 32},
+        )
+        assert forged.status_code == 403 and "CSRF" in forged.json()["error"]["message"]
+        token = csrf_token(client)
+        # Even with the right token, a form body (what another site can post) is refused.
+        form = client.post(
+            "/api/workspaces", data={"path": str(tmp_path)}, headers={"X-CSRFToken": token}
+        )
+        assert form.status_code == 415
+        good = client.post(
+            "/api/workspaces", json={"path": str(tmp_path)}, headers={"X-CSRFToken": token}
+        )
+        assert good.status_code == 201, good.text

@@ -1,0 +1,70 @@
+"""The command-line client's list commands, and every command with the daemon stopped."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.daemon import Daemon, free_port, manage, migrated_home
+
+COMMANDS = [
+    ["status"], ["sessions"], ["previews"], ["profiles"], ["agents"],
+    ["attach", "00000000-0000-0000-0000-000000000000"], ["pickup", "ABCD"],
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def svc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    settings = {
+        "profiles": {
+            "work": {
+                "provider": "anthropic", "base_url": "https://api.anthropic.com",
+                "api_key": "sk-SECRET", "models": ["m1"],
+            }
+        }
+    }  # fmt: skip
+    server = Daemon(migrated_home(tmp_path_factory.mktemp("cli") / "home", settings)).start()
+    yield server
+    server.stop()
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[0])
+def test_every_command_says_in_one_line_how_to_start_a_stopped_daemon(
+    tmp_path: Path, command: list[str]
+) -> None:
+    home = migrated_home(tmp_path / "home")
+    result = manage(home, *command, env={"SVC_PORT": str(free_port())}, check=False)
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert "svc is not running at" in lines[0] and "make run" in lines[0]
+
+
+def test_profiles_never_show_a_key(svc: Daemon) -> None:
+    listed = json.loads(svc.manage("profiles", "--json").stdout)
+    assert [p["id"] for p in listed] == ["work"]
+    text = svc.manage("profiles").stdout
+    assert "work" in text and "anthropic" in text
+    assert "SECRET" not in text and "SECRET" not in json.dumps(listed)
+
+
+def test_agents_lists_the_shell_as_enabled(svc: Daemon) -> None:
+    agents = {a["name"]: a for a in json.loads(svc.manage("agents", "--json").stdout)}
+    assert agents["shell"]["enabled"] is True
+    assert "shell" in svc.manage("agents").stdout
+
+
+def test_previews_lists_links(svc: Daemon, tmp_path: Path) -> None:
+    made = httpx.post(
+        f"{svc.url}/api/previews",
+        json={"port": free_port(), "workspace": str(tmp_path)},
+        headers=svc.owner_headers(),
+    ).json()
+    listed = json.loads(svc.manage("previews", "--json").stdout)
+    assert made["slug"] in {p["slug"] for p in listed}
+    table = svc.manage("previews").stdout
+    assert made["slug"] in table and "/preview/s/" in table

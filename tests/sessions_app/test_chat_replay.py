@@ -1,0 +1,57 @@
+"""The chat replay rule (host/acp.py): a client that opens a chat while the agent is talking
+gets every event exactly once — history first, then live — with no process involved."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sessions_app.host.acp import AcpSession
+
+
+def chat_with_memory() -> tuple[AcpSession, list[dict[str, Any]]]:
+    stored: list[dict[str, Any]] = []
+
+    async def store(session_id: str, kind: str, payload: dict[str, Any]) -> int:
+        stored.append({**payload, "kind": kind, "session_id": session_id, "seq": len(stored) + 1})
+        return len(stored)
+
+    async def on_exit(session_id: str, code: int) -> None:
+        pass
+
+    return AcpSession("s1", "fake", store=store, on_exit=on_exit), stored
+
+
+def texts(events: list[dict[str, Any]]) -> list[str]:
+    return [e["text"] for e in events if e.get("kind") == "agent_message_chunk"]
+
+
+async def test_an_event_stored_while_the_history_is_read_arrives_once() -> None:
+    chat, stored = chat_with_memory()
+    await chat.emit("agent_message_chunk", {"text": "one"})
+
+    async def history() -> list[dict[str, Any]]:
+        # The agent speaks while the client reads the history: the event is stored (so the
+        # read sees it) and delivered live to the new subscription too.
+        await chat.emit("agent_message_chunk", {"text": "two"})
+        return list(stored)
+
+    live: list[dict[str, Any]] = []
+    subscription = await chat.subscribe(live.append, history)
+    await chat.emit("agent_message_chunk", {"text": "three"})  # after the read, before start
+    replayed = subscription.replay
+    assert all(e["replay"] for e in replayed)
+    subscription.start()
+    await chat.emit("agent_message_chunk", {"text": "four"})
+    assert texts(replayed) + texts(live) == ["one", "two", "three", "four"]
+
+
+async def test_a_client_without_history_gets_only_live_events() -> None:
+    chat, _ = chat_with_memory()
+    await chat.emit("agent_message_chunk", {"text": "before"})
+    live: list[dict[str, Any]] = []
+    subscription = await chat.subscribe(live.append)
+    subscription.start()
+    await chat.emit("agent_message_chunk", {"text": "after"})
+    subscription.close()
+    await chat.emit("agent_message_chunk", {"text": "unsubscribed"})
+    assert subscription.replay == [] and texts(live) == ["after"]
