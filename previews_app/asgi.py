@@ -4,7 +4,8 @@
 - `/preview/u/{slug}/…`: the owner's entry. Browsers (cookie or ?token=) are sent to the preview
   origin with a one-time grant; clients presenting `Authorization: Bearer` are proxied in place,
   sandboxed, since no browser attaches that header by itself.
-- `/preview/s/{share}/…`: the share, no authentication, GET/HEAD, no WebSockets, 600 s, sandboxed.
+- `/preview/s/{share}/…`: the share, no authentication, GET/HEAD, no WebSockets, 600 s; its
+  root-relative reads come back through `shares.referring_share` (docs/previews.md).
 - `/md-preview/…`: only the owner check, answered as a page for browsers; Django renders.
 Raw ASGI rather than Django views because bodies must stream both ways and WebSockets pass through.
 """
@@ -21,7 +22,7 @@ from django.utils import timezone
 
 from previews_app import grants, origin, pages, proxy, selectors, services, shares, wsproxy
 from previews_app.models import Preview
-from svcproject import auth
+from svcproject import auth, browser, config
 
 _PATH = re.compile(r"^/preview/(?P<which>[us])/(?P<slug>[^/]+)(?P<rest>/.*)?$")
 _READ_METHODS = ("GET", "HEAD")
@@ -42,7 +43,10 @@ class PreviewRouter:
             await origin.serve(scope, receive, send, slug)
             return
         match = _PATH.match(scope["path"])
-        if match and match["which"] == "s":
+        if match and match["which"] == "s" and browser.is_browser_host(_host(headers)):
+            # Never run a shared page where the owner's browser session lives.
+            await pages.send_redirect(send, _loopback_url(scope))
+        elif match and match["which"] == "s":
             await self.share(scope, receive, send, match["slug"], match["rest"])
         elif (share := await shares.referring_share(scope, self.clock())) is not None:
             await send_to_share(scope, send, share)
@@ -83,6 +87,16 @@ class PreviewRouter:
                 left = (preview.share_expires_at - self.clock()).total_seconds()
                 target.seconds_left = max(left, 0.0)
             await proxy.forward(scope, receive, send, target)
+
+
+def _host(headers: dict[bytes, bytes]) -> str:
+    return headers.get(b"host", b"").decode("latin-1")
+
+
+def _loopback_url(scope: dict) -> str:
+    raw = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
+    query = scope.get("query_string", b"").decode("latin-1")
+    return f"http://127.0.0.1:{config.svc_port()}{raw}" + (f"?{query}" if query else "")
 
 
 async def send_to_share(scope: dict, send: Callable, share: str) -> None:

@@ -118,31 +118,6 @@ def test_the_previewed_page_gets_nothing_from_svc(
     assert results["cookie"] == ""  # svc_preview is HttpOnly, svc_token never comes here
 
 
-def test_a_share_runs_sandboxed_in_an_opaque_origin(
-    context: BrowserContext, daemon: Daemon, site: dict
-) -> None:
-    """Opened by the logged-in owner: the shared page still cannot use svc's cookie."""
-    share = httpx.post(
-        f"{daemon.url}/api/previews", json={"port": site["port"]}, headers=daemon.owner_headers()
-    ).json()["share_url"]
-    page = context.new_page()
-    page.goto(share + "index.html")
-    assert page.inner_text("#headline") == "Fixture site"
-    probe = page.evaluate(
-        """async () => {
-        let api;
-        try {
-            const r = await fetch('/api/sessions', {credentials: 'include'});
-            api = 'read ' + r.status;
-        } catch (e) { api = 'blocked'; }
-        let cookie;
-        try { cookie = document.cookie; } catch (e) { cookie = 'denied'; }
-        return {origin: self.origin, api, cookie};
-    }"""
-    )
-    assert probe == {"origin": "null", "api": "blocked", "cookie": "denied"}
-
-
 def test_markdown_with_a_table_code_and_a_relative_image_renders(
     context: BrowserContext, daemon: Daemon, md_workspace: Path
 ) -> None:

@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext
 
 from tests.e2e.test_preview_browser import site, vite  # noqa: F401 (fixtures)
-from tests.support.browser_login import dashboard_url
+from tests.support.browser_login import dashboard_url, lget
 from tests.support.daemon import Daemon
 
 TUNNEL_HOST = "share.example.test"
@@ -185,3 +185,13 @@ def test_through_a_tunnel_host_no_websocket_opens(daemon: Daemon) -> None:
         assert refused.value.response.status_code == 403
     finally:
         relay.close()
+
+
+def test_a_share_never_runs_on_the_dashboard_host(daemon: Daemon, site: dict) -> None:  # noqa: F811
+    """The dashboard host carries the owner's browser session: a shared page opened there would
+    be same-origin with it, so svc sends it to the loopback origin instead."""
+    share = share_url(daemon, site["port"])
+    path = share.removeprefix(daemon.url)
+    answer = lget(dashboard_url(daemon) + path + "index.html?x=1")
+    assert answer.status_code == 303
+    assert answer.headers["location"] == f"{daemon.url}{path}index.html?x=1"

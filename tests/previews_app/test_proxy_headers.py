@@ -6,7 +6,9 @@ from previews_app.proxy import Target, response_headers, rewrite_location, upstr
 
 ORIGIN = Target(port=5173, path=b"/", query=b"", public_base="http://app-x.localhost:8000",
                 on_svc_origin=False)  # fmt: skip
-SHARE = Target(port=5173, path=b"/", query=b"", public_base="/preview/s/abc", on_svc_origin=True)
+SHARE = Target(port=5173, path=b"/", query=b"", public_base="/preview/s/abc", on_svc_origin=True,
+               sandboxed=False)  # fmt: skip
+BEARER = Target(port=5173, path=b"/", query=b"", public_base="/preview/u/abc", on_svc_origin=True)
 
 BROWSER = [
     (b"host", b"app-x.localhost:8000"),
@@ -52,7 +54,7 @@ def test_locations() -> None:
     assert rewrite_location("//elsewhere.example/", SHARE) == "//elsewhere.example/"
 
 
-def test_responses_on_svcs_origin_are_sandboxed_and_cannot_touch_its_cookies() -> None:
+def test_responses_on_svcs_origin_cannot_touch_its_cookies() -> None:
     upstream = [
         (b"Set-Cookie", b"svc_token=evil; Path=/"),
         (b"Clear-Site-Data", b'"cookies"'),
@@ -62,7 +64,14 @@ def test_responses_on_svcs_origin_are_sandboxed_and_cannot_touch_its_cookies() -
     shared = dict(response_headers(upstream, SHARE))
     assert b"set-cookie" not in shared and b"clear-site-data" not in shared
     assert b"transfer-encoding" not in shared
-    assert shared[b"content-security-policy"].startswith(b"sandbox")
+    # A share renders unsandboxed (it must run module scripts and use storage) and keeps its
+    # Referer same-origin, which is how its root-relative reads find their way back.
+    assert b"content-security-policy" not in shared
+    assert shared[b"referrer-policy"] == b"same-origin"
+    # A bearer client's in-place response stays sandboxed: it holds no referer-routed assets.
+    bearer = dict(response_headers(upstream, BEARER))
+    assert bearer[b"content-security-policy"].startswith(b"sandbox")
+    assert bearer[b"referrer-policy"] == b"no-referrer"
     own = dict(response_headers(upstream, ORIGIN))
     assert own[b"set-cookie"] == b"svc_token=evil; Path=/"  # host-only on the preview origin
     assert b"content-security-policy" not in own
