@@ -24,6 +24,7 @@ from asgiref.sync import sync_to_async
 
 from bridge_app import ir, services
 from bridge_app.routes import Route
+from sessions_app.services import agent_log_tail
 from svcproject import config
 from svcproject.errors import DomainError
 
@@ -71,17 +72,8 @@ class Conversation:
 
     async def with_agent_log(self, message: str) -> str:
         """The failure, with the end of what the agent itself wrote to stderr."""
-        tail = await sync_to_async(_agent_log_tail)(self.session_id)
+        tail = await sync_to_async(agent_log_tail)(self.session_id)
         return f"{message}; the agent wrote: {tail}" if tail else message
-
-
-def _agent_log_tail(session_id: str, size: int = 1500) -> str:
-    path = config.svc_home() / "logs" / f"agent-{session_id}.log"
-    try:
-        data = path.read_bytes()[-size:]
-    except OSError:
-        return ""
-    return " ".join(data.decode("utf-8", "replace").split())
 
 
 _conversations: dict[Key, Conversation] = {}

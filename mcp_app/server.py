@@ -4,14 +4,15 @@ errors become tool errors (`isError: true`) in one place, `call`."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
 
 from asgiref.sync import sync_to_async
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from mcp_app import tools_sessions, tools_workspace
+from mcp_app import tools_sessions, tools_subagents, tools_workspace
+from sessions_app import subagent_runs
 from svcproject.errors import DomainError
 
 mcp = MCPServer(
@@ -19,8 +20,10 @@ mcp = MCPServer(
     instructions=(
         "svc hosts coding-agent sessions on this machine. get_session_id tells you your svc "
         "session; prepare_handover gives the user a code to continue your session elsewhere; "
-        "register_workspace records a project folder; preview shows the user a dev server "
-        "(with a 600 s share link), md_preview a rendered Markdown file."
+        "register_workspace records a project folder; initialize_subagents hands parts of a task "
+        "to other agents (parallel, collaboration or brainstorming) and wait_for_subagents "
+        "collects their reports; preview shows the user a dev server (with a 600 s share "
+        "link), md_preview a rendered Markdown file."
     ),
     log_level="WARNING",
 )
@@ -149,3 +152,87 @@ async def md_preview(
         session_id=_header(ctx, "x-svc-session-id"),
     )
     return {"slug": links["slug"], "owner_url": links["owner_url"]}
+
+
+class SubagentSpec(TypedDict, total=False):
+    name: Annotated[str, Field(description="unique in the turn; names its git branch")]
+    agent: Annotated[str, Field(description="an svc agent, e.g. claude, codex, gemini")]
+    task: str
+    profile_id: str
+
+
+class SubagentInfo(TypedDict):
+    id: str
+    name: str
+    agent: str
+    session_id: str | None
+    status: str
+    workspace: str
+    branch: str
+
+
+class TurnInfo(TypedDict):
+    turn_id: str
+    mode: str
+    subagents: list[SubagentInfo]
+
+
+class SubagentReport(TypedDict):
+    id: str
+    name: str
+    agent: str
+    status: str
+    summary: str
+    report: Any
+    final_message: str
+    changes: dict[str, Any] | None
+    session_id: str | None
+    workspace: str
+
+
+class TurnReports(TypedDict):
+    turn_id: str
+    mode: str
+    status: str
+    completed: bool
+    timed_out: bool
+    reports: list[SubagentReport]
+
+
+@mcp.tool()
+async def initialize_subagents(
+    ctx: Context,
+    mode: Literal["parallel", "collaboration", "brainstorming"],
+    cwd: str,
+    agents: list[SubagentSpec],
+    task: str | None = None,
+) -> TurnInfo:
+    """Hand parts of your task to 1–8 other agents and return at once; collect their reports
+    with wait_for_subagents. parallel: each works on its own task at the same time in its own
+    git worktree (branch svc/{turn}/{name}, from your HEAD); collaboration: one after another
+    on the shared task in one worktree, each seeing the reports before it; brainstorming: all
+    answer the same task at once, read-only."""
+    info = await call(
+        tools_subagents.initialize, mode=mode, cwd=cwd, agents=[dict(a) for a in agents],
+        task=task, header_session_id=_header(ctx, "x-svc-session-id"),
+    )  # fmt: skip
+    subagent_runs.start(info["turn_id"])
+    return info
+
+
+@mcp.tool()
+async def wait_for_subagents(ctx: Context, turn_id: str, timeout_s: float = 600) -> TurnReports:
+    """Wait for a subagent turn to end and return every report (final message, its parsed
+    <svc-report> JSON, a one-line summary, and the changes svc measured with git). At the
+    timeout it returns what is known with timed_out: true; call again to keep waiting."""
+    await call(tools_subagents.check_wait, turn_id=turn_id, timeout_s=timeout_s)
+    beats = 0
+
+    async def progress(snapshot: dict[str, Any]) -> None:
+        nonlocal beats
+        ended, total, line = tools_subagents.progress_line(snapshot)
+        beats += 1  # MCP progress must grow with every notification, heartbeats included
+        await ctx.report_progress(ended + min(beats, 999) / 1000, total, line)
+
+    snapshot = await subagent_runs.wait(turn_id, timeout_s, progress)
+    return tools_subagents.reports(snapshot)

@@ -30,9 +30,10 @@ _LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]", "::1")
 
 
 def own_host(headers: dict[bytes, bytes]) -> bool:
-    """Host names svc answers as itself: loopback, its dashboard host, preview origins."""
+    """Host names svc answers as itself: loopback, its dashboard host, preview origins — and no
+    Host at all (an HTTP/1.0 client on this machine; a tunnel always forwards one)."""
     name = browser.host_name(headers.get(b"host", b"").decode("latin-1"))
-    return name in _LOOPBACK_NAMES or name.endswith(".localhost") or name == "localhost"
+    return not name or name in _LOOPBACK_NAMES or name.endswith(".localhost") or name == "localhost"
 
 
 def _share_in_referer(headers: dict[bytes, bytes]) -> str | None:

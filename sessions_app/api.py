@@ -10,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from sessions_app import handover, selectors, services
+from sessions_app import handover, selectors, services, subagents
 
 
 class WorkspaceIn(serializers.Serializer):
@@ -104,3 +104,19 @@ class HandoverPickupView(APIView):
         data.is_valid(raise_exception=True)
         session = handover.handover_redeem(code=data.validated_data["code"])
         return Response(session.to_dict())
+
+
+class SubagentTurnListView(APIView):
+    def get(self, request: Request) -> Response:
+        return Response(subagents.turn_list())
+
+
+class SubagentTurnDetailView(APIView):
+    def get(self, request: Request, turn_id: str) -> Response:
+        return Response(subagents.turn_snapshot(turn_id))
+
+    def delete(self, request: Request, turn_id: str) -> Response:
+        """Cancels every running subagent of the turn (ACP cancel, then the process tree) and
+        answers once they have stopped; `?cleanup=1` also removes its worktrees and branches."""
+        cleanup = request.query_params.get("cleanup") in ("1", "true")
+        return Response(subagents.turn_cancel(turn_id=turn_id, cleanup=cleanup))

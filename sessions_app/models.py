@@ -188,7 +188,10 @@ class SubagentTurn(models.Model):
     parent_session = models.ForeignKey(
         Session, null=True, blank=True, on_delete=models.SET_NULL, related_name="subagent_turns"
     )
-    status = models.CharField(max_length=16, default="running")
+    status = models.CharField(max_length=16, default="running")  # running | completed | cancelled
+    # The repository the worktrees were made from, and its HEAD then (empty: no worktrees).
+    repo = models.CharField(max_length=4096, blank=True)
+    base_commit = models.CharField(max_length=64, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -209,9 +212,15 @@ class Subagent(models.Model):
     profile_id = models.CharField(max_length=64, blank=True)
     session = models.ForeignKey(Session, null=True, blank=True, on_delete=models.SET_NULL)
     workspace = models.CharField(max_length=4096, blank=True)
+    branch = models.CharField(max_length=255, blank=True)
+    # pending → starting → running → done | failed | cancelled
     status = models.CharField(max_length=16, default="pending")
     summary = models.TextField(blank=True)
     report = models.JSONField(null=True, blank=True)
+    final_message = models.TextField(blank=True)
+    changes = models.JSONField(null=True, blank=True)  # measured by svc with git
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["turn", "position"]

@@ -20,6 +20,15 @@ def _agent_log_path(session_id: object) -> Path:
     return config.svc_home() / "logs" / f"agent-{session_id}.log"
 
 
+def agent_log_tail(session_id: object, size: int = 1500) -> str:
+    """The end of what a chat agent wrote on stderr, on one line: why it failed, in its words."""
+    try:
+        data = _agent_log_path(session_id).read_bytes()[-size:]
+    except OSError:
+        return ""
+    return " ".join(data.decode("utf-8", "replace").split())
+
+
 def _pid_alive(pid: int | None) -> bool:
     if not pid:
         return False
@@ -202,7 +211,10 @@ async def _store_event(session_id: str, kind: str, payload: dict) -> int:
 async def _on_process_exit(session_id: str, exit_code: int) -> None:
     from asgiref.sync import sync_to_async
 
+    from sessions_app import subagent_runs
+
     await sync_to_async(session_mark_exited)(session_id=session_id, exit_code=exit_code)
+    await subagent_runs.cancel_for_parent(session_id)  # a stopped agent's subagents stop too
 
 
 def session_create(
@@ -214,14 +226,17 @@ def session_create(
     cols: int = 80,
     rows: int = 24,
     title: str = "",
+    extra_env: dict[str, str] | None = None,
 ) -> Session:
-    """Create the row, start the process in the host, and return the running session."""
+    """Create the row, start the process in the host, and return the running session.
+    `extra_env`: variables for this one process (a subagent's SVC_SUBAGENT_* ones)."""
     _check_session_args(kind, profile_id, cols, rows)
     path = str(_normalise_workspace(workspace))
     session = Session(agent=agent, workspace=path, kind=kind, profile_id=profile_id, title=title)
     launch = _launch_for(
         agent=agent, workspace=path, kind=kind, profile_id=profile_id, session_id=str(session.id)
     )
+    launch.env.update(extra_env or {})
     session.save()
     try:
         pid, agent_session_id = _start_process(session, launch, cols, rows)

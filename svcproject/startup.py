@@ -49,11 +49,14 @@ def print_login_url() -> None:
 
 def _start_sync() -> None:
     from sessions_app import services as session_services
+    from sessions_app import subagents
     from svcproject import services
 
     ended = session_services.sessions_reconcile()
     if ended:
         logger.info("marked %d sessions exited: their processes are gone", ended)
+    if cut := subagents.turns_reconcile():
+        logger.info("ended %d subagent turns that were running when svc stopped", cut)
     services.settings_sync()
 
 

@@ -19,6 +19,8 @@ api_patterns = [
     path("sessions", sessions_api.SessionListView.as_view()),
     path("sessions/<str:session_id>", sessions_api.SessionDetailView.as_view()),
     path("handover/pickup", sessions_api.HandoverPickupView.as_view()),
+    path("subagent-turns", sessions_api.SubagentTurnListView.as_view()),
+    path("subagent-turns/<str:turn_id>", sessions_api.SubagentTurnDetailView.as_view()),
     path("channels", sessions_api.ChannelListView.as_view()),
     path("tunnels", sessions_api.TunnelListView.as_view()),
     path("settings", svc_api.SettingsView.as_view()),

@@ -50,6 +50,21 @@ def session_commands(sid: int) -> list[str]:
     return names
 
 
+def session_states(sid: int) -> list[str]:
+    """name, state, what it waits in and its signal masks: why a process has not ended."""
+    states = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            with contextlib.suppress(OSError):
+                head, tail = (proc / "stat").read_text().rsplit(")", 1)
+                if int(tail.split()[3]) == sid:
+                    status = (proc / "status").read_text().splitlines()
+                    sig = [x for x in status if x.startswith(("SigBlk", "SigIgn", "SigPnd"))]
+                    wchan = (proc / "wchan").read_text()
+                    states.append(f"{head.split('(', 1)[1]} {tail.split()[0]} {wchan} {sig}")
+    return states
+
+
 async def test_flood_reaches_a_reading_viewer_intact_while_another_reads_nothing(
     host: Daemon, tmp_path: Path
 ) -> None:
@@ -95,7 +110,11 @@ async def test_ctrl_c_mid_flood_stops_the_producer(host: Daemon, tmp_path: Path)
     deadline = time.monotonic() + 30
     reading = asyncio.create_task(_drain(term))
     while {"head", "base64"} & set(session_commands(session["pid"])):
-        assert time.monotonic() < deadline, "the producer still runs 30 s after Ctrl-C"
+        assert time.monotonic() < deadline, (
+            "the producer still runs 30 s after Ctrl-C: "
+            f"{session_states(session['pid'])}; read {len(term.out)} bytes; daemon log: "
+            f"{host.log_path.read_text(errors='replace')[-2000:]}"
+        )
         await asyncio.sleep(0.01)
     # The terminal is usable again: the next command runs and prints.
     await term.ws.send(b"echo stopped-$((3*3))\r")

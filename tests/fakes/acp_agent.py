@@ -1,6 +1,7 @@
 """A small ACP agent on stdio, written with the agent-client-protocol SDK, for svc's tests.
 
-What it does depends on the prompt's last line (earlier lines are context it ignores):
+What it does depends on the prompt's last line (earlier lines are context it ignores); several
+commands on that line, separated by " ; ", run one after another:
   echo <words>     streams the words back, one chunk each
   ask <text>       asks the model through svc's bridge (OPENAI_BASE_URL, streaming) and streams
                    its answer back; a cancel aborts the model request
@@ -13,6 +14,12 @@ What it does depends on the prompt's last line (earlier lines are context it ign
   sleep <seconds>  streams a dot every 50 ms until done or cancelled (stop reason `cancelled`)
   env              the SVC_* variables it was started with, as JSON
   plan             a two-entry plan
+  commit <file> <n>  asks permission to edit, writes <n> lines to <file> and commits it with git
+  report <json>    ends its answer with <svc-report><json></svc-report>
+  delegate <json>  initialize_subagents(<json>) over svc's MCP, then wait_for_subagents on the
+                   turn it made; says both results as JSON
+  mcp <tool> <json>  calls svc's MCP tool with the SVC_MCP_URL/SVC_MCP_TOKEN it was given (and
+                   its X-Svc-Session-Id), and says the structured result as JSON
 """
 
 from __future__ import annotations
@@ -87,13 +94,18 @@ class FakeAgent(Agent):
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
         text = " ".join(getattr(block, "text", "") for block in prompt).strip()
         self.prompts.setdefault(session_id, []).append(text)
-        command, _, rest = (text.splitlines() or [""])[-1].strip().partition(" ")
         self.cancelled.discard(session_id)
-        handler = getattr(self, f"do_{command}", None)
-        if handler is None:
-            await self.say(session_id, f"unknown command {command!r}")
-            return PromptResponse(stop_reason="end_turn")
-        return PromptResponse(stop_reason=await handler(session_id, rest))
+        stop_reason = "end_turn"
+        for line in (text.splitlines() or [""])[-1].split(" ; "):
+            command, _, rest = line.strip().partition(" ")
+            handler = getattr(self, f"do_{command}", None)
+            if handler is None:
+                await self.say(session_id, f"unknown command {command!r}")
+                return PromptResponse(stop_reason="end_turn")
+            stop_reason = await handler(session_id, rest)
+            if stop_reason != "end_turn":
+                break
+        return PromptResponse(stop_reason=stop_reason)
 
     async def do_echo(self, session_id: str, rest: str) -> str:
         for i, word in enumerate(rest.split()):
@@ -177,6 +189,48 @@ class FakeAgent(Agent):
         await self.say(session_id, f"write: {chosen}")
         return "end_turn"
 
+    async def do_commit(self, session_id: str, rest: str) -> str:
+        import subprocess
+
+        assert self.conn is not None
+        target, _, count = rest.strip().partition(" ")
+        answer = await self.conn.request_permission(
+            session_id,
+            ToolCallUpdate(tool_call_id=f"call-{uuid.uuid4().hex[:6]}", title=f"edit {target}"),
+            [
+                PermissionOption(option_id="allow", name="Allow", kind="allow_once"),
+                PermissionOption(option_id="reject", name="Reject", kind="reject_once"),
+            ],
+        )
+        if getattr(answer.outcome, "option_id", None) != "allow":
+            await self.say(session_id, f"commit: refused {target}\n")
+            return "end_turn"
+        with open(target, "w") as f:
+            f.writelines(f"line {i} of {target}\n" for i in range(int(count or 1)))
+        git = ["git", "-c", "user.name=fake", "-c", "user.email=fake@example.test"]
+        subprocess.run([*git, "add", target], check=True, capture_output=True)
+        subprocess.run([*git, "commit", "-qm", f"add {target}"], check=True, capture_output=True)
+        await self.say(session_id, f"committed {target}\n")
+        return "end_turn"
+
+    async def do_report(self, session_id: str, rest: str) -> str:
+        await self.say(session_id, f"<svc-report>{rest.strip()}</svc-report>")
+        return "end_turn"
+
+    async def do_mcp(self, session_id: str, rest: str) -> str:
+        tool, _, raw = rest.strip().partition(" ")
+        said = await svc_tool(tool, json.loads(raw or "{}"))
+        await self.say(session_id, json.dumps(said, default=str))
+        return "end_turn"
+
+    async def do_delegate(self, session_id: str, rest: str) -> str:
+        made = await svc_tool("initialize_subagents", json.loads(rest))
+        waited = await svc_tool(
+            "wait_for_subagents", {"turn_id": made["turn_id"], "timeout_s": 120}
+        )
+        await self.say(session_id, json.dumps({"initialized": made, "waited": waited}))
+        return "end_turn"
+
     async def do_env(self, session_id: str, rest: str) -> str:
         shown = {k: v for k, v in os.environ.items() if k.startswith("SVC_") or "BASE_URL" in k}
         await self.say(session_id, json.dumps(shown, sort_keys=True))
@@ -208,6 +262,23 @@ class FakeAgent(Agent):
         await self.conn.session_update(session_id, update_tool_call(call_id, status=status))
         await self.say(session_id, f"permission: {chosen}")
         return "end_turn"
+
+
+async def svc_tool(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Call svc's MCP tool the way an agent's injected configuration does: the MCP URL and token
+    from the environment, and its own session in `X-Svc-Session-Id`."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {
+        "Authorization": f"Bearer {os.environ['SVC_MCP_TOKEN']}",
+        "X-Svc-Session-Id": os.environ["SVC_SESSION_ID"],
+    }
+    http = httpx2.AsyncClient(headers=headers, timeout=300)
+    async with Client(streamable_http_client(os.environ["SVC_MCP_URL"], http_client=http)) as c:
+        result = await c.call_tool(tool, arguments)
+    return result.structured_content if not result.is_error else {"error": str(result.content)}
 
 
 def main() -> None:
