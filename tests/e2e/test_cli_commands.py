@@ -12,7 +12,7 @@ import pytest
 from tests.support.daemon import Daemon, free_port, manage, migrated_home
 
 COMMANDS = [
-    ["status"], ["sessions"], ["previews"], ["profiles"], ["agents"],
+    ["status"], ["sessions"], ["previews"], ["profiles"], ["agents"], ["turns"],
     ["attach", "00000000-0000-0000-0000-000000000000"], ["pickup", "ABCD"],
 ]  # fmt: skip
 

@@ -14,13 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import httpx2
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
 from tests.sessions_app.termclient import Chat, hosting_settings, open_ws, shell_env
 from tests.support.daemon import Daemon, migrated_home
+from tests.support.mcp import mcp_client, tool
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.test"]
 
@@ -56,21 +54,6 @@ def repo(tmp_path: Path) -> Path:
     git(path, "add", ".")
     git(path, "commit", "-qm", "feature")
     return path
-
-
-def mcp_client(daemon: Daemon, session_id: str | None = None) -> Client:
-    headers = {"Authorization": f"Bearer {daemon.mcp_token}"}
-    if session_id:
-        headers["X-Svc-Session-Id"] = session_id
-    http = httpx2.AsyncClient(headers=headers, timeout=120)
-    return Client(streamable_http_client(f"{daemon.url}/mcp", http_client=http))
-
-
-async def tool(daemon: Daemon, name: str, **arguments: Any) -> dict[str, Any]:
-    async with mcp_client(daemon) as client:
-        result = await client.call_tool(name, arguments)
-    assert not result.is_error, result.content
-    return result.structured_content
 
 
 async def tool_error(daemon: Daemon, name: str, **arguments: Any) -> str:
@@ -146,6 +129,13 @@ async def test_parallel_runs_at_once_in_worktrees_from_head_and_measures_the_cha
     assert env["SVC_SUBAGENT_TURN_ID"] == made["turn_id"]
     assert env["SVC_SUBAGENT_ID"] == done["reports"][0]["id"]
     assert git(repo, "status", "--porcelain") == ""  # the caller's checkout is untouched
+    # The command line shows the same turn, with svc's numbers.
+    listed = daemon.manage("turns").stdout
+    row = next(line.split() for line in listed.splitlines() if line.endswith("c wrote 8"))
+    assert row[:6] == [made["turn_id"][:8], "parallel", "completed", "c", "fake", "done"]
+    assert "1 commits, 1 files +8 -0" in " ".join(row)
+    as_json = json.loads(daemon.manage("turns", "--json").stdout)
+    assert made["turn_id"] in {t["turn_id"] for t in as_json}
     # The live list showed the turn's progress.
     seen: list[str] = []
     while "done" not in seen:

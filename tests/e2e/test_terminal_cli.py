@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
+import fcntl
 import json
 import os
 import select
+import signal
+import struct
 import subprocess
 import termios
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.sessions_app.termclient import create_session, start_hosting_daemon, stop_session
 from tests.support.daemon import PYTHON, ROOT, Daemon
+from tests.support.mcp import tool
 
 
 @pytest.fixture(scope="module")
@@ -58,28 +64,72 @@ def read_until(fd: int, needle: bytes, timeout: float = 10) -> bytes:
     return seen
 
 
-def test_attach_is_a_raw_terminal_that_detaches_with_ctrl_bracket(
-    host: Daemon, tmp_path: Path
+class CliInPty:
+    """`manage.py <args>` on a real pseudo-terminal of a given size, as a person runs it."""
+
+    def __init__(self, host: Daemon, *args: str, rows: int = 30, cols: int = 100) -> None:
+        self.master, slave = os.openpty()
+        self.resize(rows, cols)
+        env = {**os.environ, "SVC_HOME": str(host.home)}
+        self.proc = subprocess.Popen(
+            [PYTHON, str(ROOT / "manage.py"), *args],
+            stdin=slave, stdout=slave, stderr=slave, cwd=ROOT, env=env, start_new_session=True,
+        )  # fmt: skip
+        os.close(slave)
+        deadline = time.monotonic() + 20
+        while termios.tcgetattr(self.master)[3] & termios.ICANON:  # typed before raw = echoed
+            assert time.monotonic() < deadline, f"{args[0]} never put the terminal in raw mode"
+            time.sleep(0.02)
+
+    def resize(self, rows: int, cols: int) -> None:
+        """What a terminal emulator does: set the size, and the kernel tells the foreground
+        process group (SIGWINCH) — here the CLI, which has its own session."""
+        fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        if getattr(self, "proc", None) is not None:
+            self.proc.send_signal(signal.SIGWINCH)
+
+    def type(self, keys: bytes, expect: bytes) -> bytes:
+        os.write(self.master, keys)
+        return read_until(self.master, expect)
+
+    def close(self) -> None:
+        self.proc.kill()
+        os.close(self.master)
+
+
+def session_status(host: Daemon, session_id: str) -> dict:
+    return httpx.get(f"{host.url}/api/sessions/{session_id}", headers=host.owner_headers()).json()
+
+
+@pytest.mark.parametrize("command", ["attach", "pickup"])
+def test_the_cli_is_a_real_terminal_typing_resize_detach_and_exit_codes(
+    host: Daemon, tmp_path: Path, command: str
 ) -> None:
     session = create_session(host, tmp_path)
-    master, slave = os.openpty()
-    env = {**os.environ, "SVC_HOME": str(host.home), "SVC_PORT": str(host.port)}
-    proc = subprocess.Popen(
-        [PYTHON, str(ROOT / "manage.py"), "attach", session["id"]],
-        stdin=slave, stdout=slave, stderr=slave, cwd=ROOT, env=env, start_new_session=True,
-    )  # fmt: skip
-    os.close(slave)
+    if command == "pickup":
+        code = asyncio.run(tool(host, "prepare_handover", session_id=session["id"]))["code"]
+        cli = CliInPty(host, "pickup", code)
+    else:
+        cli = CliInPty(host, "attach", session["id"])
     try:
-        deadline = time.monotonic() + 20
-        while termios.tcgetattr(master)[3] & termios.ICANON:  # typed before raw mode = echoed
-            assert time.monotonic() < deadline, "attach never put the terminal in raw mode"
-            time.sleep(0.02)
-        os.write(master, b"echo cli-$((2*21))\r")
-        read_until(master, b"cli-42")
-        os.write(master, b"\x1d")
-        read_until(master, b"detached")
-        assert proc.wait(10) == 0
+        cli.type(b"echo cli-$((2*21))\r", b"cli-42")  # typing works
+        cli.type(b"stty size\r", b"30 100")  # the size it started with
+        cli.resize(40, 120)
+        time.sleep(0.3)  # the resize message travels to svc and the session's PTY
+        cli.type(b"stty size\r", b"40 120")
+        cli.type(b"\x1d", b"detached")
+        assert cli.proc.wait(10) == 0
     finally:
-        proc.kill()
-        os.close(master)
-    stop_session(host, session["id"])
+        cli.close()
+    assert session_status(host, session["id"])["status"] == "running"  # it kept running
+    again = CliInPty(host, "attach", session["id"])
+    try:
+        again.type(b"exit 7\r", b"exited with code 7")
+        assert again.proc.wait(10) == 7  # the session's exit code is the command's
+    finally:
+        again.close()
+    deadline = time.monotonic() + 10
+    while (ended := session_status(host, session["id"]))["status"] == "running":
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert ended["exit_code"] == 7

@@ -1,7 +1,8 @@
 """`manage.py attach <session id>`: this terminal becomes a viewer of a hosted terminal session.
 
 Raw mode, so every key (Ctrl-C included) goes to the session; the window size follows this
-terminal (SIGWINCH). Ctrl-] detaches and leaves the session running.
+terminal (SIGWINCH). Ctrl-] detaches and leaves the session running. Like ssh, the command
+exits with the session's own exit code when the session ends (0 when detached).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import signal
 import sys
 import termios
 import tty
+from dataclasses import dataclass
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
@@ -34,10 +36,25 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         session = api("GET", f"sessions/{options['session_id']}")
-        self.stdout.write(f"\r\n[{attach_terminal(session)}]")
+        finish(self, attach_terminal(session))
 
 
-def attach_terminal(session: dict[str, Any]) -> str:
+@dataclass
+class Ended:
+    """How an attachment ended: what to tell the person, and the command's exit status."""
+
+    message: str
+    status: int = 0
+
+
+def finish(command: BaseCommand, ended: Ended) -> None:
+    command.stdout.write(f"\r\n[{ended.message}]")
+    command.stdout.flush()
+    if ended.status:
+        raise SystemExit(ended.status)
+
+
+def attach_terminal(session: dict[str, Any]) -> Ended:
     """Be a raw-mode viewer of this terminal session until it exits or Ctrl-] detaches."""
     if session["kind"] != "terminal":
         raise CommandError(f"session {session['id']} is a {session['kind']} session")
@@ -51,7 +68,7 @@ def attach_terminal(session: dict[str, Any]) -> str:
         termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, saved)
 
 
-async def _attach(session_id: str) -> str:
+async def _attach(session_id: str) -> Ended:
     url = base_url().replace("http", "ws", 1) + f"/ws?session_id={session_id}"
     async with connect(url, additional_headers=headers(), max_size=None) as ws:
         loop = asyncio.get_running_loop()
@@ -62,7 +79,9 @@ async def _attach(session_id: str) -> str:
         try:
             output = loop.create_task(_print_output(ws))
             done, _ = await asyncio.wait({output, detached}, return_when=asyncio.FIRST_COMPLETED)
-            return "detached; the session keeps running" if detached in done else output.result()
+            if detached in done:
+                return Ended("detached; the session keeps running")
+            return output.result()
         finally:
             loop.remove_reader(sys.stdin.fileno())
             loop.remove_signal_handler(signal.SIGWINCH)
@@ -83,7 +102,7 @@ async def _send_size(ws: ClientConnection) -> None:
         await ws.send(json.dumps({"type": "resize", "cols": size.columns, "rows": size.lines}))
 
 
-async def _print_output(ws: ClientConnection) -> str:
+async def _print_output(ws: ClientConnection) -> Ended:
     out = sys.stdout.buffer
     async for frame in ws:
         if isinstance(frame, bytes):
@@ -92,7 +111,9 @@ async def _print_output(ws: ClientConnection) -> str:
             continue
         event = json.loads(frame)
         if event.get("type") == "exited":
-            return f"session exited with code {event.get('exit_code')}"
+            code = event.get("exit_code")
+            status = code if isinstance(code, int) and 0 <= code < 256 else 1
+            return Ended(f"session exited with code {code}", status)
         if event.get("type") == "skipped":
             out.write(f"\r\n[svc: {event['bytes']} bytes skipped]\r\n".encode())
-    return "connection closed"
+    return Ended("the connection to svc closed", 1)

@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from sessions_app.management.commands._client import api
-from sessions_app.management.commands.attach import attach_terminal
+from sessions_app.management.commands.attach import attach_terminal, finish
 from svcproject import browser
 
 
@@ -21,7 +21,7 @@ class Command(BaseCommand):
         session = api("POST", "handover/pickup", json={"code": options["code"]})
         self.stdout.write(f"picked up {session['agent']} session {session['id']}")
         if session["kind"] == "terminal":
-            self.stdout.write(f"\r\n[{attach_terminal(session)}]")
+            finish(self, attach_terminal(session))
             return
         # The command line has no chat client: the dashboard shows the conversation.
         self.stdout.write(
