@@ -55,6 +55,7 @@ def prepare_handover(
         session_id=session_id, header_session_id=header_session_id, agent=None, cwd=cwd
     )
     code = handover.handover_issue(session_id=str(session.id))
+    handover.handover_announce(code)
     return {
         "code": code.code,
         "expires_at": code.expires_at.isoformat(),

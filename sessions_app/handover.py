@@ -57,6 +57,21 @@ def handover_issue(*, session_id: str, clock: Clock = timezone.now) -> HandoverC
     raise DomainError("could not draw a free handover code; try again", status=503)
 
 
+def handover_announce(code: HandoverCode) -> None:
+    """A code prepared for a hosted chat shows in that chat (the dashboard and every /ws/chat
+    client see it), so the person watching the agent sees the code without asking for it."""
+    from asgiref.sync import async_to_sync
+
+    from sessions_app.host import registry
+
+    chat = registry.chat(str(code.session_id))
+    if chat is None:
+        return
+    payload = {"code": code.code, "expires_at": code.expires_at.isoformat(),
+               "expires_in": CODE_SECONDS}  # fmt: skip
+    async_to_sync(chat.emit)("handover", payload)
+
+
 class _FailureWindow:
     """Failed pickups of the last minute, for the whole daemon."""
 

@@ -136,7 +136,7 @@ class AcpSession:
     ) -> int:  # fmt: skip
         with _agent_log(stderr_path) as stderr:
             self.proc = await asyncio.create_subprocess_exec(
-                *argv,
+                *processes.with_default_signals(argv),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=stderr,

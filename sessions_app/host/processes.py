@@ -5,8 +5,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import signal
+import subprocess
+
+
+@functools.cache
+def _env_resets_signals() -> bool:
+    try:
+        probe = subprocess.run(["env", "--default-signal", "true"], capture_output=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return probe.returncode == 0
+
+
+def with_default_signals(argv: tuple[str, ...]) -> tuple[str, ...]:
+    """argv that starts with every signal at its default action. Ignored signals are inherited:
+    an svc started under `nohup` or as a background job ignores SIGHUP, SIGINT and SIGQUIT, and
+    so would every job in its terminals — Ctrl-C would do nothing. GNU env resets them at exec
+    (no Python runs between fork and exec); where it cannot, argv is used as it is."""
+    return ("env", "--default-signal", *argv) if _env_resets_signals() else argv
 
 
 def exit_code_of(returncode: int) -> int:

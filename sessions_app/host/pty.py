@@ -78,7 +78,7 @@ class PtySession:
         _set_size(slave, cols, rows)
         try:
             self.proc = subprocess.Popen(
-                ["setsid", "-c", *argv],
+                processes.with_default_signals(("setsid", "-c", *argv)),
                 stdin=slave,
                 stdout=slave,
                 stderr=slave,

@@ -1,45 +1,147 @@
-// Live lists: each socket sends the complete list on connect and on every change.
+// The dashboard's shared parts: API and socket helpers, the "unreachable" banner, the live
+// sessions list with its actions, and the new-session pickers.
 "use strict";
 
-function text(value) { return document.createTextNode(value == null ? "" : String(value)); }
-
-const renderers = {
-  sessions(items) {
-    const body = document.querySelector("#sessions tbody");
-    body.replaceChildren(...items.map((s) => {
-      const row = document.createElement("tr");
-      row.className = "status-" + s.status;
-      for (const value of [s.agent, s.kind, s.status, s.workspace, s.created_at]) {
-        const cell = document.createElement("td");
-        cell.appendChild(text(value));
-        row.appendChild(cell);
-      }
-      row.dataset.sessionId = s.id;
-      return row;
-    }));
+const svc = {
+  csrf() { return document.querySelector('meta[name="csrf-token"]').content; },
+  async api(method, path, body) {
+    let response;
+    try {
+      response = await fetch(`/api/${path}`, {
+        method,
+        headers: { "Content-Type": "application/json", "X-CSRFToken": svc.csrf() },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        credentials: "same-origin",
+      });
+    } catch (error) {
+      banner.down();
+      throw new Error("svc is unreachable");
+    }
+    banner.up();
+    if (response.status === 401 || response.status === 403) banner.loggedOut(response.status);
+    const data = response.status === 204 ? null : await response.json().catch(() => null);
+    if (!response.ok) throw new Error((data && data.error && data.error.message) || `HTTP ${response.status}`);
+    return data;
   },
-  list(id, label) {
-    return (items) => {
-      document.getElementById(id).replaceChildren(...items.map((item) => {
-        const li = document.createElement("li");
-        li.appendChild(text(label(item)));
-        return li;
-      }));
-    };
+  ws(path) { return new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}${path}`); },
+  el(tag, props = {}, ...children) {
+    const node = Object.assign(document.createElement(tag), props);
+    node.append(...children.filter((c) => c !== null && c !== undefined));
+    return node;
+  },
+  age(iso) {
+    const seconds = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
+    if (seconds < 60) return `${seconds} s`;
+    if (seconds < 3600) return `${Math.floor(seconds / 60)} min`;
+    if (seconds < 86400) return `${Math.floor(seconds / 3600)} h`;
+    return `${Math.floor(seconds / 86400)} d`;
   },
 };
 
+// Says what to do when svc cannot be reached (or the login is gone); hides itself once it can.
+const banner = {
+  node: document.getElementById("banner"),
+  show(message) { this.node.textContent = message; this.node.hidden = false; },
+  down() {
+    this.show(`svc is not answering at ${location.host}. Start it with \`make run\` (or \`python manage.py runserver\`); this page reconnects by itself.`);
+  },
+  loggedOut(status) {
+    this.show(`svc refused this browser (HTTP ${status}): log in again with the URL \`make run\` printed, or \`python manage.py status\`.`);
+  },
+  up() { if (!this.node.textContent.startsWith("svc refused")) this.node.hidden = true; },
+};
+
+// A live list: the socket sends the complete list on connect and on every change.
 function subscribe(path, render) {
   let delay = 500;
+  let failures = 0;
   const open = () => {
-    const ws = new WebSocket(`ws://${location.host}${path}`);
-    ws.onmessage = (event) => { delay = 500; render(JSON.parse(event.data)); };
-    ws.onclose = () => { setTimeout(open, delay); delay = Math.min(delay * 2, 10000); };
+    const ws = svc.ws(path);
+    ws.onopen = () => { delay = 500; failures = 0; banner.up(); };
+    ws.onmessage = (event) => render(JSON.parse(event.data));
+    ws.onclose = (event) => {
+      if (event.code === 4401 || event.code === 4403) { banner.loggedOut(event.code); return; }
+      if (++failures >= 2) banner.down();
+      setTimeout(open, delay);
+      delay = Math.min(delay * 2, 10000);
+    };
   };
   open();
 }
 
-subscribe("/ws/sessions", renderers.sessions);
-subscribe("/ws/channels", renderers.list("channels", (c) => `${c.name} (${c.kind}, ${c.status})`));
-subscribe("/ws/tunnels", renderers.list("tunnels", (t) => `${t.name} ${t.public_url} (${t.status})`));
-subscribe("/ws/agents/runtime", renderers.list("agents_runtime", (a) => `${a.agent || ""} ${a.session_id} ${a.busy ? "busy" : "idle"}`));
+function listRenderer(id, label) {
+  return (items) => document.getElementById(id).replaceChildren(
+    ...items.map((item) => svc.el("li", { textContent: label(item) })));
+}
+
+// --- sessions ---------------------------------------------------------------------------------
+
+function sessionStatus(s) {
+  if (s.status === "exited" || s.status === "failed") {
+    return s.exit_code === null || s.exit_code === undefined ? s.status : `${s.status} with code ${s.exit_code}`;
+  }
+  return s.status;
+}
+
+function sessionActions(s) {
+  const live = s.status === "starting" || s.status === "running";
+  const button = (label, action) => svc.el("button", { type: "button", textContent: label, onclick: action });
+  const actions = [button(s.kind === "terminal" ? "Open terminal" : "Open chat", () => openSession(s))];
+  if (live) actions.push(button("Stop", () => svc.api("DELETE", `sessions/${s.id}`)));
+  if (!live && s.kind !== "terminal") {
+    actions.push(button("Resume", () => openChat(s, { resume: true })));
+  }
+  return actions;
+}
+
+function renderSessions(items) {
+  document.querySelector("#sessions tbody").replaceChildren(...items.map((s) => {
+    const row = svc.el("tr", { className: `status-${s.status}` });
+    row.dataset.sessionId = s.id;
+    const cells = [s.agent, s.kind, sessionStatus(s), s.workspace];
+    row.append(...cells.map((value) => svc.el("td", { textContent: value })));
+    row.append(svc.el("td", { textContent: svc.age(s.created_at), title: s.created_at }));
+    row.append(svc.el("td", { className: "actions" }, ...sessionActions(s)));
+    return row;
+  }));
+}
+
+// --- new session pickers --------------------------------------------------------------------------
+
+function option(value, label) { return svc.el("option", { value, textContent: label }); }
+
+async function fillPickers() {
+  const [agents, workspaces, profiles] = await Promise.all([
+    svc.api("GET", "agents"), svc.api("GET", "workspaces"), svc.api("GET", "profiles"),
+  ]);
+  const usable = agents.filter((a) => a.enabled);
+  document.getElementById("new-agent").replaceChildren(...usable.map((a) => option(a.name, a.name)));
+  const places = workspaces.map((w) => option(w.path, w.name && w.name !== w.path ? `${w.name} — ${w.path}` : w.path));
+  document.getElementById("new-workspace").replaceChildren(
+    ...(places.length ? places : [option("", "(register a workspace under Settings)")]));
+  document.getElementById("new-profile").replaceChildren(option("", "(none)"), ...profiles.map((p) => option(p.id, p.id)));
+  document.dispatchEvent(new CustomEvent("svc:settings", { detail: { agents, workspaces, profiles } }));
+}
+
+async function createSession(event) {
+  event.preventDefault();
+  const form = event.target;
+  const status = document.getElementById("new-status");
+  status.textContent = "starting…";
+  try {
+    const session = await svc.api("POST", "sessions", {
+      agent: form.agent.value, workspace: form.workspace.value, kind: form.kind.value,
+      profile_id: form.profile.value, cols: 100, rows: 30,
+    });
+    status.textContent = "";
+    openSession(session);
+  } catch (error) {
+    status.textContent = error.message;
+  }
+}
+
+document.getElementById("new-session").addEventListener("submit", createSession);
+subscribe("/ws/sessions", renderSessions);
+subscribe("/ws/channels", listRenderer("channels", (c) => `${c.name} (${c.kind}, ${c.status})`));
+subscribe("/ws/tunnels", listRenderer("tunnels", (t) => `${t.name} ${t.public_url || ""} (${t.status})`));
+fillPickers().catch((error) => { document.getElementById("new-status").textContent = error.message; });

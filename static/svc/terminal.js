@@ -1,55 +1,5 @@
-// Terminal and chat sessions in the dashboard: create, open (xterm.js over /ws), chat (/ws/chat), stop.
+// An open session in the dashboard: a terminal (xterm.js over /ws) or a chat (/ws/chat).
 "use strict";
-
-const svc = {
-  csrf() { return document.querySelector('meta[name="csrf-token"]').content; },
-  async api(method, path, body) {
-    const response = await fetch(`/api/${path}`, {
-      method,
-      headers: { "Content-Type": "application/json", "X-CSRFToken": svc.csrf() },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      credentials: "same-origin",
-    });
-    const data = response.status === 204 ? null : await response.json();
-    if (!response.ok) throw new Error((data && data.error && data.error.message) || `HTTP ${response.status}`);
-    return data;
-  },
-  ws(path) { return new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}${path}`); },
-  el(tag, props = {}, ...children) {
-    const node = Object.assign(document.createElement(tag), props);
-    node.append(...children);
-    return node;
-  },
-};
-
-async function fillNewSessionForm() {
-  const [agents, workspaces, profiles] = await Promise.all([
-    svc.api("GET", "agents"), svc.api("GET", "workspaces"), svc.api("GET", "profiles").catch(() => []),
-  ]);
-  const agentSelect = document.getElementById("new-agent");
-  agentSelect.replaceChildren(...agents.filter((a) => a.enabled).map((a) => svc.el("option", { value: a.name, textContent: a.name })));
-  document.getElementById("workspace-choices").replaceChildren(...workspaces.map((w) => svc.el("option", { value: w.path })));
-  const profileSelect = document.getElementById("new-profile");
-  profileSelect.replaceChildren(svc.el("option", { value: "", textContent: "(none)" }),
-    ...profiles.map((p) => svc.el("option", { value: p.id || p.profile_id || p.name, textContent: p.id || p.profile_id || p.name })));
-}
-
-async function createSession(event) {
-  event.preventDefault();
-  const form = event.target;
-  const status = document.getElementById("new-status");
-  status.textContent = "starting…";
-  try {
-    const session = await svc.api("POST", "sessions", {
-      agent: form.agent.value, workspace: form.workspace.value, kind: form.kind.value,
-      profile_id: form.profile.value, cols: 100, rows: 30,
-    });
-    status.textContent = "";
-    openSession(session);
-  } catch (error) {
-    status.textContent = error.message;
-  }
-}
 
 let current = null; // {close()} of the open terminal or chat
 
@@ -57,11 +7,13 @@ function panel(session) {
   if (current) current.close();
   const box = document.getElementById("session-panel");
   box.hidden = false;
+  box.dataset.sessionId = session.id;
   const stop = svc.el("button", { type: "button", textContent: "Stop", onclick: () => svc.api("DELETE", `sessions/${session.id}`) });
   const close = svc.el("button", { type: "button", textContent: "Close", onclick: () => { current && current.close(); box.hidden = true; } });
   const title = svc.el("h2", { textContent: `${session.agent} · ${session.kind} · ${session.workspace}` });
   const body = svc.el("div", { className: "session-body" });
   box.replaceChildren(svc.el("div", { className: "session-head" }, title, stop, close), body);
+  box.scrollIntoView({ block: "start" });
   return body;
 }
 
@@ -108,7 +60,7 @@ function openTerminal(session) {
   current = { close() { closed = true; input.dispose(); resized.dispose(); window.removeEventListener("resize", onWindowResize); ws.close(); term.dispose(); current = null; } };
 }
 
-function openChat(session) {
+function openChat(session, { resume = false } = {}) {
   const body = panel(session);
   const log = svc.el("div", { className: "chat-log" });
   const text = svc.el("textarea", { rows: 3, placeholder: "Message the agent (Enter sends, Shift+Enter new line)" });
@@ -117,7 +69,7 @@ function openChat(session) {
   const ws = svc.ws("/ws/chat");
   let bubble = null; // the agent message being streamed
   const add = (cls, content) => { const node = svc.el("div", { className: `chat-${cls}`, textContent: content }); log.append(node); log.scrollTop = log.scrollHeight; return node; };
-  ws.onopen = () => ws.send(JSON.stringify({ type: "open", session_id: session.id }));
+  ws.onopen = () => ws.send(JSON.stringify({ type: "open", session_id: session.id, resume }));
   ws.onmessage = (event) => {
     const e = JSON.parse(event.data);
     if (e.kind === "agent_message_chunk") { bubble = bubble || add("agent", ""); bubble.textContent += e.text || ""; return; }
@@ -131,7 +83,8 @@ function openChat(session) {
     else if (e.kind === "error") add("error", e.message);
     else if (e.kind === "session") add("end", `session ${e.status}${e.agent_info && e.agent_info.name ? ` · ${e.agent_info.name} ${e.agent_info.version}` : ""}`);
     else if (e.kind === "permission_request" && !e.replay) askPermission(e);
-    else if (e.kind === "permission_resolved") add("end", `permission ${e.answered ? e.option_id : "refused (no answer)"}`);
+    else if (e.kind === "permission_resolved") add("end", permissionLine(e));
+    else if (e.kind === "handover") add("handover", `Handover code ${e.code}: pick this session up on another device within ${e.expires_in} s (dashboard → Pick up, or \`manage.py pickup ${e.code}\`).`);
   };
   const askPermission = (e) => {
     const box = add("permission", `Allow ${(e.tool_call && e.tool_call.title) || "this action"}? `);
@@ -153,16 +106,16 @@ function openChat(session) {
   current = { close() { ws.close(); current = null; } };
 }
 
+function permissionLine(e) {
+  const what = (e.tool_call && e.tool_call.title) || "an action";
+  if (e.policy) return `permission for ${what} ${e.allowed ? "allowed" : "refused"} by svc (${e.policy})`;
+  return `permission ${e.answered ? e.option_id : "refused (no answer)"}`;
+}
+
 function openSession(session) {
   if (session.kind === "terminal") openTerminal(session); else openChat(session);
 }
 
-document.getElementById("new-session").addEventListener("submit", createSession);
-document.querySelector("#sessions tbody").addEventListener("click", async (event) => {
-  const row = event.target.closest("tr[data-session-id]");
-  if (row) openSession(await svc.api("GET", `sessions/${row.dataset.sessionId}`));
-});
-fillNewSessionForm().catch((error) => { document.getElementById("new-status").textContent = error.message; });
 // `#session=<id>` (what `manage.py pickup` prints for a chat) opens that session.
 const linked = new URLSearchParams(location.hash.slice(1)).get("session");
 if (linked) svc.api("GET", `sessions/${linked}`).then(openSession).catch(() => {});

@@ -13,14 +13,16 @@ from pathlib import Path
 import pytest
 
 from tests.sessions_app.termclient import Term, create_session, start_hosting_daemon, stop_session
-from tests.support.daemon import Daemon
+from tests.support.daemon import IGNORING_SIGNALS, Daemon
 
 FLOOD = "head -c 15000000 /dev/urandom | base64"  # 20.3 MB of output
 
 
 @pytest.fixture(scope="module")
 def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
-    server = start_hosting_daemon(tmp_path_factory.mktemp("svc-flood"))
+    """Started the way `nohup make run &` starts it: SIGHUP, SIGINT and SIGQUIT ignored — which
+    its terminals' jobs must not inherit, or Ctrl-C would do nothing."""
+    server = start_hosting_daemon(tmp_path_factory.mktemp("svc-flood"), wrapper=IGNORING_SIGNALS)
     yield server
     server.stop()
 

@@ -134,11 +134,13 @@ def shell_env(tmp: Path) -> dict[str, str]:
     return {"HOME": str(home), "SHELL": "/bin/bash"}
 
 
-def start_hosting_daemon(tmp: Path, env: dict[str, str] | None = None) -> Daemon:
+def start_hosting_daemon(
+    tmp: Path, env: dict[str, str] | None = None, wrapper: tuple[str, ...] = ()
+) -> Daemon:
     from tests.support.daemon import migrated_home
 
     home = migrated_home(tmp, hosting_settings())
-    return Daemon(home, env={**shell_env(tmp), **(env or {})}).start()
+    return Daemon(home, env={**shell_env(tmp), **(env or {})}, wrapper=wrapper).start()
 
 
 class Chat:

@@ -48,6 +48,15 @@ def manage(
     )
 
 
+# What `nohup make run &` does to svc: SIGHUP, SIGINT and SIGQUIT ignored, and inherited.
+IGNORING_SIGNALS = (
+    PYTHON, "-c",
+    "import os, signal, sys\n"
+    "for s in (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT): signal.signal(s, signal.SIG_IGN)\n"
+    "os.execv(sys.argv[1], sys.argv[1:])",
+)  # fmt: skip
+
+
 @dataclass
 class Daemon:
     home: Path
@@ -55,6 +64,7 @@ class Daemon:
     env: dict[str, str] = field(default_factory=dict)
     proc: subprocess.Popen | None = None
     log_path: Path | None = None
+    wrapper: tuple[str, ...] = ()  # a command the daemon is started through (IGNORING_SIGNALS)
 
     @property
     def url(self) -> str:
@@ -94,7 +104,14 @@ class Daemon:
         self.proc = subprocess.Popen(
             # What `make run` starts: daphne's runserver, whose access log goes through svc's
             # logging (and so through its token redaction).
-            [PYTHON, str(ROOT / "manage.py"), "runserver", "--noreload", f"127.0.0.1:{self.port}"],
+            [
+                *self.wrapper,
+                PYTHON,
+                str(ROOT / "manage.py"),
+                "runserver",
+                "--noreload",
+                f"127.0.0.1:{self.port}",
+            ],
             cwd=ROOT,
             env=self.process_env(),
             stdout=log,
