@@ -34,6 +34,7 @@ logger = logging.getLogger(__name__)
 
 
 STREAM_LIMIT = 50 << 20  # one ACP message may carry images or whole files
+EOF_GRACE_S = 0.5  # for an agent to exit by itself once its stdin closes
 
 Store = Callable[[str, str, dict[str, Any]], Awaitable[int]]
 OnExit = Callable[[str, int], Awaitable[None]]
@@ -320,6 +321,8 @@ class AcpSession:
     async def _watch_exit(self) -> None:
         returncode = await self.proc.wait()
         self.exit_code = processes.exit_code_of(returncode)
+        # What it started and left behind (codex-acp's and Gemini CLI's helpers) goes with it.
+        await processes.kill_session(self.pid, 0.5)
         runtime.remove(self.session_id)
         await runtime.publish()
         with contextlib.suppress(Exception):
@@ -335,8 +338,10 @@ class AcpSession:
         if self.exited.is_set():
             return
         with contextlib.suppress(Exception):
-            self.proc.stdin.close()  # well-behaved agents exit at EOF
-        await processes.kill_session(self.pid, grace)
+            self.proc.stdin.close()  # well-behaved agents exit at EOF, with their own status
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.exited.wait(), EOF_GRACE_S)
+        await processes.kill_session(self.pid, grace)  # the rest of its tree (orphans included)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.exited.wait(), 3)
 

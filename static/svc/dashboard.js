@@ -98,8 +98,9 @@ function renderSessions(items) {
   document.querySelector("#sessions tbody").replaceChildren(...items.map((s) => {
     const row = svc.el("tr", { className: `status-${s.status}` });
     row.dataset.sessionId = s.id;
-    const cells = [s.agent, s.kind, sessionStatus(s), s.workspace];
+    const cells = [s.agent, s.kind, sessionStatus(s)];
     row.append(...cells.map((value) => svc.el("td", { textContent: value })));
+    row.append(svc.el("td", { className: "path", textContent: s.workspace }));
     row.append(svc.el("td", { textContent: svc.age(s.created_at), title: s.created_at }));
     row.append(svc.el("td", { className: "actions" }, ...sessionActions(s)));
     return row;

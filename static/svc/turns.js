@@ -13,7 +13,8 @@
   function subagentRow(s) {
     const row = svc.el("tr", { className: `status-${s.status}` });
     row.dataset.subagent = s.name;
-    row.append(...[s.name, s.agent, s.status, s.summary, changes(s.changes)].map((v) => svc.el("td", { textContent: v || "" })));
+    row.append(...[s.name, s.agent, s.status].map((v) => svc.el("td", { textContent: v || "" })));
+    row.append(...[s.summary, changes(s.changes)].map((v) => svc.el("td", { className: "path", textContent: v || "" })));
     const open = s.session_id ? svc.el("button", { type: "button", textContent: "Open chat", onclick: async () => openChat(await svc.api("GET", `sessions/${s.session_id}`)) }) : null;
     row.append(svc.el("td", {}, open));
     return row;
@@ -21,7 +22,7 @@
 
   function turnCard(t) {
     const head = svc.el("h3", { textContent: `${t.mode} · ${t.status} · ${t.cwd}` });
-    const table = svc.el("table", {}, svc.el("thead", {}, svc.el("tr", {}, ...["Name", "Agent", "Status", "Summary", "Changes", ""].map((h) => svc.el("th", { scope: "col", textContent: h })))),
+    const table = svc.el("table", { className: "stack" }, svc.el("thead", {}, svc.el("tr", {}, ...["Name", "Agent", "Status", "Summary", "Changes", ""].map((h) => svc.el("th", { scope: "col", textContent: h })))),
       svc.el("tbody", {}, ...t.subagents.map(subagentRow)));
     const card = svc.el("article", { className: "turn" }, head, svc.el("div", { className: "table-wrap", tabIndex: 0, role: "region", ariaLabel: "subagents" }, table));
     card.dataset.turn = t.turn_id;
