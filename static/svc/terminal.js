@@ -1,24 +1,59 @@
 // An open session in the dashboard: a terminal (xterm.js over /ws) or a chat (/ws/chat).
 "use strict";
 
-let current = null; // {close()} of the open terminal or chat
+// Open sessions are tabs: each keeps its socket while another is shown.
+const views = new Map(); // session id → {view, tab, close(), shown()}
 
-function panel(session) {
-  if (current) current.close();
+function activate(id) {
   const box = document.getElementById("session-panel");
-  box.hidden = false;
-  box.dataset.sessionId = session.id;
+  for (const [key, open] of views) {
+    const on = key === id;
+    open.view.hidden = !on;
+    open.view.classList.toggle("active", on);
+    open.tab.setAttribute("aria-selected", String(on));
+    if (on && open.shown) open.shown();
+  }
+  box.hidden = views.size === 0;
+  if (id) box.dataset.sessionId = id;
+}
+
+function closeView(id) {
+  const open = views.get(id);
+  if (!open) return;
+  if (open.close) open.close();
+  open.view.remove();
+  open.tab.remove();
+  views.delete(id);
+  activate([...views.keys()].pop());
+}
+
+// A new tab and view for `session`, or null when it is open already (its tab is shown).
+function panel(session) {
+  if (views.has(session.id)) { activate(session.id); return null; }
+  const box = document.getElementById("session-panel");
+  const label = `${session.agent} · ${session.kind} · ${session.id.slice(0, 8)}`;
+  const tab = svc.el("button", { type: "button", role: "tab", className: "session-tab", textContent: label, onclick: () => activate(session.id) });
   const stop = svc.el("button", { type: "button", textContent: "Stop", onclick: () => svc.api("DELETE", `sessions/${session.id}`) });
-  const close = svc.el("button", { type: "button", textContent: "Close", onclick: () => { current && current.close(); box.hidden = true; } });
+  const close = svc.el("button", { type: "button", textContent: "Close", onclick: () => closeView(session.id) });
   const title = svc.el("h2", { textContent: `${session.agent} · ${session.kind} · ${session.workspace}` });
   const body = svc.el("div", { className: "session-body" });
-  box.replaceChildren(svc.el("div", { className: "session-head" }, title, stop, close), body);
+  const view = svc.el("div", { className: "session-view", role: "tabpanel", ariaLabel: label }, svc.el("div", { className: "session-head" }, title, stop, close), body);
+  view.dataset.sessionId = session.id;
+  document.getElementById("session-tabs").append(tab);
+  document.getElementById("session-views").append(view);
+  views.set(session.id, { view, tab });
+  activate(session.id);
   box.scrollIntoView({ block: "start" });
   return body;
 }
 
+function onClose(session, close, shown) {
+  Object.assign(views.get(session.id), { close, shown });
+}
+
 function openTerminal(session) {
   const body = panel(session);
+  if (!body) return;
   const term = new Terminal({ cursorBlink: true, scrollback: 10000, fontSize: 13 });
   const fit = new FitAddon.FitAddon();
   term.loadAddon(fit);
@@ -57,11 +92,13 @@ function openTerminal(session) {
   const onWindowResize = () => fit.fit();
   window.addEventListener("resize", onWindowResize);
   term.focus();
-  current = { close() { closed = true; input.dispose(); resized.dispose(); window.removeEventListener("resize", onWindowResize); ws.close(); term.dispose(); current = null; } };
+  onClose(session, () => { closed = true; input.dispose(); resized.dispose(); window.removeEventListener("resize", onWindowResize); ws.close(); term.dispose(); },
+    () => { fit.fit(); term.focus(); });
 }
 
 function openChat(session, { resume = false } = {}) {
   const body = panel(session);
+  if (!body) return;
   const log = svc.el("div", { className: "chat-log" });
   const text = svc.el("textarea", { rows: 3, placeholder: "Message the agent (Enter sends, Shift+Enter new line)" });
   const cancel = svc.el("button", { type: "button", textContent: "Cancel turn" });
@@ -103,7 +140,7 @@ function openChat(session, { resume = false } = {}) {
   });
   cancel.onclick = () => ws.send(JSON.stringify({ type: "cancel", session_id: session.id }));
   text.focus();
-  current = { close() { ws.close(); current = null; } };
+  onClose(session, () => ws.close(), () => text.focus());
 }
 
 function permissionLine(e) {

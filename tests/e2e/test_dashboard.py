@@ -25,6 +25,7 @@ from tests.support.mcp import tool
 
 ARTIFACTS = Path(os.environ.get("SVC_TEST_ARTIFACTS", ROOT / "test-artifacts"))
 SCREENSHOTS = ROOT / "docs" / "screenshots"  # refreshed with SVC_UPDATE_SCREENSHOTS=1
+ACTIVE = "#session-panel .session-view.active"  # the session tab shown
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 VIEWPORTS = {
     "desktop": {"viewport": {"width": 1280, "height": 900}},
@@ -118,9 +119,9 @@ def test_the_dashboard_shows_everything_svc_does(page: Page, host: Daemon, tmp_p
 
     # A shell from the pickers, typed into.
     start_from_pickers(page, "shell", workspace, "terminal")
-    rows = page.locator("#session-panel .xterm-rows")
+    rows = page.locator(f"{ACTIVE} .xterm-rows")
     expect(rows).to_be_visible()
-    expect(page.locator("#session-panel .xterm-helper-textarea")).to_be_focused()
+    expect(page.locator(f"{ACTIVE} .xterm-helper-textarea")).to_be_focused()
     page.keyboard.type("echo ui-$((6*7))")
     page.keyboard.press("Enter")
     expect(rows).to_contain_text("ui-42")
@@ -131,7 +132,7 @@ def test_the_dashboard_shows_everything_svc_does(page: Page, host: Daemon, tmp_p
 
     # A chat with the scripted agent: a streamed answer, then a permission answered here.
     start_from_pickers(page, "fake", workspace, "chat")
-    box = page.locator("#session-panel textarea")
+    box = page.locator(f"{ACTIVE} .chat-input textarea")
     expect(box).to_be_visible()
     box.fill("echo hello dashboard")
     box.press("Enter")
@@ -145,6 +146,10 @@ def test_the_dashboard_shows_everything_svc_does(page: Page, host: Daemon, tmp_p
     chat_id = page.locator("#session-panel").get_attribute("data-session-id")
     code = run(tool(host, "prepare_handover", session_id=chat_id))["code"]
     expect(page.locator(".chat-handover").last).to_contain_text(code)
+    # Sessions are tabs: the shell is still there, connected, with what it printed.
+    page.locator(".session-tab", has_text="shell · terminal").first.click()
+    expect(page.locator(f"{ACTIVE} .xterm-rows")).to_contain_text("ui-42")
+    page.locator(".session-tab", has_text="fake · chat").click()
     page.fill("#pickup-code", code)
     page.click("#pickup button")
     expect(page.locator("#pickup-status")).to_contain_text("picked up fake session")
@@ -169,7 +174,7 @@ def test_the_dashboard_shows_everything_svc_does(page: Page, host: Daemon, tmp_p
     expect(row).to_contain_text("scouted it")
     expect(row).to_contain_text("done")
     row.locator("button:text('Open chat')").click()
-    expect(page.locator("#session-panel .chat-user").first).to_contain_text("scout")
+    expect(page.locator(f"{ACTIVE} .chat-user").first).to_contain_text("scout")
 
     # Readable on a phone: nothing makes the page itself scroll sideways.
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
