@@ -216,7 +216,7 @@ async def test_a_short_wait_times_out_with_the_snapshot_progress_keeps_coming_an
     started = time.monotonic()
     async with mcp_client(daemon) as client:
         later = await client.call_tool(
-            "wait_for_subagents", {"turn_id": turn_id, "timeout_s": 21}, progress_callback=progress
+            "wait_for_subagents", {"turn_id": turn_id, "timeout_s": 12}, progress_callback=progress
         )
     waited = time.monotonic() - started
     assert later.structured_content["timed_out"]
