@@ -127,25 +127,39 @@ async def through_svc(svc: Any, conversation: bool) -> list[tuple[float, float]]
     return samples
 
 
+def cancel_logged(log: Path, marker: str) -> float | None:
+    """When the fake agent logged the cancel of the turn named `marker` (its first one)."""
+    lines = log.read_text().splitlines() if log.exists() else []
+    return next((float(ln.split()[0]) for ln in lines if ln.endswith(f" echo {marker}")), None)
+
+
 async def cancel_latency(svc: Any) -> list[float]:
     import httpx
 
     url = f"{svc.url}/svc/local-agent/fake/chat/v1/chat/completions"
-    body = {"model": "fake", "stream": True, "messages": [{"role": "user", "content": "sleep 30"}]}
     gaps = []
-    for _ in range(min(ROUNDS, 20)):
-        before = svc.cancel_log.read_text().count("\n") if svc.cancel_log.exists() else 0
-        async with httpx.AsyncClient(timeout=60) as http:
-            async with http.stream("POST", url, json=body) as resp:
-                async for line in resp.aiter_lines():
-                    if '"content"' in line:
-                        break
-            left = time.time()
+    for i in range(min(ROUNDS, 20)):
+        # The turn names itself so that its own cancel is told apart from a late one of another.
+        marker = f"round-{i}"
+        body = {
+            "model": "fake",
+            "stream": True,
+            "messages": [{"role": "user", "content": f"sleep 30 ; echo {marker}"}],
+        }
+        async with (
+            httpx.AsyncClient(timeout=60) as http,
+            http.stream("POST", url, json=body) as resp,
+        ):
+            async for line in resp.aiter_lines():
+                if '"content"' in line:
+                    # The client decides to leave here; closing its socket is counted in.
+                    left = time.time()
+                    break
         deadline = time.monotonic() + 10
-        while (svc.cancel_log.read_text().count("\n") if svc.cancel_log.exists() else 0) == before:
+        while not (arrived := cancel_logged(svc.cancel_log, marker)):
             assert time.monotonic() < deadline, "the agent never got session/cancel"
             await asyncio.sleep(0.005)
-        gaps.append(float(svc.cancel_log.read_text().splitlines()[-1]) - left)
+        gaps.append(arrived - left)
     return gaps
 
 

@@ -70,7 +70,8 @@ class CliInPty:
     def __init__(self, host: Daemon, *args: str, rows: int = 30, cols: int = 100) -> None:
         self.master, slave = os.openpty()
         self.resize(rows, cols)
-        env = {**os.environ, "SVC_HOME": str(host.home)}
+        # Stale COLUMNS/LINES (a parent shell or pytest-xdist sets them): the pty's size must win.
+        env = {**os.environ, "SVC_HOME": str(host.home), "COLUMNS": "80", "LINES": "24"}
         self.proc = subprocess.Popen(
             [PYTHON, str(ROOT / "manage.py"), *args],
             stdin=slave, stdout=slave, stderr=slave, cwd=ROOT, env=env, start_new_session=True,

@@ -83,7 +83,8 @@ class FakeAgent(Agent):
         self.cancelled.add(session_id)
         if log := os.environ.get("FAKE_AGENT_CANCEL_LOG"):  # when each cancel arrived (bench)
             with open(log, "a") as f:
-                f.write(f"{time.time()}\n")
+                turn = (self.prompts.get(session_id) or [""])[-1].splitlines() or [""]
+                f.write(f"{time.time()} {turn[-1]}\n")
         if (task := self.asking.get(session_id)) is not None:
             task.cancel()  # an agent stops its own model request when its turn is cancelled
 

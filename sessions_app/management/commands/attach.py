@@ -97,7 +97,12 @@ def _forward_keys(ws: ClientConnection, detached: asyncio.Future) -> None:
 
 
 async def _send_size(ws: ClientConnection) -> None:
-    size = shutil.get_terminal_size()
+    # The terminal's own size: COLUMNS/LINES in the environment (shutil's first choice) do not
+    # follow a resize, and a parent process may have set them to anything.
+    try:
+        size = os.get_terminal_size(sys.stdin.fileno())
+    except OSError:
+        size = shutil.get_terminal_size()
     with contextlib.suppress(ConnectionClosed):
         await ws.send(json.dumps({"type": "resize", "cols": size.columns, "rows": size.lines}))
 
