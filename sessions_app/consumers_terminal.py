@@ -26,12 +26,20 @@ logger = logging.getLogger(__name__)
 CLOSE_NOT_FOUND = 4404
 
 
-def parse_resize(text: str) -> tuple[int, int] | None:
+def resize_message(text: str) -> dict[str, Any] | None:
+    """The text frame as a resize message, or None when it is text to type."""
+    if not text.startswith("{"):
+        return None
     try:
         message = json.loads(text)
     except ValueError:
         return None
-    if not isinstance(message, dict) or message.get("type") != "resize":
+    return message if isinstance(message, dict) and message.get("type") == "resize" else None
+
+
+def parse_resize(text: str) -> tuple[int, int] | None:
+    message = resize_message(text)
+    if message is None:
         return None
     cols, rows = message.get("cols"), message.get("rows")
     if not all(isinstance(v, int) and 1 <= v <= 1000 for v in (cols, rows)):
@@ -74,11 +82,11 @@ class TerminalConsumer(AsyncWebsocketConsumer):
         if bytes_data is not None:
             self.view.write(bytes_data)
         elif text_data is not None:
-            size = parse_resize(text_data) if text_data.startswith("{") else None
-            if size is not None:
+            if (size := parse_resize(text_data)) is not None:
                 self.view.resize(*size)
-            else:
+            elif resize_message(text_data) is None:
                 self.view.write(text_data.encode())
+            # else a resize to a size no terminal has (a 0x0 pty): dropped, never typed
 
     async def disconnect(self, code: int) -> None:
         if self.view is not None:

@@ -68,8 +68,11 @@ async def test_a_terminal_viewer_gets_scrollback_state_and_live_output(tmp_path:
     assert isinstance(first.get("bytes"), bytes)
     assert json.loads(await ws.receive_from(timeout=10)) == {"type": "running"}
     await ws.send_to(text_data=json.dumps({"type": "resize", "cols": 91, "rows": 33}))
+    await ws.send_to(text_data=json.dumps({"type": "resize", "cols": 0, "rows": 0}))
     await ws.send_to(bytes_data=b"stty size; echo comm-$((6*7))\r")
-    assert b"33 91" in await receive_until(ws, b"comm-42")
+    seen = await receive_until(ws, b"comm-42")
+    assert b"33 91" in seen
+    assert b"resize" not in seen  # a resize to 0x0 is dropped, not typed into the shell
     await ws.disconnect()
     await stop(str(session.id))
 

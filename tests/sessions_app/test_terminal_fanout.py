@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from sessions_app.consumers_terminal import parse_resize
+from sessions_app.consumers_terminal import parse_resize, resize_message
 from sessions_app.host import fanout
 from sessions_app.host.processes import exit_code_of
 from sessions_app.host.pty import Scrollback
@@ -24,6 +24,10 @@ def test_resize_frames_are_validated() -> None:
     assert parse_resize('{"type":"resize","cols":"80","rows":24}') is None
     assert parse_resize('{"type":"other"}') is None
     assert parse_resize("{not json") is None
+    # A resize with a bad size is still a resize message (dropped), never text to type.
+    assert resize_message('{"type":"resize","cols":0,"rows":0}') is not None
+    assert resize_message('{"type":"other"}') is None
+    assert resize_message("echo hi") is None
 
 
 def test_signals_become_shell_style_exit_codes() -> None:

@@ -102,6 +102,8 @@ async def _send_size(ws: ClientConnection) -> None:
     try:
         size = os.get_terminal_size(sys.stdin.fileno())
     except OSError:
+        size = os.terminal_size((0, 0))
+    if not size.columns or not size.lines:  # a pty nobody sized: shutil's fallback
         size = shutil.get_terminal_size()
     with contextlib.suppress(ConnectionClosed):
         await ws.send(json.dumps({"type": "resize", "cols": size.columns, "rows": size.lines}))
