@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser, expect, sync_playwright
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = [
@@ -22,6 +22,10 @@ FLAGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+
+# `expect(...)` waits for the page's own event; 5 s (Playwright's default) is too short for a
+# shell to start and answer on a machine whose two cores are busy with other work.
+expect.set_options(timeout=15_000)
 
 
 @contextmanager
