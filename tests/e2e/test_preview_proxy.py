@@ -28,11 +28,8 @@ def upstream() -> Iterator[Upstream]:
 
 @pytest.fixture(scope="module")
 def preview(daemon: Daemon, upstream: Upstream) -> dict:
-    response = httpx.post(
-        f"{daemon.url}/api/previews",
-        json={"port": upstream.port, "title": "Fixture site"},
-        headers=daemon.owner_headers(),
-    )
+    body = {"port": upstream.port, "title": "Fixture site"}
+    response = httpx.post(f"{daemon.url}/api/previews", json=body, headers=daemon.owner_headers())
     assert response.status_code in (200, 201), response.text
     return response.json()
 
@@ -42,10 +39,8 @@ def origin_host(daemon: Daemon, slug: str) -> str:
 
 
 def origin_client(daemon: Daemon, slug: str, cookie: str | None = None) -> httpx.Client:
-    headers = {"Host": origin_host(daemon, slug)}
-    if cookie:
-        headers["Cookie"] = f"svc_preview={cookie}"
-    return httpx.Client(base_url=daemon.url, headers=headers)
+    cookies = {"Cookie": f"svc_preview={cookie}"} if cookie else {}
+    return httpx.Client(base_url=daemon.url, headers={"Host": origin_host(daemon, slug), **cookies})
 
 
 def grant_cookie(daemon: Daemon, slug: str, path: str = "/") -> str:
