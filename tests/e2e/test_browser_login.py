@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.server
 import threading
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -103,6 +104,31 @@ def test_logout_ends_the_browser_session(browser: Browser, daemon: Daemon) -> No
         )
     assert replayed.status_code == 401
     context.close()
+
+
+def test_rotate_tokens_ends_the_browser_session(browser: Browser, fresh_daemon: Daemon) -> None:
+    fresh_daemon.start()
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(f"{fresh_daemon.url}/login?token={fresh_daemon.owner_token}")
+    assert page.locator("#sessions").count() == 1
+    dashboard = page.url
+    fresh_daemon.manage("rotate_tokens")
+    answer = page.goto(dashboard)
+    assert answer is not None and answer.status == 401  # the old browser host opens nothing
+    assert page.locator("#sessions").count() == 0
+    context.close()
+
+
+def test_an_idle_browser_session_ends(fresh_daemon: Daemon) -> None:
+    fresh_daemon.env = {"SVC_BROWSER_IDLE_SECONDS": "3"}
+    fresh_daemon.start()
+    with logged_in(fresh_daemon) as client:
+        for _ in range(3):  # each request renews the session: 4.5 s of use outlive the 3 s
+            time.sleep(1.5)
+            assert client.get("/api/sessions").status_code == 200
+        time.sleep(4)  # then 4 s of nothing
+        assert client.get("/api/sessions").status_code == 401
 
 
 def test_a_planted_csrf_cookie_without_origin_cannot_write(daemon: Daemon, tmp_path) -> None:

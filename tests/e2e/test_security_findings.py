@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.browser_login import dashboard_url, localhost_client
 from tests.support.daemon import Daemon, migrated_home
 
 # SPEC §0: the only SVC_* variables a hosted agent may see.
@@ -85,13 +86,28 @@ def test_6_a_markdown_preview_needs_a_registered_workspace(svc) -> None:
     assert "registered workspace" in refused.json()["error"]["message"]
 
 
+OFF_SITE = ("https://evil.com/", "//evil.com/", "/\\evil.com")
+
+
 def test_7_admin_login_never_redirects_off_svc(svc) -> None:
     daemon, _ = svc
     with httpx.Client(base_url=daemon.url, headers=daemon.owner_headers()) as client:
-        for target in ("https://evil.com/", "//evil.com/", "/\\evil.com"):
+        for target in OFF_SITE:
             answer = client.get("/admin/login/", params={"next": target})
             assert answer.status_code in (302, 401)
             assert "evil.com" not in answer.headers.get("location", "")
+
+
+def test_7_the_token_login_never_redirects_off_svc(svc) -> None:
+    daemon, _ = svc
+    for target in OFF_SITE:
+        with localhost_client() as browser:
+            params = {"token": daemon.owner_token, "next": target}
+            handover = browser.get(f"{daemon.url}/login", params=params)
+            assert handover.status_code == 302
+            assert handover.headers["location"].startswith(dashboard_url(daemon))
+            landed = browser.get(handover.headers["location"])
+            assert landed.status_code == 302 and landed.headers["location"] == "/", target
 
 
 def raw_status(daemon: Daemon, path: str) -> int:

@@ -163,7 +163,9 @@ def test_through_a_tunnel_host_the_share_renders_and_nothing_else_answers(
         host = {"Host": f"{TUNNEL_HOST}:{relay.port}"}
         path = share.split(str(relay.port), 1)[1]
         assert httpx.get(tunnel + path, headers=host).status_code == 200
+        assert httpx.head(tunnel + path, headers=host).status_code == 200
         assert httpx.post(tunnel + path, headers=host, json={}).status_code == 405
+        assert httpx.delete(tunnel + path, headers=host).status_code == 405
         owner = {**host, **daemon.owner_headers()}
         for refused in ("/api/sessions", "/", "/admin/", f"/preview/u/{site['slug']}/", "/mcp"):
             answer = httpx.get(tunnel + refused, headers=owner)
@@ -195,3 +197,22 @@ def test_a_share_never_runs_on_the_dashboard_host(daemon: Daemon, site: dict) ->
     answer = lget(dashboard_url(daemon) + path + "index.html?x=1")
     assert answer.status_code == 303
     assert answer.headers["location"] == f"{daemon.url}{path}index.html?x=1"
+
+
+def test_only_a_live_shares_own_page_routes_a_root_relative_read(
+    daemon: Daemon,
+    site: dict,  # noqa: F811
+) -> None:
+    share = share_url(daemon, site["port"])
+    page = share + "index.html"
+    path = share.removeprefix(daemon.url)
+    routed = httpx.get(f"{daemon.url}/app.js", headers={"Referer": page})
+    assert routed.status_code == 307 and routed.headers["location"] == f"{path}app.js"
+    unknown = page.replace(path.split("/")[3], "0" * 32)
+    elsewhere = page.replace(daemon.url, "http://evil.test")
+    for referer in (unknown, elsewhere):  # a dead share, or another site naming a live one
+        answer = httpx.get(f"{daemon.url}/app.js", headers={"Referer": referer})
+        assert answer.status_code != 307, referer
+    # A write from the shared page goes to svc itself, which wants the owner's credential.
+    write = httpx.post(f"{daemon.url}/api/sessions", json={}, headers={"Referer": page})
+    assert write.status_code == 401
