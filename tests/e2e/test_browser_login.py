@@ -121,13 +121,13 @@ def test_rotate_tokens_ends_the_browser_session(browser: Browser, fresh_daemon: 
 
 
 def test_an_idle_browser_session_ends(fresh_daemon: Daemon) -> None:
-    fresh_daemon.env = {"SVC_BROWSER_IDLE_SECONDS": "3"}
+    fresh_daemon.env = {"SVC_BROWSER_IDLE_SECONDS": "2"}
     fresh_daemon.start()
     with logged_in(fresh_daemon) as client:
-        for _ in range(3):  # each request renews the session: 4.5 s of use outlive the 3 s
-            time.sleep(1.5)
+        for _ in range(3):  # each request renews the session: 3 s of use outlive the 2 s
+            time.sleep(1)
             assert client.get("/api/sessions").status_code == 200
-        time.sleep(4)  # then 4 s of nothing
+        time.sleep(3)  # then 3 s of nothing
         assert client.get("/api/sessions").status_code == 401
 
 
