@@ -1,6 +1,6 @@
 """OpenAI Responses: `POST {base}/responses`, semantic SSE events with a sequence_number.
 
-The codec is stateless; `previous_response_id` is resolved by proxy.py from response_store.py.
+The codec is stateless; `previous_response_id` is resolved by exchange.py from response_store.py.
 """
 
 from __future__ import annotations
