@@ -230,6 +230,9 @@ async def test_a_short_wait_times_out_with_the_snapshot_progress_keeps_coming_an
     assert len(beats) >= 2 and max(b - a for a, b in itertools.pairwise(stamps)) <= 15
     assert [b[1] for b in beats] == sorted({b[1] for b in beats})  # strictly growing
     assert "slow: running" in beats[-1][2]
+    # Nothing changes state in the wait's second half (quick is done, slow sleeps): a beat
+    # there is the heartbeat itself, not a state change.
+    assert any(b[0] - started >= 5 for b in beats), [round(b[0] - started, 1) for b in beats]
     assert live_pids_with(turn_id)  # `slow` still runs
     # Cancel with cleanup: every process of the turn gone, worktrees and branches removed.
     answer = httpx.delete(
