@@ -185,3 +185,23 @@ async def test_pickup_typed_in_a_chat_answers_with_the_session(
     assert "wrong, used or expired" in (await elsewhere.next("error"))["message"]
     await elsewhere.close()
     stop_session(host, sid)
+
+
+async def test_a_hosted_agent_learns_its_session_and_hands_it_over_with_no_arguments(
+    host: Daemon, tmp_path: Path
+) -> None:
+    """The agent itself calls svc, with nothing but the environment svc gave it."""
+    from tests.sessions_app.termclient import Chat
+
+    chat = await Chat.connect(host)
+    sid = (await chat.open(agent="fake", workspace=str(tmp_path)))["session_id"]
+    await chat.send(type="prompt", session_id=sid, text="mcp get_session_id ; mcp prepare_handover")
+    await chat.next("turn_end")
+    said = chat.texts()
+    await chat.close()
+    assert f'"session_id": "{sid}"' in said, said
+    code = re.search(r'"code": "([A-Z2-9]{4})"', said)
+    assert code, said
+    picked = pickup(host, code[1])
+    assert picked.status_code == 200 and picked.json()["id"] == sid
+    stop_session(host, sid)
