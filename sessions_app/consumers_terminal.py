@@ -26,21 +26,16 @@ logger = logging.getLogger(__name__)
 CLOSE_NOT_FOUND = 4404
 
 
-def resize_message(text: str) -> dict[str, Any] | None:
-    """The text frame as a resize message, or None when it is text to type."""
-    if not text.startswith("{"):
-        return None
+def text_frame(text: str) -> bytes | tuple[int, int] | None:
+    """What a client's text frame asks for: a (cols, rows) resize, bytes to type, or None — a
+    resize message with a size no terminal has (a pty nobody sized sends 0x0), which is dropped
+    rather than typed into the shell."""
     try:
-        message = json.loads(text)
+        message = json.loads(text) if text.startswith("{") else None
     except ValueError:
-        return None
-    return message if isinstance(message, dict) and message.get("type") == "resize" else None
-
-
-def parse_resize(text: str) -> tuple[int, int] | None:
-    message = resize_message(text)
-    if message is None:
-        return None
+        message = None
+    if not isinstance(message, dict) or message.get("type") != "resize":
+        return text.encode()
     cols, rows = message.get("cols"), message.get("rows")
     if not all(isinstance(v, int) and 1 <= v <= 1000 for v in (cols, rows)):
         return None
@@ -82,11 +77,11 @@ class TerminalConsumer(AsyncWebsocketConsumer):
         if bytes_data is not None:
             self.view.write(bytes_data)
         elif text_data is not None:
-            if (size := parse_resize(text_data)) is not None:
-                self.view.resize(*size)
-            elif resize_message(text_data) is None:
-                self.view.write(text_data.encode())
-            # else a resize to a size no terminal has (a 0x0 pty): dropped, never typed
+            meant = text_frame(text_data)
+            if isinstance(meant, bytes):
+                self.view.write(meant)
+            elif meant is not None:
+                self.view.resize(*meant)
 
     async def disconnect(self, code: int) -> None:
         if self.view is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from sessions_app.consumers_terminal import parse_resize, resize_message
+from sessions_app.consumers_terminal import text_frame
 from sessions_app.host import fanout
 from sessions_app.host.processes import exit_code_of
 from sessions_app.host.pty import Scrollback
@@ -18,16 +18,15 @@ def test_scrollback_keeps_exactly_the_last_bytes() -> None:
     assert ring.size == 10
 
 
-def test_resize_frames_are_validated() -> None:
-    assert parse_resize('{"type":"resize","cols":80,"rows":24}') == (80, 24)
-    assert parse_resize('{"type":"resize","cols":0,"rows":24}') is None
-    assert parse_resize('{"type":"resize","cols":"80","rows":24}') is None
-    assert parse_resize('{"type":"other"}') is None
-    assert parse_resize("{not json") is None
-    # A resize with a bad size is still a resize message (dropped), never text to type.
-    assert resize_message('{"type":"resize","cols":0,"rows":0}') is not None
-    assert resize_message('{"type":"other"}') is None
-    assert resize_message("echo hi") is None
+def test_text_frames_resize_type_or_are_dropped() -> None:
+    assert text_frame('{"type":"resize","cols":80,"rows":24}') == (80, 24)
+    # A resize with a size no terminal has is dropped, never typed into the shell.
+    assert text_frame('{"type":"resize","cols":0,"rows":24}') is None
+    assert text_frame('{"type":"resize","cols":"80","rows":24}') is None
+    # Anything else is typed, JSON or not.
+    assert text_frame('{"type":"other"}') == b'{"type":"other"}'
+    assert text_frame("{not json") == b"{not json"
+    assert text_frame("echo hi\r") == b"echo hi\r"
 
 
 def test_signals_become_shell_style_exit_codes() -> None:

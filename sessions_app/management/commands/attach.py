@@ -96,15 +96,19 @@ def _forward_keys(ws: ClientConnection, detached: asyncio.Future) -> None:
     asyncio.get_running_loop().create_task(ws.send(data))
 
 
-async def _send_size(ws: ClientConnection) -> None:
-    # The terminal's own size: COLUMNS/LINES in the environment (shutil's first choice) do not
-    # follow a resize, and a parent process may have set them to anything.
-    try:
+def _terminal_size() -> os.terminal_size:
+    """The terminal's own size. COLUMNS/LINES in the environment (shutil's first choice) do not
+    follow a resize, and a parent process may have set them to anything; shutil's fallback is
+    only for a pty nobody sized (0x0)."""
+    with contextlib.suppress(OSError):
         size = os.get_terminal_size(sys.stdin.fileno())
-    except OSError:
-        size = os.terminal_size((0, 0))
-    if not size.columns or not size.lines:  # a pty nobody sized: shutil's fallback
-        size = shutil.get_terminal_size()
+        if size.columns and size.lines:
+            return size
+    return shutil.get_terminal_size()
+
+
+async def _send_size(ws: ClientConnection) -> None:
+    size = _terminal_size()
     with contextlib.suppress(ConnectionClosed):
         await ws.send(json.dumps({"type": "resize", "cols": size.columns, "rows": size.lines}))
 
