@@ -65,7 +65,7 @@ test: dev-venv assets test-fixtures
 	@scripts/ensure-services.sh
 	@scripts/ensure-chromium.sh
 	$(MAKE) --no-print-directory lint
-	SVC_HOME=$$(mktemp -d) $(VENV)/bin/pytest -q
+	SVC_HOME=$$(mktemp -d) $(VENV)/bin/pytest -q -n 2 --dist loadfile
 
 bench: dev-venv assets
 	@scripts/ensure-services.sh
