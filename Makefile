@@ -4,6 +4,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# The suite's test files run on this many workers (pytest-xdist); a file stays on one worker.
+TEST_WORKERS ?= 2
 
 .PHONY: run test lint format bench venv dev-venv assets test-fixtures agents clean
 
@@ -65,7 +67,7 @@ test: dev-venv assets test-fixtures
 	@scripts/ensure-services.sh
 	@scripts/ensure-chromium.sh
 	$(MAKE) --no-print-directory lint
-	SVC_HOME=$$(mktemp -d) $(VENV)/bin/pytest -q -n 2 --dist loadfile
+	SVC_HOME=$$(mktemp -d) $(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 bench: dev-venv assets
 	@scripts/ensure-services.sh
