@@ -67,7 +67,7 @@ test: dev-venv assets test-fixtures
 	@scripts/ensure-services.sh
 	@scripts/ensure-chromium.sh
 	$(MAKE) --no-print-directory lint
-	SVC_HOME=$$(mktemp -d) $(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile
+	SVC_HOME=$$(mktemp -d) $(PY) -m pytest -p tests.support.worker_home -q -n $(TEST_WORKERS) --dist loadfile
 
 bench: dev-venv assets
 	@scripts/ensure-services.sh
