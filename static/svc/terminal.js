@@ -63,12 +63,15 @@ function openTerminal(session) {
   let ws = null;
   let closed = false;
   let delay = 500;
+  // Keys typed while the socket is still opening (a busy machine, a reconnect) wait for it;
+  // keys typed while it is closed are dropped, as a disconnected terminal would.
+  const early = [];
   const sendSize = () => ws && ws.readyState === WebSocket.OPEN && ws.send(JSON.stringify({ type: "resize", cols: term.cols, rows: term.rows }));
   const connect = () => {
     ws = svc.ws(`/ws?session_id=${session.id}`);
     ws.binaryType = "arraybuffer";
     let first = true; // the scrollback frame: on a reconnect it replaces what is on screen
-    ws.onopen = () => { delay = 500; sendSize(); };
+    ws.onopen = () => { delay = 500; sendSize(); for (const keys of early.splice(0)) ws.send(keys); };
     ws.onmessage = (event) => {
       if (typeof event.data !== "string") {
         if (first) { term.reset(); first = false; }
@@ -87,7 +90,10 @@ function openTerminal(session) {
     };
   };
   connect();
-  const input = term.onData((data) => ws.readyState === WebSocket.OPEN && ws.send(encoder.encode(data)));
+  const input = term.onData((data) => {
+    if (ws.readyState === WebSocket.OPEN) ws.send(encoder.encode(data));
+    else if (ws.readyState === WebSocket.CONNECTING) early.push(encoder.encode(data));
+  });
   const resized = term.onResize(sendSize);
   const onWindowResize = () => fit.fit();
   window.addEventListener("resize", onWindowResize);

@@ -10,6 +10,7 @@ import asyncio
 import base64
 import os
 import shutil
+import signal
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -179,6 +180,33 @@ def test_the_dashboard_shows_everything_svc_does(page: Page, host: Daemon, tmp_p
     # Readable on a phone: nothing makes the page itself scroll sideways.
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     screenshot(page, "dashboard")
+
+
+def test_keys_typed_while_the_terminal_connects_reach_the_shell(
+    browser: Browser, host: Daemon, tmp_path: Path
+) -> None:
+    """On a busy machine the terminal's socket can still be opening when the user types: the
+    keys wait for it instead of being dropped. The daemon is paused (SIGSTOP) so the socket
+    stays in CONNECTING while the keys are typed."""
+    made = create_session(host, tmp_path)
+    context = browser.new_context()
+    assert host.proc is not None
+    try:
+        page = context.new_page()
+        page.goto(f"{host.url}/login?token={host.owner_token}")
+        row = page.locator(f"#sessions tr[data-session-id='{made['id']}']")
+        expect(row).to_contain_text("running")
+        os.kill(host.proc.pid, signal.SIGSTOP)
+        try:
+            row.locator("button:text('Open terminal')").click()
+            expect(page.locator(f"{ACTIVE} .xterm-helper-textarea")).to_be_focused()
+            page.keyboard.type("echo early-$((6*7))")
+            page.keyboard.press("Enter")
+        finally:
+            os.kill(host.proc.pid, signal.SIGCONT)
+        expect(page.locator(f"{ACTIVE} .xterm-rows")).to_contain_text("early-42")
+    finally:
+        context.close()
 
 
 def test_the_banner_says_what_to_do_when_svc_is_unreachable(
