@@ -110,9 +110,18 @@ function openChat(session, { resume = false } = {}) {
   const cancel = svc.el("button", { type: "button", textContent: "Cancel turn" });
   body.append(log, svc.el("div", { className: "chat-input" }, text, cancel));
   const ws = svc.ws("/ws/chat");
+  // A prompt sent while the socket is still opening waits for it, after the `open` message.
+  const early = [];
+  const send = (message) => {
+    if (ws.readyState === WebSocket.CONNECTING) early.push(JSON.stringify(message));
+    else ws.send(JSON.stringify(message));
+  };
   let bubble = null; // the agent message being streamed
   const add = (cls, content) => { const node = svc.el("div", { className: `chat-${cls}`, textContent: content }); log.append(node); log.scrollTop = log.scrollHeight; return node; };
-  ws.onopen = () => ws.send(JSON.stringify({ type: "open", session_id: session.id, resume }));
+  ws.onopen = () => {
+    ws.send(JSON.stringify({ type: "open", session_id: session.id, resume }));
+    for (const message of early.splice(0)) ws.send(message);
+  };
   ws.onmessage = (event) => {
     const e = JSON.parse(event.data);
     if (e.kind === "agent_message_chunk") { bubble = bubble || add("agent", ""); bubble.textContent += e.text || ""; return; }
@@ -133,7 +142,7 @@ function openChat(session, { resume = false } = {}) {
     const box = add("permission", `Allow ${(e.tool_call && e.tool_call.title) || "this action"}? `);
     for (const option of e.options) {
       box.append(svc.el("button", { type: "button", textContent: option.name, onclick: () => {
-        ws.send(JSON.stringify({ type: "permission", request_id: e.request_id, option_id: option.option_id }));
+        send({ type: "permission", request_id: e.request_id, option_id: option.option_id });
         box.querySelectorAll("button").forEach((b) => { b.disabled = true; });
       } }));
     }
@@ -141,10 +150,10 @@ function openChat(session, { resume = false } = {}) {
   text.addEventListener("keydown", (event) => {
     if (event.key !== "Enter" || event.shiftKey || !text.value.trim()) return;
     event.preventDefault();
-    ws.send(JSON.stringify({ type: "prompt", session_id: session.id, text: text.value }));
+    send({ type: "prompt", session_id: session.id, text: text.value });
     text.value = "";
   });
-  cancel.onclick = () => ws.send(JSON.stringify({ type: "cancel", session_id: session.id }));
+  cancel.onclick = () => send({ type: "cancel", session_id: session.id });
   text.focus();
   onClose(session, () => ws.close(), () => text.focus());
 }

@@ -182,13 +182,21 @@ def test_the_dashboard_shows_everything_svc_does(page: Page, host: Daemon, tmp_p
     screenshot(page, "dashboard")
 
 
-def test_keys_typed_while_the_terminal_connects_reach_the_shell(
-    browser: Browser, host: Daemon, tmp_path: Path
+TYPED_EARLY = {  # kind → (agent, what the user types, what must then show)
+    "terminal": ("shell", "echo early-$((6*7))", f"{ACTIVE} .xterm-rows", "early-42"),
+    "chat": ("fake", "echo early chat", f"{ACTIVE} .chat-agent", "early chat"),
+}
+
+
+@pytest.mark.parametrize("kind", list(TYPED_EARLY))
+def test_input_given_while_the_session_connects_is_not_lost(
+    browser: Browser, host: Daemon, tmp_path: Path, kind: str
 ) -> None:
-    """On a busy machine the terminal's socket can still be opening when the user types: the
-    keys wait for it instead of being dropped. The daemon is paused (SIGSTOP) so the socket
-    stays in CONNECTING while the keys are typed."""
-    made = create_session(host, tmp_path)
+    """On a busy machine a session's socket can still be opening when the user types: the input
+    waits for it instead of being dropped. The daemon is paused (SIGSTOP) so the socket stays in
+    CONNECTING while the user types."""
+    agent, typed, shown, expected = TYPED_EARLY[kind]
+    made = create_session(host, tmp_path, agent=agent, kind=kind)
     context = browser.new_context()
     assert host.proc is not None
     try:
@@ -198,13 +206,13 @@ def test_keys_typed_while_the_terminal_connects_reach_the_shell(
         expect(row).to_contain_text("running")
         os.kill(host.proc.pid, signal.SIGSTOP)
         try:
-            row.locator("button:text('Open terminal')").click()
-            expect(page.locator(f"{ACTIVE} .xterm-helper-textarea")).to_be_focused()
-            page.keyboard.type("echo early-$((6*7))")
+            row.locator(f"button:text('Open {kind}')").click()
+            expect(page.locator(f"{ACTIVE} :focus")).to_have_count(1)
+            page.keyboard.type(typed)
             page.keyboard.press("Enter")
         finally:
             os.kill(host.proc.pid, signal.SIGCONT)
-        expect(page.locator(f"{ACTIVE} .xterm-rows")).to_contain_text("early-42")
+        expect(page.locator(shown).last).to_contain_text(expected)
     finally:
         context.close()
 
