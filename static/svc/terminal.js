@@ -83,6 +83,7 @@ function openTerminal(session) {
       if (message.type === "skipped") term.write(`\r\n\x1b[2m[svc: ${message.bytes} bytes of output skipped]\x1b[0m\r\n`);
     };
     ws.onclose = (event) => {
+      early.length = 0; // what waited for a socket that closed is dropped, not sent on a later try
       if (event.code === 4404) { term.write("\r\n[no such session]\r\n"); return; }
       // A dropped connection comes back with backoff: the scrollback repaints the screen (after
       // a daemon restart the session reports itself exited).

@@ -1,8 +1,9 @@
 """Each pytest-xdist worker gets its own $SVC_HOME below the run's, so in-process tests on two
 workers never share auth.json, the log or a database file.
 
-Loaded with `-p` (pyproject's addopts) because it must run before pytest-django reads the
-settings, which fix SVC_HOME; a conftest is imported too late for that."""
+Loaded with `-p` by `make test` (`python -m pytest`, so the project is importable that early)
+because it must run before pytest-django reads the settings, which fix SVC_HOME; a conftest is
+imported too late for that."""
 
 import os
 from pathlib import Path
