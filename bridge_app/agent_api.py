@@ -22,6 +22,7 @@ from bridge_app import agent_turn, conversations, dialects, ir, translate
 from bridge_app.exchange import Incoming, Reply
 from bridge_app.routes import Route
 from svcproject import config
+from svcproject.runtime import current
 
 CANCEL_WAIT_S = 5.0  # how long a new turn waits for the cancelled one to end
 
@@ -93,16 +94,28 @@ async def generate(
         log.update(provider="agent", model=route.agent, stream=stream)
     workspace = await sync_to_async(_workspace)(headers)
     allow = headers.get("x-svc-permission-mode") == "allow"
-    async with conversations.turn_slot(route, body, headers, workspace) as conversation:
+    async with current().conversations.turn_slot(route, body, headers, workspace) as conversation:
         await conversation.cancel_running(CANCEL_WAIT_S)
         turn = Turn(conversation, route, allow)
         await turn.begin(agent_turn.prompt_text(req, new_session=not conversation.seen))
-    if route.dialect == "openai-responses":
-        conversations.remember_response(turn.response_id, conversation, body)
+    try:
+        if route.dialect == "openai-responses":
+            current().conversations.remember_response(turn.response_id, conversation, body)
+        return await _answer(turn, stream)
+    except BaseException:
+        # The client left (run_watched cancels this task) or the agent failed before the answer
+        # was handed on: nobody else ends the turn, so the agent would go on with it.
+        await turn.end()
+        raise
+
+
+async def _answer(turn: Turn, stream: bool) -> Reply:
+    """The turn whole, or as a stream once the agent has said something (an agent that fails
+    before saying anything is a 502, not a 200); the stream ends the turn when it closes."""
     if not stream:
         return Reply(body=await turn.whole())
-    await turn.wait_first()  # an agent that fails before saying anything is a 502, not a 200
-    encoder = dialects.stream(route.dialect).StreamEncoder(route.agent, True)
+    await turn.wait_first()
+    encoder = dialects.stream(turn.route.dialect).StreamEncoder(turn.route.agent, True)
     return Reply(chunks=turn.stream(encoder), content_type="text/event-stream")
 
 
@@ -118,7 +131,7 @@ class Turn:
         self._prompt: asyncio.Task | None = None
         self._first: dict[str, Any] | None = None
         self.failure = ""
-        self._ended = False
+        self._ending: asyncio.Future[None] | None = None
 
     async def begin(self, text: str) -> None:
         chat = self.conversation.chat()
@@ -199,11 +212,14 @@ class Turn:
         yield encoder.close()
 
     async def end(self) -> None:
-        """Always runs, once: a turn still going (the client left) is cancelled at once; a
-        one-shot session's process ends with its request."""
-        if self._ended:
-            return
-        self._ended = True
+        """Always runs, once, whoever asks first: a turn still going (the client left) is
+        cancelled at once; a one-shot session's process ends with its request. Shielded: the
+        request's own cancellation, which is often why it runs, does not cut it short."""
+        if self._ending is None:
+            self._ending = asyncio.ensure_future(self._end())
+        await asyncio.shield(self._ending)
+
+    async def _end(self) -> None:
         if self._subscription is not None:
             self._subscription.close()
             self._subscription = None
@@ -211,7 +227,7 @@ class Turn:
             # session/cancel goes out at once; the process (one-shot) only ends after the turn
             # has ended, or the agent would never hear it.
             with contextlib.suppress(Exception):
-                await asyncio.shield(self.conversation.cancel_running(CANCEL_WAIT_S))
+                await self.conversation.cancel_running(CANCEL_WAIT_S)
         await self.conversation.turn_ended(self._prompt)
 
 

@@ -5,7 +5,6 @@ into the client's dialect. Plain functions over the codecs; no I/O (exchange.py 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -42,18 +41,8 @@ class Outbound:
         return bodies.upstream_body(payload, self.size_hint)
 
 
-_SETTINGS_TTL = 1.0
-_settings: tuple[float, config.Settings] | None = None
-
-
 def _current_settings() -> config.Settings:
-    """config.current_settings(), asked at most once a second: each call stats and mkdirs
-    $SVC_HOME (~120 µs), a third of the bridge's own time per request. Edits apply within 1 s."""
-    global _settings
-    now = time.monotonic()
-    if _settings is None or now - _settings[0] > _SETTINGS_TTL:
-        _settings = (now, config.current_settings())
-    return _settings[1]
+    return config.recent_settings()  # edits apply within 1 s
 
 
 def find_profile(route: Route) -> config.Profile:

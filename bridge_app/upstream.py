@@ -56,9 +56,9 @@ class _AiohttpResponse:
         self.raw.close()  # drops the connection: the provider sees the stream end
 
 
-class _Client:
-    """One pooled aiohttp session, made lazily inside the running loop (daphne runs no ASGI
-    lifespan)."""
+class UpstreamClient:
+    """One pooled aiohttp session, owned by the runtime: made on first use inside the running
+    loop, closed when the runtime stops."""
 
     def __init__(self) -> None:
         self.session: Any = None
@@ -82,6 +82,11 @@ class _Client:
         raw = await self.session.post(url, data=data, headers=headers, proxy=proxy_for(url))
         return _AiohttpResponse(raw, raw.status, {k.lower(): v for k, v in raw.headers.items()})
 
+    async def aclose(self) -> None:
+        if self.session is not None:
+            await self.session.close()
+            self.session = None
+
     def is_timeout(self, exc: BaseException) -> bool:
         return (
             isinstance(exc, asyncio.TimeoutError | TimeoutError) or "Timeout" in type(exc).__name__
@@ -91,9 +96,6 @@ class _Client:
         import aiohttp
 
         return (aiohttp.ClientError, asyncio.TimeoutError, OSError)
-
-
-_client = _Client()
 
 
 @functools.lru_cache(maxsize=256)
@@ -136,15 +138,22 @@ async def send(url: str, headers: dict[str, str], body: UpstreamBody) -> Respons
         attempt += 1
 
 
+def _client() -> UpstreamClient:
+    from svcproject.runtime import current
+
+    return current().upstream
+
+
 async def _open(url: str, headers: dict[str, str], body: UpstreamBody) -> Response:
+    client = _client()
     try:
-        return await _client.open(url, headers, body)
-    except _client.transport_errors() as exc:
+        return await client.open(url, headers, body)
+    except client.transport_errors() as exc:
         raise _translate(exc) from exc
 
 
 def _translate(exc: BaseException) -> BridgeError:
-    if _client.is_timeout(exc):
+    if _client().is_timeout(exc):
         return BridgeError(504, f"the provider did not answer within {READ_TIMEOUT:g} s")
     return BridgeError(502, f"the provider is unreachable: {type(exc).__name__}: {exc}")
 
@@ -152,7 +161,7 @@ def _translate(exc: BaseException) -> BridgeError:
 async def read_body(resp: Response) -> bytes:
     try:
         return await resp.read()
-    except _client.transport_errors() as exc:
+    except _client().transport_errors() as exc:
         raise _translate(exc) from exc
 
 
@@ -161,7 +170,7 @@ async def chunks(resp: Response) -> AsyncIterator[bytes]:
     try:
         async for chunk in resp.chunks():
             yield chunk
-    except _client.transport_errors() as exc:
+    except _client().transport_errors() as exc:
         raise _translate(exc) from exc
 
 

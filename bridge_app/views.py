@@ -19,8 +19,9 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bridge_app import agent_api, bodies, dialects, exchange, gate, ir, requestlog, routes
+from bridge_app import agent_api, bodies, dialects, exchange, gate, ir, routes
 from bridge_app.dialects.common import dumps
+from svcproject.runtime import current
 
 logger = logging.getLogger(__name__)
 MAX_BODY = 64 * 1024 * 1024  # SPEC §11
@@ -159,7 +160,7 @@ class BridgeApp:
         try:
             await self._answer(route, scope, receive, send_logged, info)
         finally:
-            requestlog.record(
+            current().requestlog.record(
                 route=route.family, profile_id=route.profile[:64], scope=route.scope,
                 client_dialect=route.dialect, status=status[0],
                 duration_ms=(time.perf_counter() - started) * 1000, **info,

@@ -1,7 +1,6 @@
 """/mcp: the MCP SDK's streamable-HTTP app mounted beside Django, behind the MCP token.
 
-daphne runs no ASGI lifespan, and the SDK's session manager must be running before any request,
-so the manager is started lazily, once per event loop (tests get a new loop per test).
+The SDK's session manager is started by the runtime when the daemon binds (contract §12).
 """
 
 from __future__ import annotations
@@ -26,24 +25,27 @@ def _transport_security() -> TransportSecuritySettings:
     )
 
 
-class LazyMCPApp:
+class MCPApp:
+    """The SDK's streamable-HTTP app and its session manager, owned by the runtime: started with
+    it (daphne runs no ASGI lifespan, and the manager must run before any request) and stopped
+    with it."""
+
     def __init__(self) -> None:
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._app: Any = None
-        self._ready: asyncio.Event | None = None
+        self.app: Any = None
         self._task: asyncio.Task | None = None
 
-    def _start(self) -> None:
-        # No await between the loop check and task creation: concurrent first requests are safe.
-        self._loop = asyncio.get_running_loop()
-        self._app = mcp.streamable_http_app(
+    async def start(self) -> None:
+        self.app = mcp.streamable_http_app(
             streamable_http_path="/mcp",
             stateless_http=True,
             json_response=False,
             transport_security=_transport_security(),
         )
-        self._ready = asyncio.Event()
-        self._task = self._loop.create_task(self._run(mcp.session_manager, self._ready))
+        ready = asyncio.Event()
+        self._task = asyncio.get_running_loop().create_task(
+            self._run(mcp.session_manager, ready), name="svc mcp session manager"
+        )
+        await ready.wait()
 
     @staticmethod
     async def _run(manager: Any, ready: asyncio.Event) -> None:
@@ -57,12 +59,16 @@ class LazyMCPApp:
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
 
-    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
-        if self._loop is not asyncio.get_running_loop():
-            self._start()
-        assert self._ready is not None
-        await self._ready.wait()
-        await self._app(scope, receive, send)
+
+async def running_mcp_app(scope: dict, receive: Callable, send: Callable) -> None:
+    """The runtime's MCP app; a request that arrives while the daemon is still starting waits
+    for it."""
+    from svcproject.runtime import current
+
+    runtime = current()
+    if runtime.mcp.app is None:
+        await runtime.ready.wait()
+    await runtime.mcp.app(scope, receive, send)
 
 
 def unauthorized_body() -> dict:
@@ -100,5 +106,4 @@ class MCPGuard:
         await self.app(scope, receive, send)
 
 
-lazy_mcp_app = LazyMCPApp()
-application = MCPGuard(lazy_mcp_app)
+application = MCPGuard(running_mcp_app)

@@ -21,6 +21,7 @@ from typing import Any, TypedDict
 from mcp_app import integration_files as files
 from sessions_app import agents as agent_registry
 from svcproject import config
+from svcproject.runtime import current_or_none
 
 logger = logging.getLogger(__name__)
 SKILLS = ("svc", "svc-session", "svc-preview", "svc-md-preview")
@@ -139,7 +140,6 @@ class Report(TypedDict):
     agents: list[AgentReport]
 
 
-_last: Report | None = None
 _lock = threading.Lock()  # start-up, the settings watcher and the API may sync at once
 
 
@@ -206,7 +206,6 @@ def _agent_report(
 
 def integrations_sync() -> Report:
     """Bring every enabled agent's svc entry and skills in line with settings, port and token."""
-    global _last
     settings = config.current_settings()
     url, token = mcp_url(), config.current_auth().mcp_token
     registry = agent_registry.all_agents(settings)
@@ -220,16 +219,21 @@ def integrations_sync() -> Report:
             )
             for name, target in targets().items()
         ]
-        _last = {
+        report: Report = {
             "synced_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "mcp_url": url,
             "mcp_auto_install": settings.mcp_auto_install,
             "skill_auto_install": settings.skill_auto_install,
             "agents": agents,
         }
-        return _last
+    if (runtime := current_or_none()) is not None:
+        runtime.integrations = report
+    return report
 
 
 def integrations_status() -> Report:
-    """The last sync's report in this process (syncing first if this process has not yet)."""
-    return _last if _last is not None else integrations_sync()
+    """The daemon's last sync report (syncing first when there is none, e.g. in the CLI)."""
+    runtime = current_or_none()
+    if runtime is not None and runtime.integrations is not None:
+        return runtime.integrations
+    return integrations_sync()

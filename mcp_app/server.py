@@ -12,8 +12,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from mcp_app import tools_sessions, tools_subagents, tools_workspace
-from sessions_app import subagent_runs
 from svcproject.errors import DomainError
+from svcproject.runtime import current
 
 mcp = MCPServer(
     "svc",
@@ -216,7 +216,7 @@ async def initialize_subagents(
         tools_subagents.initialize, mode=mode, cwd=cwd, agents=[dict(a) for a in agents],
         task=task, header_session_id=_header(ctx, "x-svc-session-id"),
     )  # fmt: skip
-    subagent_runs.start(info["turn_id"])
+    current().subagents.start(info["turn_id"])
     return info
 
 
@@ -234,5 +234,5 @@ async def wait_for_subagents(ctx: Context, turn_id: str, timeout_s: float = 600)
         beats += 1  # MCP progress must grow with every notification, heartbeats included
         await ctx.report_progress(ended + min(beats, 999) / 1000, total, line)
 
-    snapshot = await subagent_runs.wait(turn_id, timeout_s, progress)
+    snapshot = await current().subagents.wait(turn_id, timeout_s, progress)
     return tools_subagents.reports(snapshot)

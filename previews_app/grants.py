@@ -3,44 +3,38 @@
 The owner's cookie lives on svc's origin and is never sent to `{slug}.localhost`, so the owner is
 handed across with a one-time grant: a random id, valid GRANT_SECONDS, usable once, bound to one
 slug. Redeeming it sets `svc_preview`, a cookie signed with svc's secret, host-only on that preview
-origin and naming that slug only. Grants live in this process's memory (svc is one process); a
-restart merely asks the owner to click again.
+origin and naming that slug only. Grants live in the runtime's memory (svcproject.onetime).
 """
 
 from __future__ import annotations
 
-import secrets
-import threading
-import time
+import hmac
 
 from django.core import signing
 
 from svcproject import config
+from svcproject.onetime import OneTimeGrants
 
 GRANT_SECONDS = 60
 COOKIE_NAME = "svc_preview"
 COOKIE_SECONDS = 12 * 3600
 _SALT = "previews.origin-cookie"
 
-_lock = threading.Lock()
-_grants: dict[str, tuple[str, float]] = {}
+
+def _grants() -> OneTimeGrants:
+    from svcproject.runtime import current
+
+    return current().preview_grants
 
 
 def grant_issue(slug: str) -> str:
-    now = time.monotonic()
-    grant = secrets.token_urlsafe(32)
-    with _lock:
-        for key in [k for k, (_, exp) in _grants.items() if exp < now]:
-            del _grants[key]
-        _grants[grant] = (slug, now + GRANT_SECONDS)
-    return grant
+    return _grants().issue(slug)
 
 
 def grant_redeem(grant: str, slug: str) -> bool:
     """True once for a live grant issued for `slug`; every later or foreign use is False."""
-    with _lock:
-        entry = _grants.pop(grant, None)
-    return entry is not None and entry[0] == slug and entry[1] >= time.monotonic()
+    redeemed = _grants().redeem(grant)
+    return redeemed is not None and hmac.compare_digest(redeemed, slug)
 
 
 def cookie_value(slug: str) -> str:

@@ -45,9 +45,6 @@ _DROP_REQUEST = _HOP_BY_HOP | {
 _DROP_ON_SVC_ORIGIN = frozenset({b"set-cookie", b"clear-site-data", b"service-worker-allowed"})
 SANDBOX_CSP = b"sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads"
 
-_clients: dict[int, httpx.AsyncClient] = {}
-_preferred_host: dict[int, str] = {}
-
 
 @dataclass
 class Target:
@@ -64,18 +61,34 @@ class Target:
     sandboxed: bool = True
 
 
-def _client() -> httpx.AsyncClient:
-    loop_id = id(asyncio.get_running_loop())
-    client = _clients.get(loop_id)
-    if client is None:
-        client = httpx.AsyncClient(
-            follow_redirects=False,
-            trust_env=False,  # never through HTTP_PROXY: the target is loopback, always
-            timeout=httpx.Timeout(connect=5.0, read=None, write=None, pool=30.0),
-            limits=httpx.Limits(max_connections=200, max_keepalive_connections=20),
-        )
-        _clients[loop_id] = client
-    return client
+class PreviewClient:
+    """The runtime's pooled client to previewed dev servers (made on first use in the running
+    loop, closed when the runtime stops), and which loopback address each port answered on."""
+
+    def __init__(self) -> None:
+        self._client: httpx.AsyncClient | None = None
+        self.preferred_host: dict[int, str] = {}
+
+    def get(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(
+                follow_redirects=False,
+                trust_env=False,  # never through HTTP_PROXY: the target is loopback, always
+                timeout=httpx.Timeout(connect=5.0, read=None, write=None, pool=30.0),
+                limits=httpx.Limits(max_connections=200, max_keepalive_connections=20),
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+
+def _previews() -> PreviewClient:
+    from svcproject.runtime import current
+
+    return current().previews
 
 
 def strip_svc_cookies(value: str) -> str:
@@ -183,23 +196,24 @@ async def _open(
 ) -> httpx.Response:
     """Send to loopback; the address that answered last time first. Node's `localhost` often
     means ::1 only, Python's http.server 0.0.0.0: both have to work."""
-    hosts = sorted(LOOPBACK, key=lambda h: h != _preferred_host.get(target.port))
+    previews = _previews()
+    hosts = sorted(LOOPBACK, key=lambda h: h != previews.preferred_host.get(target.port))
     last_error: Exception | None = None
     for host in hosts:
         url = httpx.URL(scheme="http", host=host, port=target.port, path="/").copy_with(
             raw_path=target.path + (b"?" + target.query if target.query else b"")
         )
-        request = _client().build_request(
+        request = previews.get().build_request(
             scope["method"], url, headers=headers, content=body if body is not None else None
         )
         try:
-            response = await _client().send(request, stream=True)
+            response = await previews.get().send(request, stream=True)
         except httpx.ConnectError as exc:
             last_error = exc
             if body is not None and body.started:
                 break
             continue
-        _preferred_host[target.port] = host
+        previews.preferred_host[target.port] = host
         return response
     raise last_error or httpx.ConnectError("no loopback address answered")
 

@@ -17,9 +17,6 @@ from previews_app import markdown
 from svcproject import config
 
 _CACHE_SIZE = 32
-_lock = threading.Lock()
-_pool: Pool | None = None
-_cache: OrderedDict[str, tuple[str, str]] = OrderedDict()
 
 
 class RenderTimeout(Exception):
@@ -35,22 +32,43 @@ def _worker() -> Pool:
     return multiprocessing.get_context("spawn").Pool(1)
 
 
+class RenderPool:
+    """The runtime's render worker (started on first use) and its cache; closed at stop, so no
+    worker outlives the daemon and no pool is left for the interpreter to tear down at exit."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # one render at a time: each is bounded, few cores
+        self._pool: Pool | None = None
+        self._cache: OrderedDict[str, tuple[str, str]] = OrderedDict()
+
+    def render(self, text: str, version: str) -> tuple[str, str]:
+        """(body HTML, TOC HTML), sanitised; RenderTimeout when the worker needs too long."""
+        with self._lock:
+            if version in self._cache:
+                self._cache.move_to_end(version)
+                return self._cache[version]
+            self._pool = self._pool or _worker()
+            pending = self._pool.apply_async(markdown.render, (text,))
+            try:
+                result = pending.get(render_seconds())
+            except multiprocessing.TimeoutError:
+                self._pool.terminate()
+                self._pool = None
+                raise RenderTimeout from None
+            self._cache[version] = result
+            if len(self._cache) > _CACHE_SIZE:
+                self._cache.popitem(last=False)
+            return result
+
+    def close(self) -> None:
+        with self._lock:
+            if self._pool is not None:
+                self._pool.terminate()
+                self._pool.join()
+                self._pool = None
+
+
 def render(text: str, version: str) -> tuple[str, str]:
-    """(body HTML, TOC HTML), sanitised; RenderTimeout when the worker needs too long."""
-    global _pool
-    with _lock:  # one render at a time: each is bounded, and the machine has few cores
-        if version in _cache:
-            _cache.move_to_end(version)
-            return _cache[version]
-        _pool = _pool or _worker()
-        pending = _pool.apply_async(markdown.render, (text,))
-        try:
-            result = pending.get(render_seconds())
-        except multiprocessing.TimeoutError:
-            _pool.terminate()
-            _pool = None
-            raise RenderTimeout from None
-        _cache[version] = result
-        if len(_cache) > _CACHE_SIZE:
-            _cache.popitem(last=False)
-        return result
+    from svcproject.runtime import current
+
+    return current().render.render(text, version)

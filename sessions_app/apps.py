@@ -6,9 +6,4 @@ class SessionsAppConfig(AppConfig):
     verbose_name = "Sessions"
 
     def ready(self) -> None:
-        from functools import partial
-
-        from sessions_app import lists, signals  # noqa: F401  (signals: list broadcasts)
-        from sessions_app.host import runtime
-
-        runtime.set_listener(partial(lists.abroadcast, "agents_runtime"))
+        from sessions_app import signals  # noqa: F401  (signals: list broadcasts)

@@ -7,6 +7,7 @@ import asyncio
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from sessions_app import lists
+from svcproject.runtime import current
 
 
 class ListConsumer(AsyncWebsocketConsumer):
@@ -19,7 +20,7 @@ class ListConsumer(AsyncWebsocketConsumer):
 
     async def connect(self) -> None:
         self.list_name = self.scope["url_route"]["kwargs"]["list_name"]
-        self._shared = lists.shared_snapshot(self.list_name)
+        self._shared = current().lists.shared(self.list_name)
         self._dirty = asyncio.Event()
         await self.channel_layer.group_add(lists.group_name(self.list_name), self.channel_name)
         await self.accept()

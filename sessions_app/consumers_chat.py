@@ -16,9 +16,9 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from sessions_app import handover, selectors, services
-from sessions_app.host import registry
 from sessions_app.host.acp import AcpSession, ChatSubscription
 from svcproject.errors import DomainError
+from svcproject.runtime import current
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         session_id = message.get("session_id")
         if not session_id:
             try:
-                session = await database_sync_to_async(services.session_create)(
+                session = await services.asession_create(
                     agent=str(message.get("agent") or ""),
                     workspace=str(message.get("workspace") or ""),
                     kind="chat",
@@ -88,7 +88,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             session_id = str(session.id)
         elif message.get("resume"):
             try:
-                await database_sync_to_async(services.session_resume)(session_id=str(session_id))
+                await services.asession_resume(session_id=str(session_id))
             except DomainError as exc:
                 self.outbox.put_nowait(error(str(exc), str(session_id)))
                 return
@@ -103,7 +103,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if session.kind == "terminal":
             self.outbox.put_nowait(error("a terminal session: open it on /ws", session_id))
             return
-        chat = registry.chat(session_id)
+        chat = current().host.chat(session_id)
         history = database_sync_to_async(selectors.session_events)
         if chat is None or session_id in self.subscriptions:
             for event in await history(session_id):
@@ -131,7 +131,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
     def _chat_for(self, message: dict[str, Any]) -> AcpSession | None:
         session_id = str(message.get("session_id") or "")
-        chat = registry.chat(session_id)
+        chat = current().host.chat(session_id)
         if chat is None:
             self.outbox.put_nowait(error(f"no live chat session {session_id!r}", session_id))
         return chat

@@ -16,10 +16,10 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from sessions_app import selectors
-from sessions_app.host import registry
 from sessions_app.host.pty import SCROLLBACK_BYTES
 from sessions_app.host.registry import TerminalView
 from svcproject import server_compat
+from svcproject.runtime import current
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ class TerminalConsumer(AsyncWebsocketConsumer):
             return
         flow = server_compat.socket_flow(self.base_send)
         server_compat.allow_messages_up_to(self.base_send, SCROLLBACK_BYTES + 4096)
-        self.view = registry.attach_terminal(
+        self.view = current().host.attach_terminal(
             str(session.id), self._send_bytes, self._send_json, flow
         )
         if self.view is None:  # ended before a restart: nothing left to show but the code

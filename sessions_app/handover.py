@@ -62,9 +62,9 @@ def handover_announce(code: HandoverCode) -> None:
     client see it), so the person watching the agent sees the code without asking for it."""
     from asgiref.sync import async_to_sync
 
-    from sessions_app.host import registry
+    from svcproject.runtime import current
 
-    chat = registry.chat(str(code.session_id))
+    chat = current().host.chat(str(code.session_id))
     if chat is None:
         return
     payload = {"code": code.code, "expires_at": code.expires_at.isoformat(),
@@ -72,7 +72,7 @@ def handover_announce(code: HandoverCode) -> None:
     async_to_sync(chat.emit)("handover", payload)
 
 
-class _FailureWindow:
+class FailureWindow:
     """Failed pickups of the last minute, for the whole daemon."""
 
     def __init__(self) -> None:
@@ -97,12 +97,16 @@ class _FailureWindow:
             self._times.clear()
 
 
-failures = _FailureWindow()
+def _failures() -> FailureWindow:
+    from svcproject.runtime import current
+
+    return current().handover_failures
 
 
 def handover_redeem(*, code: str, clock: Clock = timezone.now) -> Session:
     """The code's session, once; the same NotFound for a wrong, used or expired code."""
     now = clock()
+    failures = _failures()
     if failures.locked(now):
         raise TooManyRequests(
             f"more than {FAILURES_PER_MINUTE} failed pickups in a minute; wait a minute"

@@ -80,15 +80,16 @@ class SharedSnapshot:
             self._building = None
 
 
-_shared: dict[tuple[int, str], SharedSnapshot] = {}
+class Snapshots:
+    """Each list's shared snapshot, one set per runtime."""
 
+    def __init__(self) -> None:
+        self._shared: dict[str, SharedSnapshot] = {}
 
-def shared_snapshot(list_name: str) -> SharedSnapshot:
-    """The snapshot of this process's event loop (tests run a loop each)."""
-    key = (id(asyncio.get_running_loop()), list_name)
-    if key not in _shared:
-        _shared[key] = SharedSnapshot(list_name)
-    return _shared[key]
+    def shared(self, list_name: str) -> SharedSnapshot:
+        if list_name not in self._shared:
+            self._shared[list_name] = SharedSnapshot(list_name)
+        return self._shared[list_name]
 
 
 def snapshot(list_name: str) -> list[dict[str, Any]]:

@@ -46,16 +46,36 @@ def agent_list() -> list[Agent]:
     return list(Agent.objects.all())
 
 
+def _services(list_name: str) -> list[dict[str, Any]]:
+    from svcproject.runtime import current_or_none
+
+    runtime = current_or_none()
+    return runtime.supervisor.statuses(list_name) if runtime is not None else []
+
+
+def _with_service_status(rows: list[dict[str, Any]], list_name: str) -> list[dict[str, Any]]:
+    """A row whose supervised service runs shows that service's status and detail (§12)."""
+    running = {s["name"]: s for s in _services(list_name)}
+    for row in rows:
+        if (service := running.get(row.get("name", ""))) is not None:
+            row.update(status=service["status"], detail=service["detail"])
+    return rows
+
+
 def channel_list_dicts() -> list[dict[str, Any]]:
-    return [c.to_dict() for c in Channel.objects.all()]
+    return _with_service_status([c.to_dict() for c in Channel.objects.all()], "channels")
 
 
 def tunnel_list_dicts() -> list[dict[str, Any]]:
-    return [t.to_dict() for t in Tunnel.objects.all()]
+    return _with_service_status([t.to_dict() for t in Tunnel.objects.all()], "tunnels")
 
 
 def agents_runtime_dicts() -> list[dict[str, Any]]:
-    """Live ACP sessions as the process host sees them (busy, current turn, agent info)."""
-    from sessions_app.host import runtime
+    """Live ACP sessions as the process host sees them (busy, current turn, agent info), then
+    the supervised services shown on this list, with their status."""
+    from svcproject.runtime import current_or_none
 
-    return runtime.snapshot()
+    runtime = current_or_none()
+    if runtime is None:
+        return []
+    return [*runtime.host.activity.snapshot(), *_services("agents_runtime")]

@@ -6,14 +6,20 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from asgiref.sync import async_to_sync
+from channels.db import database_sync_to_async
 from django.db import transaction
 
 from sessions_app import agents as agent_registry
 from sessions_app.models import Agent, Channel, Session, Tunnel, Workspace
 from svcproject import config, errors
 from svcproject.errors import DomainError
+from svcproject.runtime import current
+
+if TYPE_CHECKING:
+    from sessions_app.host.registry import ProcessHost
 
 
 def _agent_log_path(session_id: object) -> Path:
@@ -164,10 +170,15 @@ def tunnels_sync(settings: config.Settings) -> None:
 
 
 # --- hosted sessions -----------------------------------------------------------------------------
-# The process host lives on the daemon's event loop; these sync services reach it with
-# async_to_sync, which from a request or consumer thread runs the coroutine on that loop.
+# The process host lives on the daemon's event loop. The async services (`asession_create`,
+# `asession_resume`, `asession_stop`) run there and reach the database once per write; the sync
+# ones are the edges for DRF views and other sync callers, crossing to the loop once.
 
 TERMINAL_SIZE_MAX = 1000
+
+
+def _host() -> ProcessHost:
+    return current().host
 
 
 def _launch_for(
@@ -201,71 +212,84 @@ def _check_session_args(kind: str, profile_id: str, cols: int, rows: int) -> Non
 
 
 async def _store_event(session_id: str, kind: str, payload: dict) -> int:
-    from asgiref.sync import sync_to_async
-
-    return await sync_to_async(session_event_append)(
+    return await database_sync_to_async(session_event_append)(
         session_id=session_id, kind=kind, payload=payload
     )
 
 
 async def _on_process_exit(session_id: str, exit_code: int) -> None:
-    from asgiref.sync import sync_to_async
-
-    from sessions_app import subagent_runs
-
-    await sync_to_async(session_mark_exited)(session_id=session_id, exit_code=exit_code)
-    await subagent_runs.cancel_for_parent(session_id)  # a stopped agent's subagents stop too
+    await database_sync_to_async(session_mark_exited)(session_id=session_id, exit_code=exit_code)
+    await current().session_exited(session_id)  # e.g. a stopped agent's subagents stop too
 
 
-def session_create(
-    *,
-    agent: str,
-    workspace: str,
-    kind: str = "terminal",
-    profile_id: str = "",
-    cols: int = 80,
-    rows: int = 24,
-    title: str = "",
-    extra_env: dict[str, str] | None = None,
-) -> Session:
-    """Create the row, start the process in the host, and return the running session.
-    `extra_env`: variables for this one process (a subagent's SVC_SUBAGENT_* ones)."""
+def session_row_create(
+    *, agent: str, workspace: str, kind: str = "terminal", profile_id: str = "", title: str = "",
+    cols: int = 80, rows: int = 24,
+) -> Session:  # fmt: skip
+    """A checked, `starting` session whose process is not started yet (asession_start starts
+    it): subagents get their ids before their agents run."""
     _check_session_args(kind, profile_id, cols, rows)
     path = str(_normalise_workspace(workspace))
-    session = Session(agent=agent, workspace=path, kind=kind, profile_id=profile_id, title=title)
-    launch = _launch_for(
-        agent=agent, workspace=path, kind=kind, profile_id=profile_id, session_id=str(session.id)
+    _launch_for(agent=agent, workspace=path, kind=kind, profile_id=profile_id, session_id="")
+    return Session.objects.create(
+        agent=agent, workspace=path, kind=kind, profile_id=profile_id, title=title
     )
-    launch.env.update(extra_env or {})
-    session.save()
+
+
+async def asession_create(
+    *, agent: str, workspace: str, kind: str = "terminal", profile_id: str = "", cols: int = 80,
+    rows: int = 24, title: str = "", extra_env: dict[str, str] | None = None,
+) -> Session:  # fmt: skip
+    """Create the row, start the process in the host, and return the running session.
+    `extra_env`: variables for this one process (a subagent's SVC_SUBAGENT_* ones)."""
+    session = await database_sync_to_async(session_row_create)(
+        agent=agent, workspace=workspace, kind=kind, profile_id=profile_id, title=title,
+        cols=cols, rows=rows,
+    )  # fmt: skip
+    return await asession_start(session, cols=cols, rows=rows, extra_env=extra_env)
+
+
+async def asession_start(
+    session: Session, *, cols: int = 80, rows: int = 24, extra_env: dict[str, str] | None = None
+) -> Session:
+    """Start a `starting` row's process; a start that fails marks the row failed."""
     try:
-        pid, agent_session_id = _start_process(session, launch, cols, rows)
+        launch = _launch_for(
+            agent=session.agent, workspace=session.workspace, kind=session.kind,
+            profile_id=session.profile_id, session_id=str(session.id),
+        )  # fmt: skip
+        launch.env.update(extra_env or {})
+        pid, agent_session_id = await _start_process(session, launch, cols, rows)
     except Exception as exc:
-        session.mark_exited(None, failed=True)
-        session.save()
+        await database_sync_to_async(session_mark_exited)(
+            session_id=str(session.id), exit_code=None, failed=True
+        )
+        if isinstance(exc, DomainError):
+            raise
         # The agent's start failing is a gateway failure (502); never answering ACP's
         # `initialize` within the start limit, a gateway timeout (504).
         status = 504 if isinstance(exc, TimeoutError) else 502
         raise DomainError(
-            f"could not start {agent!r}: {exc or type(exc).__name__}", status=status
+            f"could not start {session.agent!r}: {exc or type(exc).__name__}", status=status
         ) from exc
-    return _mark_running(str(session.id), pid, agent_session_id)
+    return await database_sync_to_async(_mark_running)(str(session.id), pid, agent_session_id)
 
 
-def _start_process(
+def session_create(**kwargs: Any) -> Session:
+    """The sync edge of asession_create (DRF views)."""
+    return async_to_sync(asession_create)(**kwargs)
+
+
+async def _start_process(
     session: Session, launch: agent_registry.Launch, cols: int, rows: int
 ) -> tuple[int, str]:
-    from asgiref.sync import async_to_sync
-
-    from sessions_app.host import registry
-
     if session.kind == Session.Kind.TERMINAL:
-        pid = async_to_sync(registry.start_terminal)(
+        pid = await _host().start_terminal(
             str(session.id), argv=launch.argv, env=launch.env, cwd=launch.cwd,
             cols=cols, rows=rows, on_exit=_on_process_exit,
         )  # fmt: skip
         return pid, ""
-    return async_to_sync(registry.start_chat)(
+    return await _host().start_chat(
         str(session.id), agent=session.agent, argv=launch.argv, env=launch.env, cwd=launch.cwd,
         store=_store_event, on_exit=_on_process_exit, stderr_path=_agent_log_path(session.id),
         permission_timeout_s=config.knobs().permission_timeout_s,
@@ -283,24 +307,20 @@ def _mark_running(session_id: str, pid: int, agent_session_id: str) -> Session:
     return session
 
 
-def session_resume(*, session_id: str) -> Session:
+async def asession_resume(*, session_id: str) -> Session:
     """Start a chat session's agent again, loading its earlier ACP session when the agent can
     (else a fresh one); the row is live again. A live session is returned as it is."""
-    from asgiref.sync import async_to_sync
-
-    from sessions_app.host import registry
-
-    session = _session_or_404(session_id)
+    session = await database_sync_to_async(_session_or_404)(session_id)
     if session.kind == Session.Kind.TERMINAL:
         raise DomainError("terminal sessions cannot be resumed; start a new one")
-    if session.is_live and registry.chat(str(session.id)) is not None:
+    if session.is_live and _host().chat(str(session.id)) is not None:
         return session
     launch = _launch_for(
         agent=session.agent, workspace=session.workspace, kind=session.kind,
         profile_id=session.profile_id, session_id=str(session.id),
     )  # fmt: skip
     try:
-        pid, agent_session_id = async_to_sync(registry.start_chat)(
+        pid, agent_session_id = await _host().start_chat(
             str(session.id), agent=session.agent, argv=launch.argv, env=launch.env,
             cwd=launch.cwd, store=_store_event, on_exit=_on_process_exit,
             resume_id=session.agent_session_id, stderr_path=_agent_log_path(session.id),
@@ -310,10 +330,14 @@ def session_resume(*, session_id: str) -> Session:
     except Exception as exc:
         status = 504 if isinstance(exc, TimeoutError) else 502
         raise DomainError(f"could not resume {session.agent!r}: {exc}", status=status) from exc
-    with transaction.atomic():
-        session = Session.objects.select_for_update().get(pk=session.pk)
-        session.mark_resumed(pid, agent_session_id)
-        session.save()
+    return await database_sync_to_async(_mark_resumed)(str(session.id), pid, agent_session_id)
+
+
+@transaction.atomic
+def _mark_resumed(session_id: str, pid: int, agent_session_id: str) -> Session:
+    session = Session.objects.select_for_update().get(pk=session_id)
+    session.mark_resumed(pid, agent_session_id)
+    session.save()
     return session
 
 
@@ -324,26 +348,27 @@ def session_mark_exited(*, session_id: str, exit_code: int | None, failed: bool 
         session.save()
 
 
-def session_stop(*, session_id: str, wait: bool = True) -> tuple[Session, bool]:
+async def asession_stop(*, session_id: str, wait: bool = True) -> tuple[Session, bool]:
     """Stop the process tree; the row stays and becomes `exited` once the process has ended.
 
     Returns (the row, whether the stop is still under way): with `wait` the row is already
     `exited`; without, the hang-up is sent and the live list shows `exited` when it happens.
     Stopping an ended session is a no-op."""
-    from asgiref.sync import async_to_sync
-
-    from sessions_app.host import registry
-
-    session = _session_or_404(session_id)
+    session = await database_sync_to_async(_session_or_404)(session_id)
     if not session.is_live:
         return session, False
-    if not wait and async_to_sync(registry.stop_soon)(str(session.id)):
+    if not wait and await _host().stop_soon(str(session.id)):
         return session, True
-    async_to_sync(registry.stop)(str(session.id))
-    code = registry.terminal_exit_code(str(session.id))
-    session_mark_exited(session_id=str(session.id), exit_code=code)
-    session.refresh_from_db()
+    await _host().stop(str(session.id))
+    code = _host().terminal_exit_code(str(session.id))
+    await database_sync_to_async(session_mark_exited)(session_id=str(session.id), exit_code=code)
+    await database_sync_to_async(session.refresh_from_db)()
     return session, False
+
+
+def session_stop(*, session_id: str, wait: bool = True) -> tuple[Session, bool]:
+    """The sync edge of asession_stop (DRF views)."""
+    return async_to_sync(asession_stop)(session_id=session_id, wait=wait)
 
 
 def _session_or_404(session_id: str) -> Session:

@@ -14,15 +14,18 @@ import contextvars
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
 
-from sessions_app import subagent_reports, subagents, worktrees
-from sessions_app.host import registry, runtime
+from sessions_app import services, subagent_reports, subagents, worktrees
 from sessions_app.models import Subagent, SubagentTurn
 from svcproject import config
 from svcproject.errors import DomainError
+
+if TYPE_CHECKING:
+    from sessions_app.host.registry import ProcessHost
+    from svcproject.runtime import Runtime
 
 logger = logging.getLogger(__name__)
 
@@ -49,109 +52,189 @@ class Run:
         self._changed = asyncio.Event()
 
 
-_runs: dict[str, Run] = {}
+class SubagentRuns:
+    """The turns running now, one set per runtime."""
 
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self._runs: dict[str, Run] = {}
 
-def start(turn_id: str) -> None:
-    """Run a created turn in the background (called on the daemon's loop)."""
-    run = Run(turn_id=turn_id, mode="")
-    _runs[turn_id] = run
-    run.task = asyncio.get_running_loop().create_task(_run(run), context=contextvars.Context())
+    @property
+    def host(self) -> ProcessHost:
+        return self.runtime.host
 
+    def start(self, turn_id: str) -> None:
+        """Run a created turn in the background (called on the daemon's loop)."""
+        run = Run(turn_id=turn_id, mode="")
+        self._runs[turn_id] = run
+        run.task = asyncio.get_running_loop().create_task(
+            self._run(run), context=contextvars.Context()
+        )
 
-async def _run(run: Run) -> None:
-    turn = await sync_to_async(subagents.turn_get)(run.turn_id)
-    run.mode = turn.mode
-    members = await sync_to_async(lambda: list(turn.subagents.all()))()
-    await _publish(run)
-    try:
-        if turn.mode == "collaboration":
-            earlier: list[dict[str, Any]] = []
-            for member in members:
-                if run.cancelling:
-                    break
-                earlier.append(await _run_one(run, turn, member, earlier))
-        else:
-            await asyncio.gather(*(_run_one(run, turn, m, []) for m in members))
-    except Exception:
-        logger.exception("subagent turn %s", run.turn_id)
-    finally:
+    async def _run(self, run: Run) -> None:
+        turn = await sync_to_async(subagents.turn_get)(run.turn_id)
+        run.mode = turn.mode
+        members = await sync_to_async(lambda: list(turn.subagents.all()))()
+        await self._publish(run)
+        try:
+            if turn.mode == "collaboration":
+                earlier: list[dict[str, Any]] = []
+                for member in members:
+                    if run.cancelling:
+                        break
+                    earlier.append(await self._run_one(run, turn, member, earlier))
+            else:
+                await asyncio.gather(*(self._run_one(run, turn, m, []) for m in members))
+        except Exception:
+            logger.exception("subagent turn %s", run.turn_id)
+        finally:
+            await self._finish(run)
+
+    async def _finish(self, run: Run) -> None:
         status = "cancelled" if run.cancelling else "completed"
         reason = "cancelled before it started" if run.cancelling else "the turn ended first"
         await sync_to_async(subagents.subagents_unfinished_end)(run.turn_id, "cancelled", reason)
         await sync_to_async(subagents.turn_finish)(run.turn_id, status)
         run.notify()
-        await _publish(run)
-        _runs.pop(run.turn_id, None)
-        asyncio.get_running_loop().call_later(KEEP_ON_RUNTIME_S, _unpublish, run.turn_id)
+        await self._publish(run)
+        self._runs.pop(run.turn_id, None)
+        asyncio.get_running_loop().call_later(KEEP_ON_RUNTIME_S, self._unpublish, run.turn_id)
 
-
-async def _run_one(
-    run: Run, turn: SubagentTurn, member: Subagent, earlier: list[dict[str, Any]]
-) -> dict[str, Any]:
-    """One subagent from start to report; returns its report entry. Never raises: whatever
-    goes wrong is its `failed` status and summary."""
-    await _set(run, member, status="starting")
-    try:
-        session_id = await _start_session(turn, member)
-    except DomainError as exc:
-        await _set(run, member, status="failed", summary=exc.message)
+    async def _run_one(
+        self, run: Run, turn: SubagentTurn, member: Subagent, earlier: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        """One subagent from start to report; returns its report entry. Never raises: whatever
+        goes wrong is its `failed` status and summary."""
+        await self._set(run, member, status="starting")
+        try:
+            session_id = await self._start_session(turn, member)
+        except DomainError as exc:
+            await self._set(run, member, status="failed", summary=exc.message)
+            return await _report(member)
+        run.sessions[str(member.id)] = session_id
+        try:
+            await self._set(run, member, status="running")
+            outcome = await self._prompt(run, turn, member, session_id, earlier)
+            await self._set(run, member, **outcome, **await _measured(turn, member))
+        finally:
+            run.sessions.pop(str(member.id), None)
+            await self.host.stop(session_id)  # nothing of a finished subagent keeps running
         return await _report(member)
-    run.sessions[str(member.id)] = session_id
-    try:
-        await _set(run, member, status="running", session_id=session_id)
-        outcome = await _prompt(run, turn, member, session_id, earlier)
-        await _set(run, member, **outcome, **await _measured(turn, member))
-    finally:
-        run.sessions.pop(str(member.id), None)
-        await registry.stop(session_id)  # nothing of a finished subagent keeps running
-    return await _report(member)
+
+    async def _set(self, run: Run, member: Subagent, **fields: Any) -> None:
+        await sync_to_async(subagents.subagent_update)(str(member.id), **fields)
+        run.notify()
+        await self._publish(run)
+
+    async def _start_session(self, turn: SubagentTurn, member: Subagent) -> str:
+        """Start the subagent's agent in the session made for it with the turn."""
+        env = {
+            "SVC_SUBAGENT_ID": str(member.id), "SVC_SUBAGENT_TURN_ID": str(turn.id),
+            "SVC_AGENT_ROLE": "subagent",
+        }  # fmt: skip
+        session = await sync_to_async(subagents.subagent_session)(str(member.id))
+        session = await services.asession_start(session, extra_env=env)
+        chat = self.host.chat(str(session.id))
+        if chat is None:
+            raise DomainError(f"{member.agent} exited right after it started")
+        # Unattended: svc answers permissions itself — read-only brainstorming refuses them all.
+        chat.permission_mode = "deny" if turn.mode == "brainstorming" else "allow"
+        return str(session.id)
+
+    async def _prompt(
+        self, run: Run, turn: SubagentTurn, member: Subagent, session_id: str,
+        earlier: list[dict[str, Any]],
+    ) -> dict[str, Any]:  # fmt: skip
+        """Prompt the subagent once and turn what it said into status, summary and report."""
+        chat = self.host.chat(session_id)
+        if chat is None:
+            return {"status": "failed", "summary": _exited_summary(session_id, None)}
+        events: list[dict[str, Any]] = []
+        subscription = await chat.subscribe(events.append)
+        subscription.start()
+        text = subagent_reports.prompt(
+            mode=turn.mode, name=member.name, turn_id=str(turn.id), workspace=member.workspace,
+            branch=member.branch, shared_task=turn.task, task=member.task, earlier=earlier,
+        )  # fmt: skip
+        try:
+            stop_reason = await _prompt_or_exit(chat, text)
+        finally:
+            subscription.close()
+        return _outcome(run, session_id, chat, events, stop_reason)
+
+    # --- waiting and cancelling --------------------------------------------------------------
+
+    async def wait(self, turn_id: str, timeout_s: float, progress: Progress) -> dict[str, Any]:
+        """The turn's snapshot once it has ended, or at `timeout_s` with `timed_out: true`.
+        `progress` hears every state change, and at least every SVC_SUBAGENT_PROGRESS_S s."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        beat = config.knobs().subagent_progress_s
+        while True:
+            run = self._runs.get(turn_id)
+            changed = run.changed() if run is not None else None
+            snapshot = await sync_to_async(subagents.turn_snapshot)(turn_id)
+            if snapshot["status"] != "running" or changed is None:
+                ended = snapshot["status"] != "running"
+                return {**snapshot, "completed": ended, "timed_out": False}
+            left = deadline - loop.time()
+            if left <= 0:
+                return {**snapshot, "completed": False, "timed_out": True}
+            await progress(snapshot)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), min(beat, left))
+
+    async def cancel(self, turn_id: str) -> bool:
+        """Cancel every running subagent of the turn: ACP session/cancel, then the process
+        tree. Returns False when the turn was not running."""
+        run = self._runs.get(turn_id)
+        if run is None:
+            return False
+        run.cancelling = True
+        run.notify()
+        live = [self.host.chat(sid) for sid in list(run.sessions.values())]
+        for chat in live:
+            if chat is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(chat.cancel(), CANCEL_GRACE_S)
+        await asyncio.gather(*(self.host.stop(sid) for sid in list(run.sessions.values())))
+        if run.task is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(run.task), 15)
+        return True
+
+    async def cancel_for_parent(self, session_id: str) -> None:
+        """The runtime's session-exit hook: a stopped agent's subagents stop too."""
+        for turn_id in await sync_to_async(subagents.turns_of_parent)(session_id):
+            await self.cancel(turn_id)
+
+    async def stop(self) -> None:
+        """At shutdown: every running turn cancelled, its task ended."""
+        await asyncio.gather(*(self.cancel(t) for t in list(self._runs)), return_exceptions=True)
+
+    # --- the live list -----------------------------------------------------------------------
+
+    async def _publish(self, run: Run) -> None:
+        snapshot = await sync_to_async(subagents.turn_snapshot)(run.turn_id)
+        self.host.activity.put(
+            _runtime_key(run.turn_id), kind="subagent_turn", turn_id=run.turn_id,
+            mode=snapshot["mode"], status=snapshot["status"],
+            subagents=[
+                {k: s[k] for k in ("id", "name", "agent", "status", "session_id", "summary")}
+                for s in snapshot["subagents"]
+            ],
+        )  # fmt: skip
+        await self.host.activity.publish()
+
+    def _unpublish(self, turn_id: str) -> None:
+        self.host.activity.remove(_runtime_key(turn_id))
+        asyncio.get_running_loop().create_task(self.host.activity.publish())
 
 
-async def _set(run: Run, member: Subagent, **fields: Any) -> None:
-    await sync_to_async(subagents.subagent_update)(str(member.id), **fields)
-    run.notify()
-    await _publish(run)
-
-
-async def _start_session(turn: SubagentTurn, member: Subagent) -> str:
-    from sessions_app import services
-
-    env = {
-        "SVC_SUBAGENT_ID": str(member.id), "SVC_SUBAGENT_TURN_ID": str(turn.id),
-        "SVC_AGENT_ROLE": "subagent",
-    }  # fmt: skip
-    session = await sync_to_async(services.session_create)(
-        agent=member.agent, workspace=member.workspace, kind="subagent",
-        profile_id=member.profile_id, title=f"subagent {member.name}", extra_env=env,
-    )  # fmt: skip
-    chat = registry.chat(str(session.id))
-    if chat is None:
-        raise DomainError(f"{member.agent} exited right after it started")
-    # Unattended: svc answers permissions itself — read-only brainstorming refuses them all.
-    chat.permission_mode = "deny" if turn.mode == "brainstorming" else "allow"
-    return str(session.id)
-
-
-async def _prompt(
-    run: Run, turn: SubagentTurn, member: Subagent, session_id: str,
-    earlier: list[dict[str, Any]],
-) -> dict[str, Any]:  # fmt: skip
-    """Prompt the subagent once and turn what it said into status, summary and report."""
-    chat = registry.chat(session_id)
-    if chat is None:
-        return {"status": "failed", "summary": _exited_summary(session_id, None)}
-    events: list[dict[str, Any]] = []
-    subscription = await chat.subscribe(events.append)
-    subscription.start()
-    text = subagent_reports.prompt(
-        mode=turn.mode, name=member.name, turn_id=str(turn.id), workspace=member.workspace,
-        branch=member.branch, shared_task=turn.task, task=member.task, earlier=earlier,
-    )  # fmt: skip
-    try:
-        stop_reason = await _prompt_or_exit(chat, text)
-    finally:
-        subscription.close()
+def _outcome(
+    run: Run, session_id: str, chat: Any, events: list[dict[str, Any]], stop_reason: str
+) -> dict[str, Any]:
+    """What the subagent said, as its status, summary and report."""
     final = subagent_reports.final_message(events)
     report, summary = subagent_reports.parse(final)
     said = {"final_message": final, "report": report}
@@ -190,9 +273,7 @@ async def _prompt_or_exit(chat: Any, text: str) -> str:
 
 
 def _exited_summary(session_id: str, code: int | None) -> str:
-    from sessions_app.services import agent_log_tail
-
-    tail = agent_log_tail(session_id, 300)
+    tail = services.agent_log_tail(session_id, 300)
     said = f"the agent exited with code {code}" if code is not None else "the agent exited"
     return f"{said}: {tail}" if tail else said
 
@@ -214,77 +295,8 @@ async def _report(member: Subagent) -> dict[str, Any]:
     return subagents.subagent_dict(member)
 
 
-# --- waiting and cancelling ----------------------------------------------------------------------
-
-
 Progress = Callable[[dict[str, Any]], Awaitable[None]]
-
-
-async def wait(turn_id: str, timeout_s: float, progress: Progress) -> dict[str, Any]:
-    """The turn's snapshot once it has ended, or at `timeout_s` with `timed_out: true`.
-    `progress` hears every state change, and at least every SVC_SUBAGENT_PROGRESS_S seconds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    beat = config.knobs().subagent_progress_s
-    while True:
-        run = _runs.get(turn_id)
-        changed = run.changed() if run is not None else None
-        snapshot = await sync_to_async(subagents.turn_snapshot)(turn_id)
-        if snapshot["status"] != "running" or changed is None:
-            return {**snapshot, "completed": snapshot["status"] != "running", "timed_out": False}
-        left = deadline - loop.time()
-        if left <= 0:
-            return {**snapshot, "completed": False, "timed_out": True}
-        await progress(snapshot)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(changed.wait(), min(beat, left))
-
-
-async def cancel(turn_id: str) -> bool:
-    """Cancel every running subagent of the turn: ACP session/cancel, then the process tree.
-    Returns False when the turn was not running."""
-    run = _runs.get(turn_id)
-    if run is None:
-        return False
-    run.cancelling = True
-    run.notify()
-    live = [registry.chat(sid) for sid in list(run.sessions.values())]
-    for chat in live:
-        if chat is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(chat.cancel(), CANCEL_GRACE_S)
-    await asyncio.gather(*(registry.stop(sid) for sid in list(run.sessions.values())))
-    if run.task is not None:
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(asyncio.shield(run.task), 15)
-    return True
-
-
-async def cancel_for_parent(session_id: str) -> None:
-    for turn_id in await sync_to_async(subagents.turns_of_parent)(session_id):
-        await cancel(turn_id)
-
-
-# --- the live list -------------------------------------------------------------------------------
 
 
 def _runtime_key(turn_id: str) -> str:
     return f"turn:{turn_id}"
-
-
-async def _publish(run: Run) -> None:
-    snapshot = await sync_to_async(subagents.turn_snapshot)(run.turn_id)
-    runtime.put(
-        _runtime_key(run.turn_id), kind="subagent_turn", turn_id=run.turn_id,
-        mode=snapshot["mode"], status=snapshot["status"],
-        subagents=[
-            {k: s[k] for k in ("id", "name", "agent", "status", "session_id", "summary")}
-            for s in snapshot["subagents"]
-        ],
-    )  # fmt: skip
-    await runtime.publish()
-
-
-def _unpublish(turn_id: str) -> None:
-    runtime.remove(_runtime_key(turn_id))
-    asyncio.get_running_loop().create_task(runtime.publish())

@@ -73,7 +73,7 @@ def turn_create(
     parent_session_id: str | None = None,
 ) -> SubagentTurn:  # fmt: skip
     """Check everything, then record the turn, its subagents and (for worktree modes on a clean
-    repository) their worktrees; the caller starts it (subagent_runs.start)."""
+    repository) their worktrees; the caller starts it (SubagentRuns.start)."""
     if mode not in SubagentTurn.Mode.values:
         modes = ", ".join(SubagentTurn.Mode.values)
         raise DomainError(f"mode must be one of {modes}, got {mode!r}")
@@ -99,7 +99,28 @@ def turn_create(
             turn_cleanup(turn_id=str(turn.id))
             turn.delete()
             raise DomainError(f"could not make the git worktrees: {exc}") from exc
+    _make_sessions(turn)
     return turn
+
+
+def _make_sessions(turn: SubagentTurn) -> None:
+    """Each subagent's session exists (`starting`) before its agent runs, so the caller of
+    initialize_subagents can follow every subagent by its session id at once (contract §4)."""
+    from sessions_app import services
+
+    for subagent in turn.subagents.all():
+        subagent.session = services.session_row_create(
+            agent=subagent.agent, workspace=subagent.workspace, kind="subagent",
+            profile_id=subagent.profile_id, title=f"subagent {subagent.name}",
+        )  # fmt: skip
+        subagent.save(update_fields=["session"])
+
+
+def subagent_session(subagent_id: str) -> Session:
+    session = Subagent.objects.select_related("session").get(pk=subagent_id).session
+    if session is None:
+        raise DomainError("this subagent has no session (its turn was made before svc gave one)")
+    return session
 
 
 def _make_worktrees(turn: SubagentTurn, base: worktrees.Base) -> None:
@@ -189,9 +210,17 @@ def subagent_update(subagent_id: str, **fields: Any) -> None:
     Subagent.objects.filter(pk=subagent_id).update(**fields)
 
 
+@transaction.atomic
 def subagents_unfinished_end(turn_id: str, status: str, summary: str) -> None:
-    """Subagents that never got to run (or were cut off) end with `status` and why."""
+    """Subagents that never got to run (or were cut off) end with `status` and why, and so do
+    the sessions made for them whose agent never started."""
     unfinished = Subagent.objects.filter(turn_id=turn_id).exclude(status__in=ENDED)
+    never_started = Session.objects.filter(
+        pk__in=unfinished.values("session_id"), status=Session.Status.STARTING, pid__isnull=True
+    )
+    for session in never_started.select_for_update():
+        if session.mark_exited(None, failed=status == "failed"):
+            session.save()
     unfinished.update(status=status, summary=summary, finished_at=timezone.now())
 
 
@@ -217,10 +246,10 @@ def turn_cancel(*, turn_id: str, cleanup: bool = False) -> dict[str, Any]:
     worktrees and branches; returns the turn as it is then, with what was removed."""
     from asgiref.sync import async_to_sync
 
-    from sessions_app import subagent_runs
+    from svcproject.runtime import current
 
     turn_get(turn_id)
-    cancelled = async_to_sync(subagent_runs.cancel)(turn_id)
+    cancelled = async_to_sync(current().subagents.cancel)(turn_id)
     removed = turn_cleanup(turn_id=turn_id) if cleanup else []
     return {**turn_snapshot(turn_id), "cancelled": cancelled, "removed_branches": removed}
 

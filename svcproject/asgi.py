@@ -23,7 +23,7 @@ from sessions_app.routing import websocket_urlpatterns  # noqa: E402
 from svcproject import admission, server_compat, startup  # noqa: E402
 from svcproject.auth import WebSocketGuard  # noqa: E402
 
-startup.announce()
+startup.at_bind()
 server_compat.install_admission(admission.admit, admission.head_of, admission.body_limit)
 server_compat.check_backpressure()
 
@@ -47,21 +47,19 @@ async def no_such_socket(scope: dict, receive, send) -> None:  # type: ignore[no
 
 # PreviewRouter first: `{slug}.localhost` hosts are preview origins and must never reach svc's own
 # routes, and /preview/ needs raw ASGI (streamed bodies, proxied WebSockets).
-application = startup.StartupMiddleware(
-    PreviewRouter(
-        ProtocolTypeRouter(
-            {
-                "http": URLRouter(
-                    [
-                        re_path(r"^mcp/?$", mcp_application),
-                        re_path(r"^svc/(?:local-api|bridge|local-agent)/", bridge_application),
-                        re_path(r"", StaticFiles(django_asgi_app)),
-                    ]
-                ),
-                "websocket": WebSocketGuard(
-                    URLRouter([*websocket_urlpatterns, re_path(r"", no_such_socket)])
-                ),
-            }
-        )
+application = PreviewRouter(
+    ProtocolTypeRouter(
+        {
+            "http": URLRouter(
+                [
+                    re_path(r"^mcp/?$", mcp_application),
+                    re_path(r"^svc/(?:local-api|bridge|local-agent)/", bridge_application),
+                    re_path(r"", StaticFiles(django_asgi_app)),
+                ]
+            ),
+            "websocket": WebSocketGuard(
+                URLRouter([*websocket_urlpatterns, re_path(r"", no_such_socket)])
+            ),
+        }
     )
 )

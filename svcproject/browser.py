@@ -13,9 +13,6 @@ one-time grant; redeeming it creates a Django session (server-side, ended by log
 from __future__ import annotations
 
 import hmac
-import secrets
-import threading
-import time
 from http.cookies import CookieError, SimpleCookie
 from typing import Any
 from urllib.parse import urlencode
@@ -26,12 +23,11 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.views.decorators.http import require_POST
 
 from svcproject import config
+from svcproject.onetime import OneTimeGrants
 
 OWNER_USERNAME = "owner"
 GRANT_SECONDS = 60
 _FINGERPRINT_KEY = "svc_token_fp"
-_lock = threading.Lock()
-_grants: dict[str, tuple[str, float]] = {}  # grant → (where to go next, expiry)
 
 
 def browser_host() -> str:
@@ -78,23 +74,19 @@ def owner_user() -> Any:
 # --- the hand-over from 127.0.0.1 to the dashboard host ----------------------------------------
 
 
+def _grants() -> OneTimeGrants:
+    from svcproject.runtime import current
+
+    return current().login_grants
+
+
 def grant_issue(following: str) -> str:
-    now = time.monotonic()
-    grant = secrets.token_urlsafe(32)
-    with _lock:
-        for key in [k for k, (_, exp) in _grants.items() if exp < now]:
-            del _grants[key]
-        _grants[grant] = (following, now + GRANT_SECONDS)
-    return grant
+    return _grants().issue(following)
 
 
 def grant_redeem(grant: str) -> str | None:
     """Where to go next, once per live grant; None for a used, expired or unknown grant."""
-    with _lock:
-        entry = _grants.pop(grant, None)
-    if entry is None or entry[1] < time.monotonic():
-        return None
-    return entry[0]
+    return _grants().redeem(grant)
 
 
 def safe_next(target: str) -> str:

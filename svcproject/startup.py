@@ -1,5 +1,9 @@
-"""What a starting daemon does once: learn its port, reconcile sessions, mirror settings, watch
-settings.json, and on shutdown stop every child process and the MCP session manager."""
+"""Start at bind (contract §12): once daphne's listening socket is bound — `make run`,
+`manage.py runserver` or `daphne` alike, and before any request — record the port, build the
+runtime and start it; at reactor shutdown (SIGINT/SIGTERM) stop it.
+
+Outside Twisted (a test in-process, another ASGI server) nothing starts here: the caller builds
+and starts a Runtime itself (tests/support/runtime.py)."""
 
 from __future__ import annotations
 
@@ -8,26 +12,52 @@ import gc
 import logging
 import sys
 
-from asgiref.sync import sync_to_async
-
 from svcproject import config, server_compat
+from svcproject.runtime import Runtime, install
 
 logger = logging.getLogger(__name__)
-_started = False
-_watchers: dict[int, asyncio.Task] = {}
+
+STOP_LIMIT_S = 8.0  # within the 10 s the contract allows, leaving time for the reactor's own end
 
 
-def announce() -> None:
-    """Once the daemon is bound: record the real port, then print the login URL. Outside
-    Twisted (an in-process test, another server) the first request's scope tells the port."""
-    if not server_compat.when_listening(_bound):
-        print_login_url()
+def at_bind() -> bool:
+    """Arrange the start for when the daemon is bound; False when not running under Twisted."""
+    return server_compat.when_listening(_bound)
 
 
 def _bound(port: int) -> None:
     config.declare_listening_port(port)
+    runtime = Runtime()
+    install(runtime)
+    task = asyncio.get_event_loop().create_task(_start(runtime), name="svc runtime start")
+    _stop_at_shutdown(runtime, task)
     print_login_url()
     freeze_startup_objects()
+
+
+async def _start(runtime: Runtime) -> None:
+    try:
+        await runtime.start()
+    except Exception:
+        logger.exception("svc could not start")
+        raise
+
+
+def _stop_at_shutdown(runtime: Runtime, starting: asyncio.Task) -> None:
+    from twisted.internet import defer, reactor
+
+    async def stop() -> None:
+        if not starting.done():
+            starting.cancel()
+        try:
+            await asyncio.wait_for(runtime.stop(), STOP_LIMIT_S)
+        except TimeoutError:
+            logger.warning("svc's stop took longer than %g s; exiting anyway", STOP_LIMIT_S)
+
+    def trigger() -> defer.Deferred:
+        return defer.Deferred.fromFuture(asyncio.ensure_future(stop()))
+
+    reactor.addSystemEventTrigger("before", "shutdown", trigger)
 
 
 def freeze_startup_objects() -> None:
@@ -45,87 +75,3 @@ def print_login_url() -> None:
 
         sys.stderr.write(f"\nsvc is running. Open the dashboard:\n    {login_url()}\n\n")
         sys.stderr.flush()
-
-
-def _start_sync() -> None:
-    from sessions_app import services as session_services
-    from sessions_app import subagents
-    from svcproject import services
-
-    ended = session_services.sessions_reconcile()
-    if ended:
-        logger.info("marked %d sessions exited: their processes are gone", ended)
-    if cut := subagents.turns_reconcile():
-        logger.info("ended %d subagent turns that were running when svc stopped", cut)
-    services.settings_sync()
-
-
-async def _watch_settings() -> None:
-    from svcproject import services
-
-    last = None
-    while True:
-        try:
-            last_seen = config.settings_path().stat().st_mtime_ns
-        except FileNotFoundError:
-            last_seen = None
-        if last is not None and last_seen != last:
-            try:
-                await sync_to_async(services.settings_sync)()
-            except Exception:
-                logger.exception("could not apply the changed settings.json")
-        last = last_seen
-        await asyncio.sleep(1.0)
-
-
-def _install_shutdown_hook() -> None:
-    if "twisted.internet.reactor" not in sys.modules:
-        return
-    from twisted.internet import defer, reactor
-
-    async def shutdown() -> None:
-        from mcp_app.asgi import lazy_mcp_app
-        from sessions_app.host import shutdown as host_shutdown
-
-        await host_shutdown.stop_all()
-        await lazy_mcp_app.stop()
-
-    def trigger() -> defer.Deferred:
-        return defer.Deferred.fromFuture(asyncio.ensure_future(shutdown()))
-
-    reactor.addSystemEventTrigger("before", "shutdown", trigger)
-
-
-async def ensure_started() -> None:
-    global _started
-    if not _started:
-        _started = True
-        await sync_to_async(_start_sync)()
-        _install_shutdown_hook()
-    loop = asyncio.get_running_loop()
-    if id(loop) not in _watchers or _watchers[id(loop)].done():
-        _watchers[id(loop)] = loop.create_task(_watch_settings())
-
-
-_port_known = False
-
-
-def _learn_port(port: int | None) -> None:
-    global _port_known
-    _port_known = True
-    if port and not server_compat.listening_tcp_ports():
-        config.declare_listening_port(port)
-
-
-class StartupMiddleware:
-    """Runs ensure_started before the first request of the process (daphne has no lifespan)."""
-
-    def __init__(self, app) -> None:  # type: ignore[no-untyped-def]
-        self.app = app
-
-    async def __call__(self, scope, receive, send) -> None:  # type: ignore[no-untyped-def]
-        if scope["type"] in ("http", "websocket"):
-            if not _port_known and scope.get("server"):
-                _learn_port(scope["server"][1])
-            await ensure_started()
-        await self.app(scope, receive, send)

@@ -46,6 +46,16 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(home, ignore_errors=True)
 
 
+@pytest.fixture(autouse=True)
+def svc_runtime() -> Iterator[Any]:
+    """Every in-process test sees a fresh runtime as `current()` (built, not started); tests
+    that need it started use tests.support.runtime.running."""
+    from tests.support.runtime import installed
+
+    with installed() as runtime:
+        yield runtime
+
+
 @pytest.fixture(scope="session")
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     """One shared svc for tests that do not restart it or change its settings."""

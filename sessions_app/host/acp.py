@@ -28,7 +28,8 @@ from acp.schema import (
     ToolCallUpdate,
 )
 
-from sessions_app.host import processes, runtime
+from sessions_app.host import processes
+from sessions_app.host.activity import Activity
 
 logger = logging.getLogger(__name__)
 
@@ -112,10 +113,11 @@ class _HostClient:
 
 class AcpSession:
     def __init__(
-        self, session_id: str, agent: str, *, store: Store, on_exit: OnExit,
+        self, session_id: str, agent: str, *, store: Store, on_exit: OnExit, activity: Activity,
         permission_timeout_s: float = 60.0, start_timeout_s: float = 60.0,
     ) -> None:  # fmt: skip
         self.session_id, self.agent = session_id, agent
+        self.activity = activity
         self.permission_timeout_s = permission_timeout_s
         self.start_timeout_s = start_timeout_s
         self._store, self._on_exit = store, on_exit
@@ -178,7 +180,7 @@ class AcpSession:
         self.agent_session_id = new.session_id
 
     async def _publish_runtime(self, current_turn: str | None = None) -> None:
-        runtime.put(
+        self.activity.put(
             self.session_id,
             agent=self.agent,
             agent_name=self.agent_info.get("name", ""),
@@ -187,7 +189,7 @@ class AcpSession:
             busy=self.busy,
             current_turn=current_turn,
         )
-        await runtime.publish()
+        await self.activity.publish()
 
     # --- events ----------------------------------------------------------------------------
 
@@ -323,8 +325,8 @@ class AcpSession:
         self.exit_code = processes.exit_code_of(returncode)
         # What it started and left behind (codex-acp's and Gemini CLI's helpers) goes with it.
         await processes.kill_session(self.pid, 0.5)
-        runtime.remove(self.session_id)
-        await runtime.publish()
+        self.activity.remove(self.session_id)
+        await self.activity.publish()
         with contextlib.suppress(Exception):
             await self.conn.close()
         try:

@@ -1,9 +1,11 @@
-"""Daemon stop leaves no orphans; a restart shows the sessions `exited` (issue 4, acceptance 5)."""
+"""Daemon stop (SIGTERM) leaves no orphans, ends within 10 s with a clean log, and a restart shows
+the sessions `exited` (contract §12)."""
 
 from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import httpx
@@ -43,9 +45,19 @@ async def test_daemon_stop_kills_every_child_and_restart_marks_them_exited(
     ids.append(chat["id"])
     pids.append(chat["pid"])
     assert len(pids) == 7 and not any(gone(p) for p in pids)
+    # The upstream client and the request-log writer come alive with a bridge request (502 here).
+    bridge = f"{daemon.url}/svc/local-api/p1/t/openai-chat/v1/chat/completions"
+    answer = httpx.post(bridge, json={"model": "m1", "messages": []}, timeout=30)
+    assert answer.status_code == 502
 
-    daemon.stop()
+    began = time.monotonic()
+    assert daemon.stop() is not None
+    assert time.monotonic() - began < 10
     assert [p for p in pids if not gone(p)] == []
+    log = daemon.log()
+    for unclean in ("Task was destroyed", "Unclosed", "Traceback", "Exception ignored"):
+        assert unclean not in log, log[-3000:]
+    assert "stopped 3 hosted sessions" in log
 
     daemon.start()
     listed = httpx.get(f"{daemon.url}/api/sessions", headers=daemon.owner_headers()).json()

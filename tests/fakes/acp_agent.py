@@ -12,6 +12,7 @@ commands on that line, separated by " ; ", run one after another:
   think <words>    a thought chunk, then the words as a message
   permission       a tool call, a permission request, then which option came back
   sleep <seconds>  streams a dot every 50 ms until done or cancelled (stop reason `cancelled`)
+  wait <seconds>   says nothing until done or cancelled (an agent thinking before its first word)
   env              the SVC_* variables it was started with, as JSON
   plan             a two-entry plan
   commit <file> <n>  asks permission to edit, writes <n> lines to <file> and commits it with git
@@ -20,6 +21,9 @@ commands on that line, separated by " ; ", run one after another:
                    turn it made; says both results as JSON
   mcp <tool> <json>  calls svc's MCP tool with the SVC_MCP_URL/SVC_MCP_TOKEN it was given (and
                    its X-Svc-Session-Id), and says the structured result as JSON
+
+With FAKE_AGENT_PROMPT_LOG / FAKE_AGENT_CANCEL_LOG set, it appends "<time.time()> <the turn's last
+line>" to that file when each prompt / session/cancel arrives (tests and the bench time cancels).
 """
 
 from __future__ import annotations
@@ -81,10 +85,7 @@ class FakeAgent(Agent):
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         self.cancelled.add(session_id)
-        if log := os.environ.get("FAKE_AGENT_CANCEL_LOG"):  # when each cancel arrived (bench)
-            with open(log, "a") as f:
-                turn = (self.prompts.get(session_id) or [""])[-1].splitlines() or [""]
-                f.write(f"{time.time()} {turn[-1]}\n")
+        _log("FAKE_AGENT_CANCEL_LOG", (self.prompts.get(session_id) or [""])[-1])
         if (task := self.asking.get(session_id)) is not None:
             task.cancel()  # an agent stops its own model request when its turn is cancelled
 
@@ -95,6 +96,7 @@ class FakeAgent(Agent):
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
         text = " ".join(getattr(block, "text", "") for block in prompt).strip()
         self.prompts.setdefault(session_id, []).append(text)
+        _log("FAKE_AGENT_PROMPT_LOG", text)
         self.cancelled.discard(session_id)
         stop_reason = "end_turn"
         for line in (text.splitlines() or [""])[-1].split(" ; "):
@@ -125,6 +127,14 @@ class FakeAgent(Agent):
                 return "cancelled"
             await self.say(session_id, ".")
             await asyncio.sleep(0.05)
+        return "end_turn"
+
+    async def do_wait(self, session_id: str, rest: str) -> str:
+        deadline = time.monotonic() + float(rest or "1")
+        while time.monotonic() < deadline:
+            if session_id in self.cancelled:
+                return "cancelled"
+            await asyncio.sleep(0.005)
         return "end_turn"
 
     async def do_ask(self, session_id: str, rest: str) -> str:
@@ -263,6 +273,13 @@ class FakeAgent(Agent):
         await self.conn.session_update(session_id, update_tool_call(call_id, status=status))
         await self.say(session_id, f"permission: {chosen}")
         return "end_turn"
+
+
+def _log(variable: str, prompt: str) -> None:
+    """When a prompt or cancel arrived, and the last line of the turn it was about."""
+    if path := os.environ.get(variable):
+        with open(path, "a") as f:
+            f.write(f"{time.time()} {(prompt.splitlines() or [''])[-1]}\n")
 
 
 async def svc_tool(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from sessions_app.host.acp import AcpSession
+from sessions_app.host.activity import Activity
 
 
 def chat_with_memory() -> tuple[AcpSession, list[dict[str, Any]]]:
@@ -18,7 +19,8 @@ def chat_with_memory() -> tuple[AcpSession, list[dict[str, Any]]]:
     async def on_exit(session_id: str, code: int) -> None:
         pass
 
-    return AcpSession("s1", "fake", store=store, on_exit=on_exit), stored
+    chat = AcpSession("s1", "fake", store=store, on_exit=on_exit, activity=Activity())
+    return chat, stored
 
 
 def texts(events: list[dict[str, Any]]) -> list[str]:

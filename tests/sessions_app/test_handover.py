@@ -23,11 +23,6 @@ class Clock:
         return self.now
 
 
-@pytest.fixture(autouse=True)
-def fresh_window() -> None:
-    handover.failures.clear()
-
-
 @pytest.fixture
 def session() -> Session:
     return Session.objects.create(agent="shell", workspace="/tmp", kind="terminal")

@@ -1,0 +1,54 @@
+"""The settings watcher (contract §1): settings.json is re-read when its mtime changes, and the
+change is applied — mirrored into the database and the agents' configs, and the services whose
+settings changed restarted. A supervised service like any other, so a failure shows and retries."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING, Any
+
+from svcproject import config
+
+if TYPE_CHECKING:
+    from svcproject.runtime import Runtime
+
+logger = logging.getLogger(__name__)
+
+POLL_S = 1.0
+
+
+def _mtime() -> int | None:
+    try:
+        return config.settings_path().stat().st_mtime_ns
+    except FileNotFoundError:
+        return None
+
+
+class SettingsWatcher:
+    name = "settings-watcher"
+    list_name = "internal"  # shown by /api/status, on no live list
+
+    def __init__(self, runtime: Runtime, poll_s: float = POLL_S) -> None:
+        self.runtime, self.poll_s = runtime, poll_s
+
+    def settings_key(self, settings: Any) -> Hashable:
+        return None  # it is what notices changes: none of them restarts it
+
+    async def run(self, online: Callable[[str], None]) -> None:
+        last = _mtime()
+        online(f"watching {config.settings_path()}")
+        while True:
+            await asyncio.sleep(self.poll_s)
+            seen = _mtime()
+            if seen == last:
+                continue
+            last = seen
+            try:
+                await self.runtime.settings_changed()
+            except Exception as exc:  # a broken file is reported and kept watching
+                logger.warning("could not apply the changed settings.json: %s", exc)
+                online(f"settings.json not applied: {' '.join(str(exc).split())[:200]}")
+            else:
+                online(f"watching {config.settings_path()}")

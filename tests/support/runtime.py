@@ -1,0 +1,32 @@
+"""svc's runtime in-process: what the daemon builds at bind, built by a test instead (contract
+§12), so services, consumers, the ASGI apps and the MCP tools run without a daphne."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+
+from svcproject.runtime import Runtime, install
+
+
+@contextmanager
+def installed(runtime: Runtime | None = None) -> Iterator[Runtime]:
+    """A runtime as `current()` for the block (not started: no task, no process)."""
+    runtime = runtime or Runtime()
+    install(runtime)
+    try:
+        yield runtime
+    finally:
+        install(None)
+
+
+@asynccontextmanager
+async def running(runtime: Runtime | None = None) -> AsyncIterator[Runtime]:
+    """A started runtime for the block, stopped at its end — as the daemon does at bind and at
+    SIGTERM. Needs the database (pytest-django's `transactional_db`)."""
+    with installed(runtime) as rt:
+        await rt.start()
+        try:
+            yield rt
+        finally:
+            await rt.stop()
