@@ -3,7 +3,9 @@ stdio (the official agent-client-protocol SDK), in one run.
 
 Time to the first answer token and to the end of the answer, for a one-shot request (a new agent
 process each time, on both sides) and for a conversation (one agent session, turn after turn);
-and how long after a streaming client leaves its agent receives `session/cancel` (bar: 100 ms).
+and how long after a client leaves its agent receives `session/cancel` (bar: 100 ms): mid-stream,
+and before the agent's first word (its socket closed 0.5 s after the prompt reached the agent,
+streamed and not).
 
     .venv/bin/python bench/local_agent.py        (make bench runs it with a temp SVC_HOME)
 """
@@ -11,6 +13,7 @@ and how long after a streaming client leaves its agent receives `session/cancel`
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import statistics
 import sys
@@ -101,10 +104,11 @@ def start_svc() -> Any:
         "agents": {"fake": {"acp_command": [sys.executable, FAKE_ACP], "enabled": True}},
         "local_agent_api": {"enabled": True, "agents": ["fake"]},
     }
-    log = root / "cancels.log"
-    svc = Daemon(migrated_home(root / "home", settings), env={"FAKE_AGENT_CANCEL_LOG": str(log)})
+    log, prompts = root / "cancels.log", root / "prompts.log"
+    env = {"FAKE_AGENT_CANCEL_LOG": str(log), "FAKE_AGENT_PROMPT_LOG": str(prompts)}
+    svc = Daemon(migrated_home(root / "home", settings), env=env)
     svc.start()
-    svc.cancel_log, svc.fake = log, fake  # type: ignore[attr-defined]
+    svc.cancel_log, svc.prompt_log, svc.fake = log, prompts, fake  # type: ignore[attr-defined]
     return svc
 
 
@@ -127,10 +131,18 @@ async def through_svc(svc: Any, conversation: bool) -> list[tuple[float, float]]
     return samples
 
 
-def cancel_logged(log: Path, marker: str) -> float | None:
-    """When the fake agent logged the cancel of the turn named `marker` (its first one)."""
+def logged(log: Path, marker: str) -> float | None:
+    """When the fake agent logged the cancel (or prompt) of the turn named `marker` (its first)."""
     lines = log.read_text().splitlines() if log.exists() else []
     return next((float(ln.split()[0]) for ln in lines if ln.endswith(f" echo {marker}")), None)
+
+
+async def until_logged(log: Path, marker: str, timeout: float = 10) -> float:
+    deadline = time.monotonic() + timeout
+    while not (arrived := logged(log, marker)):
+        assert time.monotonic() < deadline, f"the agent never logged {marker} in {log.name}"
+        await asyncio.sleep(0.005)
+    return arrived
 
 
 async def cancel_latency(svc: Any) -> list[float]:
@@ -155,11 +167,30 @@ async def cancel_latency(svc: Any) -> list[float]:
                     # The client decides to leave here; closing its socket is counted in.
                     left = time.time()
                     break
-        deadline = time.monotonic() + 10
-        while not (arrived := cancel_logged(svc.cancel_log, marker)):
-            assert time.monotonic() < deadline, "the agent never got session/cancel"
-            await asyncio.sleep(0.005)
-        gaps.append(arrived - left)
+        gaps.append(await until_logged(svc.cancel_log, marker) - left)
+    return gaps
+
+
+async def early_cancel_latency(svc: Any, stream: bool) -> list[float]:
+    """A client that leaves before the agent's first word: a raw socket, closed 0.5 s after the
+    prompt reached the agent (which says nothing for 30 s)."""
+    gaps = []
+    for i in range(min(ROUNDS, 20)):
+        marker = f"early-{'stream' if stream else 'whole'}-{i}"
+        body = json.dumps({"model": "fake", "stream": stream, "messages": [
+            {"role": "user", "content": f"wait 30 ; echo {marker}"}]}).encode()  # fmt: skip
+        _, writer = await asyncio.open_connection("127.0.0.1", svc.port)
+        writer.write(
+            b"POST /svc/local-agent/fake/chat/v1/chat/completions HTTP/1.1\r\n"
+            + f"Host: 127.0.0.1:{svc.port}\r\nContent-Type: application/json\r\n".encode()
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        prompted = await until_logged(svc.prompt_log, marker, timeout=30)
+        await asyncio.sleep(max(0.0, prompted + 0.5 - time.time()))
+        left = time.time()  # closing the socket is counted in, as above
+        writer.close()
+        gaps.append(await until_logged(svc.cancel_log, marker) - left)
     return gaps
 
 
@@ -183,13 +214,19 @@ def main() -> None:
         svc_once = asyncio.run(through_svc(svc, conversation=False))
         svc_conv = asyncio.run(through_svc(svc, conversation=True))
         cancels = asyncio.run(cancel_latency(svc))
+        early_streamed = asyncio.run(early_cancel_latency(svc, stream=True))
+        early_whole = asyncio.run(early_cancel_latency(svc, stream=False))
     finally:
         svc.stop()
         svc.fake.stop()
     row("one-shot", svc_once, direct_once)
     row("conversation", svc_conv, direct_conv)
-    print(f"client gone -> agent gets session/cancel: p50 {ms(cancels, 50):.1f} ms  "
-          f"p99 {ms(cancels, 99):.1f} ms (bar 100 ms)")  # fmt: skip
+    for name, gaps in (("mid-stream", cancels), ("before first word, streamed", early_streamed),
+                       ("before first word, whole", early_whole)):  # fmt: skip
+        print(
+            f"client gone {name:27s} -> agent gets session/cancel: p50 {ms(gaps, 50):5.1f} ms"
+            f"  p99 {ms(gaps, 99):5.1f} ms  max {max(gaps) * 1000:5.1f} ms (bar 100 ms)"
+        )
 
 
 if __name__ == "__main__":

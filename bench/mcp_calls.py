@@ -2,7 +2,8 @@
 alone on the same daphne, same database) in one run, each server pinned to the same core.
 
 Prints, for `tools/list` and for a tool call (`get_session_id`, one database read): p50 / p99
-at c=1 through the official `mcp` client; requests/s at c=16 with raw JSON-RPC POSTs (as the
+at c=1 through the official `mcp` client, the two servers' calls alternating (paired), with each
+server's CPU per call; requests/s at c=16 with raw JSON-RPC POSTs (as the
 SDK sends them) and the ratio svc / bare; and each server's CPU time per request, which a busy
 machine disturbs less than requests/s.
 
@@ -128,16 +129,29 @@ def _wait(url: str, timeout: float = 30) -> None:
 # --- load ------------------------------------------------------------------------------------
 
 
-async def sdk_latencies(url: str, token: str, call: tuple[str, dict] | None) -> list[float]:
-    """c=1 through the official client, one connection, as an agent calls tools."""
+async def sdk_latencies(
+    targets: list[tuple[int, str]], token: str, call: tuple[str, dict] | None
+) -> list[tuple[list[float], float]]:
+    """c=1 through the official client, one connection per server, as an agent calls tools.
+
+    Paired: both clients are open at once and the calls alternate between the servers (the order
+    swapped on every pair), so a burst of other work on the machine lands on both alike. Measured
+    one server after the other, the c=1 ratio read whatever the machine did in each phase (3x
+    swings on a shared 2-core box), not what svc adds. Returns (latencies, server CPU ms/call)
+    per target."""
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
-    async with Client(streamable_http_client(url, http_client=http)) as client:
+    async with contextlib.AsyncExitStack() as stack:
+        clients = []
+        for _, url in targets:
+            http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+            clients.append(await stack.enter_async_context(
+                Client(streamable_http_client(url, http_client=http))
+            ))  # fmt: skip
 
-        async def once() -> float:
+        async def once(client: Any) -> float:
             started = time.perf_counter()
             if call is None:
                 await client.list_tools()
@@ -147,8 +161,19 @@ async def sdk_latencies(url: str, token: str, call: tuple[str, dict] | None) -> 
             return time.perf_counter() - started
 
         for _ in range(20):
-            await once()
-        return [await once() for _ in range(N_SEQUENTIAL)]
+            for client in clients:
+                await once(client)
+        latencies: list[list[float]] = [[] for _ in targets]
+        before = [cpu_seconds(pid) for pid, _ in targets]
+        for i in range(N_SEQUENTIAL):
+            order = range(len(clients)) if i % 2 == 0 else reversed(range(len(clients)))
+            for k in order:
+                latencies[k].append(await once(clients[k]))
+        cpu = [
+            (cpu_seconds(pid) - start) * 1000 / N_SEQUENTIAL
+            for (pid, _), start in zip(targets, before, strict=True)
+        ]
+        return list(zip(latencies, cpu, strict=True))
 
 
 def _rpc(call: tuple[str, dict] | None) -> bytes:
@@ -221,12 +246,15 @@ def ms(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100)[q - 1] * 1000
 
 
-def row(name: str, lat: tuple[list[float], list[float]], load: tuple[tuple, tuple]) -> None:
-    (svc_lat, bare_lat), ((svc_rps, svc_cpu), (bare_rps, bare_cpu)) = lat, load
+def row(name: str, lat: list[tuple[list[float], float]], load: tuple[tuple, tuple]) -> None:
+    ((svc_lat, svc_cpu1), (bare_lat, bare_cpu1)) = lat
+    ((svc_rps, svc_cpu), (bare_rps, bare_cpu)) = load
     print(
-        f"{name:16s} c=1 p50 svc {ms(svc_lat, 50):5.2f} / bare {ms(bare_lat, 50):5.2f} ms  "
+        f"{name:16s} c=1 p50 svc {ms(svc_lat, 50):5.2f} / bare {ms(bare_lat, 50):5.2f} ms "
+        f"= {ms(svc_lat, 50) / ms(bare_lat, 50):.2f}x (bar <= 1.30x)  "
         f"p99 svc {ms(svc_lat, 99):5.2f} / bare {ms(bare_lat, 99):5.2f} ms  "
-        f"c={CONCURRENCY} svc {svc_rps:4.0f} / bare {bare_rps:4.0f} req/s "
+        f"CPU/call svc {svc_cpu1:.2f} / bare {bare_cpu1:.2f} ms\n"
+        f"{'':16s} c={CONCURRENCY} svc {svc_rps:4.0f} / bare {bare_rps:4.0f} req/s "
         f"= {svc_rps / bare_rps:.2f}x (bar >= 0.90x)  "
         f"CPU/req svc {svc_cpu:.2f} / bare {bare_cpu:.2f} ms"
     )
@@ -242,11 +270,9 @@ def main() -> None:
             ("tools/list", None),
             ("get_session_id", ("get_session_id", {"session_id": svc.session_id})),
         ):  # fmt: skip
-            latencies = (
-                asyncio.run(sdk_latencies(svc_url, token, call)),
-                asyncio.run(sdk_latencies(bare_url, token, call)),
-            )
-            load = interleaved([(svc.proc.pid, svc_url), (bare_proc.pid, bare_url)], token, call)
+            targets = [(svc.proc.pid, svc_url), (bare_proc.pid, bare_url)]
+            latencies = asyncio.run(sdk_latencies(targets, token, call))
+            load = interleaved(targets, token, call)
             row(name, latencies, (load[0], load[1]))
     finally:
         svc.stop()

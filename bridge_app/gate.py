@@ -1,4 +1,4 @@
-"""The loopback gate of SPEC §2 for the token-less bridge routes.
+"""The loopback gate of contract §2 for the token-less bridge routes.
 
 Peer loopback alone is not enough: every same-host tunnel connects from 127.0.0.1. So the Host
 must name a loopback host, a browser Origin must be local, and any forwarding header (judged by
@@ -12,7 +12,7 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
-# Headers a proxy or tunnel adds (SPEC §2), judged by presence, not value.
+# Headers a proxy or tunnel adds (contract §2), judged by presence, not value.
 FORWARDING = frozenset({
     b"forwarded", b"x-forwarded-for", b"x-forwarded-host", b"x-forwarded-proto",
     b"x-forwarded-port", b"x-original-forwarded-for", b"x-real-ip", b"true-client-ip",

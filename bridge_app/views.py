@@ -24,7 +24,7 @@ from bridge_app.dialects.common import dumps
 from svcproject.runtime import current
 
 logger = logging.getLogger(__name__)
-MAX_BODY = 64 * 1024 * 1024  # SPEC §11
+MAX_BODY = 64 * 1024 * 1024  # contract §11
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]

@@ -1,4 +1,4 @@
-"""/api/integrations: what auto-install did for each agent (SPEC §9)."""
+"""/api/integrations: what auto-install did for each agent (contract §9)."""
 
 from __future__ import annotations
 

@@ -230,5 +230,5 @@ def skill_set(folder: Path, name: str, text: str | None) -> tuple[str, str]:
 
 
 def home() -> Path:
-    """$HOME decides where an agent's "global" config lives (SPEC §9)."""
+    """$HOME decides where an agent's "global" config lives (contract §9)."""
     return Path(os.environ.get("HOME") or Path.home())

@@ -1,4 +1,4 @@
-"""Auto-install into agents (SPEC §9): svc's MCP entry in each enabled agent's global config and
+"""Auto-install into agents (contract §9): svc's MCP entry in each enabled agent's global config and
 svc's skills in its global skills folder, so an agent the user starts anywhere has svc's tools.
 
 `integrations_sync` runs at start, on a settings change and on token rotation. It edits only
@@ -25,7 +25,7 @@ from svcproject.runtime import current_or_none
 
 logger = logging.getLogger(__name__)
 SKILLS = ("svc", "svc-session", "svc-preview", "svc-md-preview")
-COLLABORATION_SKILLS = ("agent-collaboration",)  # Claude Code and Codex only (SPEC §9)
+COLLABORATION_SKILLS = ("agent-collaboration",)  # Claude Code and Codex only (contract §9)
 SKILLS_SOURCE = Path(__file__).resolve().parent / "skills"
 
 
@@ -94,7 +94,7 @@ _SESSION_HEADER = {
 
 
 def mcp_entry(agent: str, url: str, token: str) -> dict[str, Any]:
-    """svc's server entry in the shape that agent's own config takes (SPEC §9)."""
+    """svc's server entry in the shape that agent's own config takes (contract §9)."""
     bearer = f"Bearer {token}"
     if agent == "codex":
         return {

@@ -1,4 +1,4 @@
-"""The MCP tools agents call (SPEC §4). Each tool is a thin adapter over a service; domain
+"""The MCP tools agents call (contract §4). Each tool is a thin adapter over a service; domain
 errors become tool errors (`isError: true`) in one place, `call`."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Subagent tools (SPEC §4): the synchronous halves. Starting and waiting happen on the event
+"""Subagent tools (contract §4): the synchronous halves. Starting and waiting happen on the event
 loop in mcp_app.server, through sessions_app.subagent_runs."""
 
 from __future__ import annotations

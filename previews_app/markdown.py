@@ -1,4 +1,4 @@
-"""Markdown → sanitised HTML for /md-preview (SPEC §8).
+"""Markdown → sanitised HTML for /md-preview (contract §8).
 
 Python-Markdown passes raw HTML through, so its output is untrusted; nh3 (ammonia) then keeps only
 an allow-list of tags, attributes and URL schemes. The page CSP is the second wall: even markup

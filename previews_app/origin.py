@@ -1,4 +1,4 @@
-"""A live preview on its own origin, `{slug}.localhost:{svc port}` (SPEC §8).
+"""A live preview on its own origin, `{slug}.localhost:{svc port}` (contract §8).
 
 The previewed page is untrusted code. On its own origin its root-relative URLs (`/app.js`,
 `/api/…`, `/ws/…`) all reach the dev server, and svc's cookies — host-only on 127.0.0.1 or

@@ -1,4 +1,4 @@
-"""Writes for previews (SPEC §8): publish a live or Markdown preview, delete one.
+"""Writes for previews (contract §8): publish a live or Markdown preview, delete one.
 
 A port preview is reused per workspace+port and a file preview per file, so an agent that calls
 `preview` again gets the same owner URL. Every publish of a port preview issues a fresh share slug
@@ -25,7 +25,7 @@ SHARE_SECONDS = 600
 DENIED_PORTS = frozenset(
     {22, 25, 53, 110, 143, 389, 443, 445, 993, 995, 1433, 1521, 2049, 3306, 5432, 5672, 6379}
     | {6380, 9200, 11211, 27017}
-    # Debuggers and container control: a page that reaches them runs code (SPEC §4).
+    # Debuggers and container control: a page that reaches them runs code (contract §4).
     | {2375, 2376, 5900, 6443, 9222, 9229, 10250}
 )
 _SUFFIX_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
@@ -71,7 +71,7 @@ def markdown_file_resolve(
     file: str, cwd: str = "", session_workspace: str = ""
 ) -> tuple[Path, Path]:
     """(real file, real workspace root). The file must resolve, symlinks followed, inside a
-    registered workspace or the calling session's workspace (SPEC §4); `cwd` only says where a
+    registered workspace or the calling session's workspace (contract §4); `cwd` only says where a
     relative path starts — it is not a root, or `cwd: "/"` would open every file."""
     if not file or "\x00" in file:
         raise DomainError("file must be a path to a Markdown file")

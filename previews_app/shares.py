@@ -1,4 +1,4 @@
-"""Share links that render the whole page (SPEC §8), through one host name.
+"""Share links that render the whole page (contract §8), through one host name.
 
 A share lives under `/preview/s/{share}/` on svc's own origin — the person it is sent to may
 reach svc through a tunnel where `*.localhost` does not resolve, so there is no origin of its own.

@@ -1,5 +1,5 @@
-"""The agent registry: built-in agents merged with settings.json `agents` (SPEC §1), and how a
-session of one is launched: argv, environment and per-session configuration (SPEC §0).
+"""The agent registry: built-in agents merged with settings.json `agents` (contract §1), and how a
+session of one is launched: argv, environment and per-session configuration (contract §0).
 
 An agent resolves to the argv of its interactive terminal (`command`) and, when it speaks ACP on
 stdio, the argv of that mode (`acp_command`). PATH detection decides whether a built-in is enabled
@@ -136,11 +136,11 @@ def get_agent(name: str) -> AgentDef | None:
     return all_agents().get(name)
 
 
-# --- launching: argv + environment for a session (SPEC §0) ---------------------------------------
+# --- launching: argv + environment for a session (contract §0) ---------------------------------------
 
 # Variables of svc's own process that must not reach agents: svc's own knobs (SVC_HOME would
 # lead an agent straight to auth.json and the owner token), its settings module and database.
-# Agents get exactly the SVC_* variables SPEC §0 lists, set below.
+# Agents get exactly the SVC_* variables contract §0 lists, set below.
 _DAEMON_ONLY_ENV = ("DJANGO_SETTINGS_MODULE", "DATABASE_URL")
 
 
@@ -148,7 +148,7 @@ def _inherited(name: str) -> bool:
     return not name.startswith("SVC_") and name not in _DAEMON_ONLY_ENV
 
 
-# svc ignores the key a client sends and uses the profile's own (SPEC §5); the CLIs insist on one.
+# svc ignores the key a client sends and uses the profile's own (contract §5); the CLIs insist on one.
 DUMMY_KEY = "svc-bridge"
 
 

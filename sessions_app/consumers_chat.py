@@ -1,4 +1,4 @@
-"""`/ws/chat`: chat clients with hosted ACP agents (SPEC §7).
+"""`/ws/chat`: chat clients with hosted ACP agents (contract §7).
 
 One socket may hold several sessions. Everything sent goes through one queue and one writer task,
 so a session's replayed history, its `session` event and its live events arrive in order.

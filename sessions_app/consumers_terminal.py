@@ -1,4 +1,4 @@
-"""`/ws?session_id=<uuid>`: a viewer of a hosted terminal (SPEC §7).
+"""`/ws?session_id=<uuid>`: a viewer of a hosted terminal (contract §7).
 
 Terminal bytes go straight from the host's per-viewer queue to this socket, never through the
 channel layer (it drops messages when full); the server tells the host when this socket can take

@@ -1,4 +1,4 @@
-"""Handover codes (SPEC §4): an agent's session, handed to another device with four characters.
+"""Handover codes (contract §4): an agent's session, handed to another device with four characters.
 
 A code is 4 characters from a 32-letter alphabet (no 0/O, 1/I), drawn from the OS CSPRNG,
 unique among live codes, case-insensitive, usable once and for CODE_SECONDS. Redeeming is one

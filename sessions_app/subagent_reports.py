@@ -1,4 +1,4 @@
-"""What a subagent is told, and what its answer becomes (SPEC §4): plain functions, no I/O.
+"""What a subagent is told, and what its answer becomes (contract §4): plain functions, no I/O.
 
 A subagent's report is its final message; a trailing `<svc-report>{json}</svc-report>` block is
 parsed into `report`, and `summary` is one line — the report's own `summary` when it gives one,

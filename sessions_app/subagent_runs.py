@@ -1,4 +1,4 @@
-"""Subagent turns as they run, on the daemon's event loop (SPEC §4).
+"""Subagent turns as they run, on the daemon's event loop (contract §4).
 
 A turn's subagents are hosted ACP sessions of kind `subagent`, driven through the host registry
 like any chat: started, prompted once, then stopped (their chat history stays readable). Every
@@ -113,6 +113,9 @@ class SubagentRuns:
             return await _report(member)
         run.sessions[str(member.id)] = session_id
         try:
+            if run.cancelling:  # cancelled while its agent was starting: it never gets the task
+                await self._set(run, member, status="cancelled", summary="cancelled")
+                return await _report(member)
             await self._set(run, member, status="running")
             outcome = await self._prompt(run, turn, member, session_id, earlier)
             await self._set(run, member, **outcome, **await _measured(turn, member))

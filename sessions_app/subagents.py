@@ -1,4 +1,4 @@
-"""Subagent turns (SPEC §4): argument checks, rows and worktrees, snapshots, cleanup.
+"""Subagent turns (contract §4): argument checks, rows and worktrees, snapshots, cleanup.
 
 Synchronous services; the turn itself runs on the daemon's event loop (subagent_runs.py).
 Refusals say what to send instead: they reach an agent as its tool error.

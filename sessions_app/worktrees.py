@@ -1,4 +1,4 @@
-"""Git worktrees for subagents, and what svc measures in them itself (SPEC §4 Subagent details).
+"""Git worktrees for subagents, and what svc measures in them itself (contract §4 Subagent details).
 
 A worktree is made from the repository's current `HEAD` (never the default branch) on its own
 branch `svc/{turn}/{name}`, outside the repository under `$SVC_HOME/worktrees/`. Changes are

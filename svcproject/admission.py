@@ -1,4 +1,4 @@
-"""Limits and credentials on the request line and headers, before any body is read (SPEC §11).
+"""Limits and credentials on the request line and headers, before any body is read (contract §11).
 
 The server hook (svcproject.server_compat) calls `admit` as soon as the headers are in, while the
 client still holds the body: an announced body over its limit gets 413, a request without the
@@ -17,7 +17,7 @@ from urllib.parse import unquote
 
 from svcproject import auth, browser
 
-BRIDGE_LIMIT = 64 * 1024 * 1024  # SPEC §11
+BRIDGE_LIMIT = 64 * 1024 * 1024  # contract §11
 OTHER_LIMIT = 4 * 1024 * 1024
 PREVIEW_LIMIT = 64 * 1024 * 1024  # the owner's uploads to the previewed dev server
 _BRIDGE = ("/svc/local-api/", "/svc/local-agent/", "/svc/bridge/")

@@ -1,4 +1,4 @@
-"""Tokens and guards: who may use which surface (SPEC §2).
+"""Tokens and guards: who may use which surface (contract §2).
 
 The owner token opens the dashboard, /api/, WebSockets and owner previews; the MCP token opens /mcp
 only. Both are always compared in constant time, and neither is ever written to a log. Browsers

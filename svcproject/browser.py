@@ -1,4 +1,4 @@
-"""Browser logins (SPEC §2): the browser never holds a token, only a revocable session id, and
+"""Browser logins (contract §2): the browser never holds a token, only a revocable session id, and
 only on svc's own host name.
 
 Browsers send a host's cookies to every port of that host, so a cookie on `127.0.0.1` or

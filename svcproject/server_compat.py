@@ -261,7 +261,7 @@ def socket_flow(send: object) -> SocketFlow:
 
 def allow_messages_up_to(send: object, size: int) -> None:
     """daphne caps WebSocket messages (1 MiB since daphne 4.2.2), in both directions; a
-    terminal's scrollback frame (up to 2 MiB, SPEC §7) must fit. Raised for this connection only
+    terminal's scrollback frame (up to 2 MiB, contract §7) must fit. Raised for this connection only
     — an owner's terminal viewer — never for the server as a whole."""
     protocol = _daphne_protocol(send)
     if protocol is not None and getattr(protocol, "maxMessagePayloadSize", 0) not in (0, None):
@@ -270,7 +270,7 @@ def allow_messages_up_to(send: object, size: int) -> None:
 
 def send_empty_binary_frame(send: object) -> bool:
     """daphne drops an empty `bytes` message, yet an empty scrollback is still a frame clients
-    count on (SPEC §7): send it through daphne's own protocol. False outside daphne."""
+    count on (contract §7): send it through daphne's own protocol. False outside daphne."""
     protocol = _daphne_protocol(send)
     if protocol is None or not hasattr(protocol, "serverSend"):
         return False

@@ -1,4 +1,4 @@
-"""The shape of settings.json (SPEC §1): a raw JSON object in, typed `Settings` out, or a
+"""The shape of settings.json (contract §1): a raw JSON object in, typed `Settings` out, or a
 `SettingsError` naming the file, the key and the problem. No file access here: reading and
 writing the file is svcproject.config's.
 """

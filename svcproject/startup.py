@@ -53,11 +53,23 @@ def _stop_at_shutdown(runtime: Runtime, starting: asyncio.Task) -> None:
             await asyncio.wait_for(runtime.stop(), STOP_LIMIT_S)
         except TimeoutError:
             logger.warning("svc's stop took longer than %g s; exiting anyway", STOP_LIMIT_S)
+        await _cancel_leftover_tasks()
 
     def trigger() -> defer.Deferred:
         return defer.Deferred.fromFuture(asyncio.ensure_future(stop()))
 
     reactor.addSystemEventTrigger("before", "shutdown", trigger)
+
+
+async def _cancel_leftover_tasks() -> None:
+    """What `asyncio.run` does at its end, and daphne's reactor shutdown does not: tasks still
+    pending (a WebSocket consumer's writer, say) are cancelled and awaited, so none is destroyed
+    while pending when the loop closes."""
+    leftover = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for task in leftover:
+        task.cancel()
+    if leftover:
+        await asyncio.wait(leftover, timeout=1.0)
 
 
 def freeze_startup_objects() -> None:

@@ -27,7 +27,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _isolate_home() -> None:
-    """svc writes its MCP entry and skills into the agents' configs under $HOME (SPEC §9): no
+    """svc writes its MCP entry and skills into the agents' configs under $HOME (contract §9): no
     daemon or command a test starts may touch the developer's ~/.claude.json or ~/.codex. One
     throw-away HOME for the run (outside /tmp, where Codex refuses to work); git keeps its
     identity, and nothing else moves an agent's folders elsewhere."""

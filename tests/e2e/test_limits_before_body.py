@@ -1,4 +1,4 @@
-"""Limits and credentials apply on the headers, before the body (SPEC §11, security finding 2),
+"""Limits and credentials apply on the headers, before the body (contract §11, security finding 2),
 over raw sockets against a live daemon."""
 
 from __future__ import annotations

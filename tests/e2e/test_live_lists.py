@@ -1,4 +1,4 @@
-"""Live lists: a full snapshot on connect and after every committed change (SPEC §7)."""
+"""Live lists: a full snapshot on connect and after every committed change (contract §7)."""
 
 from __future__ import annotations
 

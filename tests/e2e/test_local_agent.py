@@ -1,4 +1,4 @@
-"""The agent-as-API (SPEC §6) with the official SDKs and the test ACP agent: answers in each
+"""The agent-as-API (contract §6) with the official SDKs and the test ACP agent: answers in each
 dialect, the agent's own model traffic through the bridge, the workspace, permissions."""
 
 from __future__ import annotations

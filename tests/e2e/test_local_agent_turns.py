@@ -1,4 +1,4 @@
-"""Agent-as-API conversations, cancel and failures (SPEC §6): the second turn reuses the agent
+"""Agent-as-API conversations, cancel and failures (contract §6): the second turn reuses the agent
 session and sends only the tail; one-shot requests leave no process; a new request cancels a
 busy turn; a client that leaves cancels the turn; refusals and failures in the client's dialect."""
 

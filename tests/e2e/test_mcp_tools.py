@@ -1,4 +1,4 @@
-"""MCP tools over /mcp with the official `mcp` client, in both protocol eras (SPEC §4)."""
+"""MCP tools over /mcp with the official `mcp` client, in both protocol eras (contract §4)."""
 
 from __future__ import annotations
 

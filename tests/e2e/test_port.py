@@ -1,4 +1,4 @@
-"""svc learns the port it is bound to (SPEC §0): `runserver 127.0.0.1:<port>` with no SVC_PORT
+"""svc learns the port it is bound to (contract §0): `runserver 127.0.0.1:<port>` with no SVC_PORT
 makes auth.json, the login URL, the agents' environment, MCP and preview URLs and the own-port
 refusal all use that port."""
 

@@ -1,4 +1,4 @@
-"""The scale-out path for real: Redis as channel layer, PostgreSQL as database (SPEC §0)."""
+"""The scale-out path for real: Redis as channel layer, PostgreSQL as database (contract §0)."""
 
 from __future__ import annotations
 

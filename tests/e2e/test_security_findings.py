@@ -15,7 +15,7 @@ import pytest
 from tests.support.browser_login import dashboard_url, localhost_client
 from tests.support.daemon import Daemon, migrated_home
 
-# SPEC §0: the only SVC_* variables a hosted agent may see.
+# contract §0: the only SVC_* variables a hosted agent may see.
 AGENT_SVC_VARS = {
     "SVC_SESSION_ID", "SVC_AGENT", "SVC_WORKSPACE", "SVC_PROFILE_ID", "SVC_MCP_URL",
     "SVC_MCP_TOKEN", "SVC_BRIDGE_URL", "SVC_SUBAGENT_ID", "SVC_SUBAGENT_TURN_ID", "SVC_AGENT_ROLE",
@@ -137,7 +137,7 @@ def test_10_debugger_and_container_ports_cannot_be_previewed(svc, port: int) -> 
     assert refused.status_code == 400 and "deny-list" in refused.json()["error"]["message"]
 
 
-# SPEC §2: every header a proxy or tunnel adds. Before, only five of them were refused.
+# contract §2: every header a proxy or tunnel adds. Before, only five of them were refused.
 FORWARDING = [
     ("Forwarded", "for=203.0.113.7"), ("X-Forwarded-For", "203.0.113.7"),
     ("X-Forwarded-Host", "tunnel.example"), ("X-Forwarded-Proto", "https"),

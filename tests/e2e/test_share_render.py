@@ -1,4 +1,4 @@
-"""A shared preview renders the whole page as the owner sees it (SPEC §8, issue 12), in Debian
+"""A shared preview renders the whole page as the owner sees it (contract §8, issue 12), in Debian
 Chromium: root-relative scripts, styles, images and a Vite app's ES modules through the share URL
 alone — also through a single foreign host name (a tunnel) — and still nothing of svc's."""
 

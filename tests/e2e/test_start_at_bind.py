@@ -1,4 +1,4 @@
-"""svc installs itself into the agents at bind, with no request (SPEC §9): once its port accepts
+"""svc installs itself into the agents at bind, with no request (contract §9): once its port accepts
 connections, and before anyone has asked it anything, every enabled agent's global config holds
 svc's MCP entry for that port and its skills folder holds svc's skills; a settings.json change is
 applied by the watcher, again with no request; and the real CLIs' own `mcp list` find svc.

@@ -10,7 +10,13 @@ from pathlib import Path
 
 import httpx
 
-from tests.sessions_app.termclient import Term, create_session, hosting_settings, shell_env
+from tests.sessions_app.termclient import (
+    Chat,
+    Term,
+    create_session,
+    hosting_settings,
+    shell_env,
+)
 from tests.support.daemon import Daemon
 
 
@@ -44,6 +50,8 @@ async def test_daemon_stop_kills_every_child_and_restart_marks_them_exited(
     chat = create_session(daemon, tmp_path, agent="fake", kind="chat")
     ids.append(chat["id"])
     pids.append(chat["pid"])
+    watcher = await Chat.connect(daemon)  # a /ws/chat client still open when svc stops
+    await watcher.open(session_id=chat["id"])
     assert len(pids) == 7 and not any(gone(p) for p in pids)
     # The upstream client and the request-log writer come alive with a bridge request (502 here).
     bridge = f"{daemon.url}/svc/local-api/p1/t/openai-chat/v1/chat/completions"

@@ -24,6 +24,7 @@ commands on that line, separated by " ; ", run one after another:
 
 With FAKE_AGENT_PROMPT_LOG / FAKE_AGENT_CANCEL_LOG set, it appends "<time.time()> <the turn's last
 line>" to that file when each prompt / session/cancel arrives (tests and the bench time cancels).
+Started with `--start-delay <seconds>`, it answers `initialize` that much later (a slow start).
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ class FakeAgent(Agent):
         self.conn = conn
 
     async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
+        if "--start-delay" in sys.argv:
+            await asyncio.sleep(float(sys.argv[sys.argv.index("--start-delay") + 1]))
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(load_session=True),

@@ -1,4 +1,4 @@
-"""Auto-install into agents (SPEC §9) against a temp HOME already holding each agent's config:
+"""Auto-install into agents (contract §9) against a temp HOME already holding each agent's config:
 svc's entry is right for each, nothing else changes, and svc cleans up only after itself."""
 
 from __future__ import annotations

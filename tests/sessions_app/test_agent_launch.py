@@ -1,4 +1,4 @@
-"""Agent argv and environment for a session (SPEC §0), without a daemon: the built-in ACP
+"""Agent argv and environment for a session (contract §0), without a daemon: the built-in ACP
 commands, and how a profile binds each vendor's CLI to svc's bridge."""
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ class Command(BaseCommand):
 
 
 def integration_lines(report: dict[str, Any]) -> list[str]:
-    """One line per agent and part: its state, file, and why when skipped (SPEC §9)."""
+    """One line per agent and part: its state, file, and why when skipped (contract §9)."""
     lines = []
     for agent in report["agents"]:
         for label in ("mcp", "skills"):

@@ -1,0 +1,113 @@
+"""The supervisor (contract §12): a service that fails on purpose is restarted with backoff and
+shows `error` with a one-line detail, without touching its neighbour; a settings change restarts
+only the services whose settings changed; stop ends every service."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from svcproject.supervisor import Supervisor, backoff_s
+
+
+class Published:
+    def __init__(self) -> None:
+        self.lists: list[str] = []
+
+    async def __call__(self, list_name: str) -> None:
+        self.lists.append(list_name)
+
+
+class Steady:
+    """Comes online and stays; counts its starts."""
+
+    list_name = "tunnels"
+
+    def __init__(self, name: str, section: str) -> None:
+        self.name, self.section, self.starts = name, section, 0
+
+    def settings_key(self, settings: Any) -> Hashable:
+        return repr(settings.get(self.section))
+
+    async def run(self, online: Callable[[str], None]) -> None:
+        self.starts += 1
+        online(f"up #{self.starts}")
+        await asyncio.Event().wait()
+
+
+class Failing:
+    """Fails on purpose at every start, like a tunnel with a bad credential."""
+
+    name, list_name = "broken", "channels"
+
+    def __init__(self) -> None:
+        self.started_at: list[float] = []
+
+    def settings_key(self, settings: Any) -> Hashable:
+        return None
+
+    async def run(self, online: Callable[[str], None]) -> None:
+        self.started_at.append(asyncio.get_running_loop().time())
+        raise RuntimeError("bad token:\nset channels.broken.token in settings.json")
+
+
+async def wait_until(check: Callable[[], bool], limit: float = 5.0) -> None:
+    deadline = asyncio.get_running_loop().time() + limit
+    while not check():
+        assert asyncio.get_running_loop().time() < deadline, "condition not met in time"
+        await asyncio.sleep(0.01)
+
+
+def test_backoff_doubles_from_one_second_to_sixty() -> None:
+    assert [backoff_s(n) for n in range(1, 9)] == [1, 2, 4, 8, 16, 32, 60, 60]
+
+
+async def test_a_failing_service_restarts_with_backoff_and_leaves_its_neighbour_alone() -> None:
+    published = Published()
+    supervisor = Supervisor(published, backoff_first_s=0.05)
+    steady, failing = Steady("steady", "tunnels"), Failing()
+    await supervisor.add(steady, {})
+    await supervisor.add(failing, {})
+    await wait_until(lambda: len(failing.started_at) >= 4)
+
+    gaps = [b - a for a, b in zip(failing.started_at, failing.started_at[1:], strict=False)]
+    assert gaps[0] >= 0.05 and gaps[1] >= 0.1 and gaps[2] >= 0.2  # doubling
+    broken = supervisor.states["broken"]
+    assert broken.status == "error"
+    assert broken.detail == "bad token: set channels.broken.token in settings.json"  # one line
+    assert broken.restarts >= 3
+    assert supervisor.states["steady"].status == "online"
+    assert supervisor.states["steady"].detail == "up #1"
+    assert steady.starts == 1
+    assert "channels" in published.lists and "tunnels" in published.lists
+    await supervisor.stop()
+    assert supervisor.states == {}
+
+
+async def test_a_settings_change_restarts_only_the_services_it_touches() -> None:
+    supervisor = Supervisor(Published())
+    tunnel, channel = Steady("tunnel", "tunnels"), Steady("channel", "channels")
+    settings: dict[str, Any] = {"tunnels": {"a": 1}, "channels": {"b": 1}}
+    await supervisor.add(tunnel, settings)
+    await supervisor.add(channel, settings)
+    await wait_until(lambda: tunnel.starts == 1 and channel.starts == 1)
+
+    restarted = await supervisor.apply_settings({**settings, "tunnels": {"a": 2}})
+    await wait_until(lambda: tunnel.starts == 2)
+    assert restarted == ["tunnel"]
+    assert channel.starts == 1
+    assert await supervisor.apply_settings({**settings, "tunnels": {"a": 2}}) == []
+    await supervisor.stop()
+
+
+async def test_stop_ends_a_service_that_is_waiting_out_its_backoff() -> None:
+    supervisor = Supervisor(Published(), backoff_first_s=30)
+    failing = Failing()
+    await supervisor.add(failing, {})
+    await wait_until(lambda: supervisor.states["broken"].status == "error")
+    assert supervisor.states["broken"].retry_in_s == 30
+    started = asyncio.get_running_loop().time()
+    await supervisor.stop()
+    assert asyncio.get_running_loop().time() - started < 1
+    assert len(failing.started_at) == 1
