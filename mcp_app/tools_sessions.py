@@ -41,7 +41,7 @@ def _caller(
 def resolve_session(
     *, session_id: str | None, header_session_id: str | None, agent: str | None, cwd: str | None
 ) -> dict[str, Any]:
-    """get_session_id: a workspace alone is not enough here, it takes the agent too (contract §4)."""
+    """get_session_id: a workspace alone is not enough, it takes the agent too (contract §4)."""
     cwd = cwd if agent else None
     return _info(
         _caller(session_id=session_id, header_session_id=header_session_id, agent=agent, cwd=cwd)

@@ -136,7 +136,7 @@ def get_agent(name: str) -> AgentDef | None:
     return all_agents().get(name)
 
 
-# --- launching: argv + environment for a session (contract §0) ---------------------------------------
+# --- launching: argv + environment for a session (contract §0) ----------------------------------
 
 # Variables of svc's own process that must not reach agents: svc's own knobs (SVC_HOME would
 # lead an agent straight to auth.json and the owner token), its settings module and database.
@@ -148,7 +148,7 @@ def _inherited(name: str) -> bool:
     return not name.startswith("SVC_") and name not in _DAEMON_ONLY_ENV
 
 
-# svc ignores the key a client sends and uses the profile's own (contract §5); the CLIs insist on one.
+# svc ignores the key a client sends and uses the profile's own (contract §5); CLIs insist on one.
 DUMMY_KEY = "svc-bridge"
 
 

@@ -1,4 +1,4 @@
-"""Live lists (contract §7): the four snapshots and the broadcast that tells their clients to re-send.
+"""Live lists (contract §7): the four snapshots and the broadcast telling their clients to re-send.
 
 A broadcast carries no data: clients re-read the whole list, so a dropped or coalesced message
 can never leave a client on a stale state as long as one message arrives after the last commit.

@@ -97,7 +97,7 @@ def knobs() -> Knobs:
         bridge_max_retries=int(_env_number("SVC_BRIDGE_MAX_RETRIES", 2)),
         browser_idle_seconds=int(_env_number("SVC_BROWSER_IDLE_SECONDS", 8 * 3600)),
         agent_start_timeout_s=_env_number("SVC_AGENT_START_TIMEOUT", 60.0),
-        # MCP clients give up after 60–300 s of silence; contract §4 promises one at least every 15 s.
+        # MCP clients give up after 60–300 s of silence; contract §4: one every 15 s at least.
         subagent_progress_s=min(_env_number("SVC_SUBAGENT_PROGRESS_S", 10.0), 15.0),
     )
 
