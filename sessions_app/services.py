@@ -3,6 +3,7 @@ transaction each; starting and stopping processes happens around them, never ins
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 from pathlib import Path
@@ -260,6 +261,11 @@ async def asession_start(
         )  # fmt: skip
         launch.env.update(extra_env or {})
         pid, agent_session_id = await _start_process(session, launch, cols, rows)
+        return await database_sync_to_async(_mark_running)(str(session.id), pid, agent_session_id)
+    except asyncio.CancelledError:
+        # The caller left (a client that disconnected): nobody would own this process.
+        await asyncio.shield(_abandon(str(session.id)))
+        raise
     except Exception as exc:
         await database_sync_to_async(session_mark_exited)(
             session_id=str(session.id), exit_code=None, failed=True
@@ -272,7 +278,13 @@ async def asession_start(
         raise DomainError(
             f"could not start {session.agent!r}: {exc or type(exc).__name__}", status=status
         ) from exc
-    return await database_sync_to_async(_mark_running)(str(session.id), pid, agent_session_id)
+
+
+async def _abandon(session_id: str) -> None:
+    await _host().stop(session_id)
+    await database_sync_to_async(session_mark_exited)(
+        session_id=session_id, exit_code=None, failed=True
+    )
 
 
 def session_create(**kwargs: Any) -> Session:
