@@ -47,6 +47,7 @@ def _check_agents(agents: list[dict[str, Any]], shared_task: str) -> None:
             raise DomainError(f"subagent name {name!r} is used twice; give each a different name")
         seen.add(name)
         _check_agent(str(entry.get("agent") or ""))
+        _check_profile(str(entry.get("profile_id") or ""))
         if not str(entry.get("task") or "").strip() and not shared_task.strip():
             raise DomainError(f"subagent {name!r} has no task: give it one, or pass a shared task")
 
@@ -59,6 +60,16 @@ def _check_agent(agent: str) -> None:
         ]
         why = "unknown" if definition is None else "not usable (not enabled or no ACP command)"
         raise DomainError(f"agent {agent!r} is {why}; use one of: {', '.join(usable) or 'none'}")
+
+
+def _check_profile(profile_id: str) -> None:
+    from svcproject import config
+
+    known = config.current_settings().profiles
+    if profile_id and profile_id not in known:
+        raise DomainError(
+            f"unknown profile {profile_id!r}; use one of: {', '.join(known) or 'none declared'}"
+        )
 
 
 def _check_cwd(cwd: str) -> str:
@@ -92,14 +103,17 @@ def turn_create(
             task=str(entry.get("task") or ""), profile_id=str(entry.get("profile_id") or ""),
             workspace=cwd,
         )  # fmt: skip
-    if base is not None:
-        try:
+    try:
+        if base is not None:
             _make_worktrees(turn, base)
-        except worktrees.GitError as exc:
-            turn_cleanup(turn_id=str(turn.id))
-            turn.delete()
-            raise DomainError(f"could not make the git worktrees: {exc}") from exc
-    _make_sessions(turn)
+        _make_sessions(turn)
+    except (worktrees.GitError, DomainError) as exc:
+        turn_cleanup(turn_id=str(turn.id))
+        Session.objects.filter(subagent__turn=turn).delete()
+        turn.delete()
+        if isinstance(exc, DomainError):
+            raise
+        raise DomainError(f"could not make the git worktrees: {exc}") from exc
     return turn
 
 
@@ -124,18 +138,19 @@ def subagent_session(subagent_id: str) -> Session:
 
 
 def _make_worktrees(turn: SubagentTurn, base: worktrees.Base) -> None:
-    subagents = list(turn.subagents.all())
-    if turn.mode == "collaboration":  # one worktree, shared, named after the turn
-        shared = worktrees.add(base, str(turn.id), "shared")
-        places = [(shared, worktrees.branch_name(str(turn.id), "shared"))] * len(subagents)
-    else:
-        places = [
-            (worktrees.add(base, str(turn.id), s.name), worktrees.branch_name(str(turn.id), s.name))
-            for s in subagents
-        ]
-    for subagent, (top, branch) in zip(subagents, places, strict=True):
+    """Each worktree is recorded as soon as it exists, so a git failure part-way leaves the
+    cleanup a complete list of what to remove."""
+    shared = turn.mode == "collaboration"  # one worktree, shared, named after the turn
+    made: dict[str, Path] = {}
+    for subagent in turn.subagents.all():
+        name = "shared" if shared else subagent.name
+        if name not in made:
+            subagent.branch = worktrees.branch_name(str(turn.id), name)
+            subagent.save(update_fields=["branch"])
+            made[name] = worktrees.add(base, str(turn.id), name)
+        top = made[name]
         subagent.workspace = str(top / base.subdir) if base.subdir else str(top)
-        subagent.branch = branch
+        subagent.branch = worktrees.branch_name(str(turn.id), name)
         subagent.save(update_fields=["workspace", "branch"])
 
 
