@@ -103,7 +103,11 @@ class _HostClient:
         pass
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        await self.chat.emit(*update_event(update))
+        self.chat.updating += 1
+        try:
+            await self.chat.emit(*update_event(update))
+        finally:
+            self.chat.updating -= 1
 
     async def request_permission(
         self, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption], **kw: Any
@@ -130,6 +134,7 @@ class AcpSession:
         self._requests: dict[str, dict[str, Any]] = {}  # the events of the pending requests
         self._emit_lock = asyncio.Lock()
         self.exited = asyncio.Event()
+        self.updating = 0  # session/update notifications being emitted right now
         self.exit_code: int | None = None
         self._replaying = False
 
@@ -327,6 +332,7 @@ class AcpSession:
         await processes.kill_session(self.pid, 0.5)
         self.activity.remove(self.session_id)
         await self.activity.publish()
+        await self._drain()
         with contextlib.suppress(Exception):
             await self.conn.close()
         try:
@@ -335,6 +341,15 @@ class AcpSession:
             self.exited.set()
             ended = {"status": "exited", "exit_code": self.exit_code}
             await self.emit("session", ended, store=False)
+
+    async def _drain(self, limit_s: float = 1.0) -> None:
+        """Closing the connection cancels its handlers: first let what the agent wrote before
+        it exited (its last words, often) be read to the end and stored, within a bound."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + limit_s
+        # Polled: the StreamReader has no end-of-file event to wait on.
+        while loop.time() < deadline and (self.updating or not self.proc.stdout.at_eof()):  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
 
     async def stop(self, grace: float = 1.0) -> None:
         if self.exited.is_set():
