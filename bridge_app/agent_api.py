@@ -1,7 +1,7 @@
 """The agent-as-API (contract §6): `/svc/local-agent/{agent}/{profile}/v1/…`. A model request
 becomes a prompt to a hosted ACP agent (a `Session` of kind `api`, its model traffic bound to
-`{profile}` through the bridge) and the agent's turn comes back as the model's answer, in the client's
-dialect, streamed or not.
+`{profile}` through the bridge) and the agent's turn comes back as the model's answer, in the
+client's dialect, streamed or not.
 
 Conversations (`X-Svc-Conversation`, or a Responses `previous_response_id`) keep one agent
 session and send it only the new tail; anything else is one-shot and its process ends with the

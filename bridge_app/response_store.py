@@ -1,7 +1,7 @@
 """What a Responses client needs svc to remember when its provider speaks another dialect:
 the conversation behind each response id (for `previous_response_id`) and the response itself
-(for `GET /responses/{id}`). In memory, newest 500, gone on restart: state a client may lose,
-as it would after the provider's own retention ends."""
+(for `GET /responses/{id}`). In the runtime's memory, newest 500, gone on restart: state a client
+may lose, as it would after the provider's own retention ends."""
 
 from __future__ import annotations
 
@@ -20,19 +20,38 @@ class Stored:
     response: dict[str, Any]  # the Responses object the client received
 
 
-_responses: OrderedDict[str, Stored] = OrderedDict()
+class ResponseStore:
+    """The runtime's remembered Responses, newest last."""
+
+    def __init__(self) -> None:
+        self._responses: OrderedDict[str, Stored] = OrderedDict()
+
+    def remember(self, response_id: str, messages: list[ir.Message], response: dict) -> None:
+        self._responses[response_id] = Stored(messages, response)
+        self._responses.move_to_end(response_id)
+        while len(self._responses) > MAX_RESPONSES:
+            self._responses.popitem(last=False)
+
+    def recall(self, response_id: str) -> Stored | None:
+        return self._responses.get(response_id)
+
+    def forget(self, response_id: str) -> bool:
+        return self._responses.pop(response_id, None) is not None
+
+
+def _store() -> ResponseStore:
+    from svcproject.runtime import current
+
+    return current().responses
 
 
 def remember(response_id: str, messages: list[ir.Message], response: dict[str, Any]) -> None:
-    _responses[response_id] = Stored(messages, response)
-    _responses.move_to_end(response_id)
-    while len(_responses) > MAX_RESPONSES:
-        _responses.popitem(last=False)
+    _store().remember(response_id, messages, response)
 
 
 def recall(response_id: str) -> Stored | None:
-    return _responses.get(response_id)
+    return _store().recall(response_id)
 
 
 def forget(response_id: str) -> bool:
-    return _responses.pop(response_id, None) is not None
+    return _store().forget(response_id)

@@ -20,6 +20,7 @@ from channels.db import database_sync_to_async
 if TYPE_CHECKING:
     from bridge_app.conversations import Conversations
     from bridge_app.requestlog import RequestLog
+    from bridge_app.response_store import ResponseStore
     from bridge_app.upstream import UpstreamClient
     from mcp_app.asgi import MCPApp
     from mcp_app.integrations import Report
@@ -57,6 +58,7 @@ class Runtime:
     def __init__(self, *, backoff_first_s: float | None = None) -> None:
         from bridge_app.conversations import Conversations
         from bridge_app.requestlog import RequestLog
+        from bridge_app.response_store import ResponseStore
         from bridge_app.upstream import UpstreamClient
         from mcp_app.asgi import MCPApp
         from previews_app.proxy import PreviewClient
@@ -77,6 +79,7 @@ class Runtime:
         self.conversations: Conversations = Conversations(self)
         self.requestlog: RequestLog = RequestLog()
         self.upstream: UpstreamClient = UpstreamClient()
+        self.responses: ResponseStore = ResponseStore()  # Responses turns translated by svc
         self.previews: PreviewClient = PreviewClient()
         self.render: RenderPool = RenderPool()
         self.preview_grants = OneTimeGrants(seconds=60)  # entry to a preview's own origin
