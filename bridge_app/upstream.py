@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import types
 import urllib.parse
 import urllib.request
 from collections.abc import AsyncIterator
@@ -25,6 +26,7 @@ CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = config.knobs().bridge_read_timeout_s
 MAX_RETRIES = config.knobs().bridge_max_retries
 MAX_RETRY_WAIT = 10.0  # never sleep longer than this for one Retry-After
+MAX_STALE_CONNECTIONS = 3  # pooled connections found closed, sent again on another (open())
 
 
 class Response(Protocol):
@@ -70,17 +72,45 @@ class UpstreamClient:
             total=None, sock_connect=CONNECT_TIMEOUT, sock_read=READ_TIMEOUT
         )
         connector = aiohttp.TCPConnector(limit=256, ttl_dns_cache=300)
-        return aiohttp.ClientSession(timeout=timeout, connector=connector)
+        reuse = aiohttp.TraceConfig()
+        reuse.on_connection_reuseconn.append(self._mark_reused)
+        return aiohttp.ClientSession(timeout=timeout, connector=connector, trace_configs=[reuse])
 
     async def open(self, url: str, headers: dict[str, str], body: UpstreamBody) -> Response:
+        import aiohttp
+
         if self.session is None:
             self.session = self._make()
-        data: Any = body
         if isinstance(body, JsonBody):
-            data = body.pieces()
             headers = {**headers, "Content-Length": str(body.length)}
-        raw = await self.session.post(url, data=data, headers=headers, proxy=proxy_for(url))
-        return _AiohttpResponse(raw, raw.status, {k.lower(): v for k, v in raw.headers.items()})
+        stale = 0
+        while True:
+            data: Any = body.pieces() if isinstance(body, JsonBody) else body  # afresh each try
+            attempt = types.SimpleNamespace(reused=False)  # set by _mark_reused
+            try:
+                raw = await self.session.post(
+                    url, data=data, headers=headers, proxy=proxy_for(url), trace_request_ctx=attempt
+                )
+            except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError):
+                # Providers close idle keep-alive connections. When the FIN arrives while this
+                # loop is busy (decoding and parsing a 64 MiB request holds it for half a second
+                # on a loaded machine), the pool still hands out the closed connection: the
+                # provider resets it and aiohttp raises "Can not write request body" (or "Server
+                # disconnected" for a small body) before any answer. aiohttp retries that only
+                # for idempotent methods. A pooled connection failing before the answer began is
+                # that race (RFC 9112 §9.3.1; the vendors' SDKs retry it too), and a provider
+                # does not act on a request that arrives on a connection it closed: send it
+                # again. The failed connection leaves the pool; a fresh connection's failure is
+                # the provider's own and goes to the client. Timeouts are not retried.
+                if not attempt.reused or stale == MAX_STALE_CONNECTIONS:
+                    raise
+                stale += 1
+                continue
+            return _AiohttpResponse(raw, raw.status, {k.lower(): v for k, v in raw.headers.items()})
+
+    @staticmethod
+    async def _mark_reused(session: Any, context: Any, params: Any) -> None:
+        context.trace_request_ctx.reused = True  # this try got a connection from the pool
 
     async def aclose(self) -> None:
         if self.session is not None:

@@ -1,4 +1,4 @@
-"""URL shapes the official SDKs build (dialects.md §9) and the loopback gate's rules (contract §2)."""
+"""URL shapes the official SDKs build (docs/bridge.md) and the loopback gate (contract §2)."""
 
 from __future__ import annotations
 
