@@ -101,6 +101,13 @@ async def test_parallel_runs_at_once_in_worktrees_from_head_and_measures_the_cha
     started = time.monotonic()
     made = await tool(daemon, "initialize_subagents", mode="parallel", cwd=str(repo), agents=agents)
     assert [s["status"] for s in made["subagents"]] == ["pending"] * 3  # returned at once
+    # Each subagent's session exists from the answer on: the caller can follow it at once.
+    for member in made["subagents"]:
+        found = httpx.get(
+            f"{daemon.url}/api/sessions/{member['session_id']}", headers=daemon.owner_headers()
+        )
+        assert found.status_code == 200, member
+        assert (found.json()["kind"], found.json()["agent"]) == ("subagent", "fake")
     done = await tool(daemon, "wait_for_subagents", turn_id=made["turn_id"], timeout_s=120)
     wall = time.monotonic() - started
     assert done["completed"] and not done["timed_out"]
