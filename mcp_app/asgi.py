@@ -13,6 +13,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from mcp_app.server import mcp
 from svcproject import auth
+from svcproject.runtime import current
 
 JSONRPC_UNAUTHORIZED = -32001
 
@@ -63,8 +64,6 @@ class MCPApp:
 async def running_mcp_app(scope: dict, receive: Callable, send: Callable) -> None:
     """The runtime's MCP app; a request that arrives while the daemon is still starting waits
     for it."""
-    from svcproject.runtime import current
-
     runtime = current()
     if runtime.mcp.app is None:
         await runtime.ready.wait()

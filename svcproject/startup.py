@@ -41,6 +41,7 @@ async def _start(runtime: Runtime) -> None:
     except Exception:
         logger.exception("svc could not start")
         raise
+    freeze_startup_objects()  # again: what start built (the MCP app, the mirrors) lives on too
 
 
 def _stop_at_shutdown(runtime: Runtime, starting: asyncio.Task) -> None:
