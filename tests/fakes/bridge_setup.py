@@ -42,7 +42,11 @@ def bridge_settings(fake: FakeProvider) -> dict:
 def start_bridge(tmp: Path, **env: str) -> tuple[Daemon, FakeProvider]:
     fake = FakeProvider().start()
     home = migrated_home(tmp, bridge_settings(fake))
-    daemon = Daemon(home, env={"SVC_BRIDGE_READ_TIMEOUT": "1.5", **env}).start()
+    # The read timeout runs from svc's last byte to the provider's first: for 64 MiB that is the
+    # fake reading the tail and parsing 64 MiB of JSON in the test process: a fraction of a
+    # second on a quiet machine, up to 3 s measured with both cores busy (the timeout was 1.5 s
+    # and the 64 MiB test got 504s in full runs). The timeout itself is tested in-process.
+    daemon = Daemon(home, env={"SVC_BRIDGE_READ_TIMEOUT": "30", **env}).start()
     return daemon, fake
 
 
