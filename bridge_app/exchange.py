@@ -146,8 +146,9 @@ async def _relay(out: translate.Outbound, resp: upstream.Response) -> AsyncItera
     dialect's error event; a finished Responses turn is remembered."""
     translator = StreamTranslator(out)
     try:
-        json_answer = resp.headers.get("content-type", "").startswith("application/json")
-        if not out.passthrough and json_answer:
+        # Some OpenAI-compatible servers ignore `stream` and answer one JSON body: replayed as
+        # the client's events whichever way the dialects pair, passthrough included.
+        if resp.headers.get("content-type", "").startswith("application/json"):
             yield translator.whole(await upstream.read_body(resp))
             tail = b""
         else:
