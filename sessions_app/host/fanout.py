@@ -126,9 +126,10 @@ class Viewer:
                     self.on_drain()
         except asyncio.CancelledError:
             raise
-        except Exception:
+        except Exception as exc:
             # A viewer whose socket refuses a frame must not stay behind holding the PTY back.
-            logger.warning("dropping a terminal viewer that could not be sent to", exc_info=True)
+            # Usually its socket just closed: one line, not a traceback, for an everyday event.
+            logger.info("dropping a terminal viewer that could not be sent to: %r", exc)
             self._closed = True
             self.on_gone(self)
 
