@@ -8,6 +8,7 @@ and starts a Runtime itself (tests/support/runtime.py)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 import sys
@@ -17,7 +18,8 @@ from svcproject.runtime import Runtime, install
 
 logger = logging.getLogger(__name__)
 
-STOP_LIMIT_S = 8.0  # within the 10 s the contract allows, leaving time for the reactor's own end
+START_WAIT_S = 3.0  # for a start still under way when the stop comes
+STOP_LIMIT_S = 5.0  # within the 10 s the contract allows, leaving time for the reactor's own end
 
 
 def at_bind() -> bool:
@@ -48,8 +50,11 @@ def _stop_at_shutdown(runtime: Runtime, starting: asyncio.Task) -> None:
     from twisted.internet import defer, reactor
 
     async def stop() -> None:
-        if not starting.done():
-            starting.cancel()
+        # A start still under way is let finish, not cancelled: its database work runs in a
+        # worker thread that a cancel does not stop, and that thread may still need this loop
+        # (a list broadcast after a mirrored row): the process would then hang at exit.
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.shield(starting), START_WAIT_S)
         try:
             await asyncio.wait_for(runtime.stop(), STOP_LIMIT_S)
         except TimeoutError:

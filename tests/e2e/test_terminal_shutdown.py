@@ -17,7 +17,7 @@ from tests.sessions_app.termclient import (
     hosting_settings,
     shell_env,
 )
-from tests.support.daemon import Daemon
+from tests.support.daemon import Daemon, migrated_home
 
 
 def gone(pid: int) -> bool:
@@ -71,3 +71,17 @@ async def test_daemon_stop_kills_every_child_and_restart_marks_them_exited(
     listed = httpx.get(f"{daemon.url}/api/sessions", headers=daemon.owner_headers()).json()
     status = {s["id"]: s["status"] for s in listed}
     assert [status[i] for i in ids] == ["exited", "exited", "exited"]
+
+
+def test_a_stop_that_comes_while_svc_is_still_starting_is_prompt_and_clean(
+    tmp_path: Path,
+) -> None:
+    """SIGTERM right after the port answers, while a first start (a fresh home: every row to
+    mirror) may still be under way. It once left a worker thread waiting for the stopped loop,
+    and the process hung until killed."""
+    for attempt in range(3):
+        daemon = Daemon(migrated_home(tmp_path / f"home{attempt}")).start()
+        began = time.monotonic()
+        code = daemon.stop()
+        assert code == 0, f"attempt {attempt}: exit {code} (-9: killed after 15 s)"
+        assert time.monotonic() - began < 10
