@@ -10,10 +10,9 @@ variable elsewhere: code finds the runtime through `current()`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from channels.db import database_sync_to_async
 
@@ -142,18 +141,6 @@ class Runtime:
         await self.previews.aclose()
         self.render.close()
         self.ready.clear()
-
-    def call_soon(self, coro: Awaitable[Any]) -> None:
-        """Run `coro` on the runtime's loop from any thread, without waiting for it."""
-        assert self.loop is not None
-        future = asyncio.run_coroutine_threadsafe(coro, self.loop)  # type: ignore[arg-type]
-        future.add_done_callback(_log_failure)
-
-
-def _log_failure(future: Any) -> None:
-    with contextlib.suppress(BaseException):
-        if (exc := future.exception()) is not None:
-            logger.error("background work failed: %s", exc)
 
 
 def _reconcile_and_mirror() -> None:
