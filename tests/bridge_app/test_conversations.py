@@ -18,10 +18,9 @@ from bridge_app import ir, routes
 from bridge_app.conversations import Conversation
 from sessions_app import selectors
 from sessions_app.models import Session
-from svcproject import config
 from svcproject.runtime import Runtime
 from tests.sessions_app.termclient import hosting_settings
-from tests.support.runtime import running
+from tests.support.runtime import running, settings_file
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -32,14 +31,8 @@ RESPONSES = routes.parse("/svc/local-agent/fake/p1/v1/responses", b"")
 @pytest.fixture
 def fake_agent() -> Iterator[None]:
     """settings.json declares profile p1 and the fake agent; the worker's own file comes back."""
-    path = config.settings_path()
-    before = path.read_text() if path.exists() else None
-    config.write_settings(hosting_settings())
-    yield
-    if before is None:
-        path.unlink(missing_ok=True)
-    else:
-        config.write_settings(json.loads(before or "{}"))
+    with settings_file(hosting_settings()):
+        yield
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ notifications included) arrives whole, just all at once."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -28,7 +27,7 @@ from sessions_app.models import Session, Workspace
 from svcproject import config
 from svcproject.runtime import Runtime
 from tests.sessions_app.termclient import hosting_settings
-from tests.support.runtime import running
+from tests.support.runtime import running, settings_file
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -42,14 +41,8 @@ TOOLS = {
 @pytest.fixture
 def fake_agent(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("SVC_SUBAGENT_PROGRESS_S", "0.2")
-    path = config.settings_path()
-    before = path.read_text() if path.exists() else None
-    config.write_settings(hosting_settings())
-    yield
-    if before is None:
-        path.unlink(missing_ok=True)
-    else:
-        config.write_settings(json.loads(before or "{}"))
+    with settings_file(hosting_settings()):
+        yield
 
 
 @pytest.fixture

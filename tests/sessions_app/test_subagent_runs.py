@@ -18,10 +18,9 @@ from asgiref.sync import sync_to_async
 from sessions_app import selectors, subagents
 from sessions_app.models import Session, SessionEvent
 from sessions_app.services import asession_create, asession_stop
-from svcproject import config
 from svcproject.runtime import Runtime
 from tests.sessions_app.termclient import hosting_settings
-from tests.support.runtime import running
+from tests.support.runtime import running, settings_file
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -31,18 +30,12 @@ def fake_agent(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The fake agent and one that cannot start; a quick progress beat. The worker's own
     settings.json comes back at the end."""
     monkeypatch.setenv("SVC_SUBAGENT_PROGRESS_S", "0.2")
-    path = config.settings_path()
-    before = path.read_text() if path.exists() else None
     settings = hosting_settings()
     settings["agents"]["broken"] = {
         "acp_command": [sys.executable, "-c", "import sys; sys.exit(7)"], "enabled": True,
     }  # fmt: skip
-    config.write_settings(settings)
-    yield
-    if before is None:
-        path.unlink(missing_ok=True)
-    else:
-        config.write_settings(json.loads(before or "{}"))
+    with settings_file(settings):
+        yield
 
 
 @pytest.fixture

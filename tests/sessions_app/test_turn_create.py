@@ -4,7 +4,6 @@ the `starting` session every subagent gets before its agent runs."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ from sessions_app.models import Session, Subagent, SubagentTurn
 from svcproject import config
 from svcproject.errors import DomainError
 from tests.sessions_app.termclient import hosting_settings
+from tests.support.runtime import settings_file
 
 pytestmark = pytest.mark.django_db
 
@@ -27,16 +27,10 @@ GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.test"]
 @pytest.fixture(autouse=True)
 def fake_agent() -> Iterator[None]:
     """The fake agent, plus one declared but disabled; the worker's own file comes back."""
-    path = config.settings_path()
-    before = path.read_text() if path.exists() else None
     settings = hosting_settings()
     settings["agents"]["off"] = {"acp_command": [sys.executable, "-c", "pass"], "enabled": False}
-    config.write_settings(settings)
-    yield
-    if before is None:
-        path.unlink(missing_ok=True)
-    else:
-        config.write_settings(json.loads(before or "{}"))
+    with settings_file(settings):
+        yield
 
 
 def git(cwd: Path, *args: str) -> str:

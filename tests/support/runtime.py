@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from typing import Any
 
 from svcproject.runtime import Runtime, install
 
@@ -30,3 +32,20 @@ async def running(runtime: Runtime | None = None) -> AsyncIterator[Runtime]:
             yield rt
         finally:
             await rt.stop()
+
+
+@contextmanager
+def settings_file(settings: dict[str, Any]) -> Iterator[None]:
+    """settings.json holds `settings` for the block; the worker's own file comes back after."""
+    from svcproject import config
+
+    path = config.settings_path()
+    before = path.read_text() if path.exists() else None
+    config.write_settings(settings)
+    try:
+        yield
+    finally:
+        if before is None:
+            path.unlink(missing_ok=True)
+        else:
+            config.write_settings(json.loads(before or "{}"))
