@@ -112,7 +112,11 @@ async def chat_turn(world: World, agent: str, profile: str, text: str) -> tuple[
     """Open a chat session of `agent` bound to `profile`, run one prompt (allowing whatever it
     asks), and return the chat with every event and the session id."""
     chat = await Chat.connect(world.daemon)
-    ready = await chat.open(agent=agent, workspace=str(world.workspace), profile_id=profile)
+    # A real CLI may take long to start on a busy machine (OpenCode's took over 10 s once, with
+    # the suite on both cores): svc itself gives an agent 60 s to answer `initialize`.
+    ready = await chat.open(
+        timeout=60, agent=agent, workspace=str(world.workspace), profile_id=profile
+    )
     assert ready.get("status") == "running", ready
     sid = ready["session_id"]
     await chat.send(type="prompt", session_id=sid, text=text)

@@ -172,9 +172,9 @@ class Chat:
     def texts(self, kind: str = "agent_message_chunk") -> str:
         return "".join(e.get("text", "") for e in self.events if e["kind"] == kind)
 
-    async def open(self, **fields: Any) -> dict[str, Any]:
+    async def open(self, timeout: float = 10, **fields: Any) -> dict[str, Any]:
         await self.send(type="open", **fields)
-        return await self.next("session")
+        return await self.next("session", timeout=timeout)
 
     async def close(self) -> None:
         await self.ws.close()
