@@ -65,14 +65,14 @@ def settings_sync() -> config.Settings:
     """Mirror settings.json into the database (profiles, agents, workspaces, channels, tunnels)."""
     from bridge_app import services as bridge_services
     from mcp_app import integrations
-    from sessions_app import services as session_services
+    from sessions_app import mirrors
 
     settings = config.current_settings()
     bridge_services.profiles_sync(settings)
-    session_services.agents_sync(settings)
-    session_services.workspaces_sync(settings)
-    session_services.channels_sync(settings)
-    session_services.tunnels_sync(settings)
+    mirrors.agents_sync(settings)
+    mirrors.workspaces_sync(settings)
+    mirrors.channels_sync(settings)
+    mirrors.tunnels_sync(settings)
     integrations.integrations_sync()
     return settings
 

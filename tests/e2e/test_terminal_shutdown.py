@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from pathlib import Path
 
 import httpx
@@ -58,9 +57,9 @@ async def test_daemon_stop_kills_every_child_and_restart_marks_them_exited(
     answer = httpx.post(bridge, json={"model": "m1", "messages": []}, timeout=30)
     assert answer.status_code == 502
 
-    began = time.monotonic()
-    assert daemon.stop() is not None
-    assert time.monotonic() - began < 10
+    # Exit 0: it ended by itself, not by the test's SIGKILL after 15 s (how long it took is the
+    # bench's business, not a test's on a busy machine).
+    assert daemon.stop() == 0
     assert [p for p in pids if not gone(p)] == []
     log = daemon.log()
     for unclean in ("Task was destroyed", "Unclosed", "Traceback", "Exception ignored"):
@@ -81,7 +80,5 @@ def test_a_stop_that_comes_while_svc_is_still_starting_is_prompt_and_clean(
     and the process hung until killed."""
     for attempt in range(3):
         daemon = Daemon(migrated_home(tmp_path / f"home{attempt}")).start()
-        began = time.monotonic()
         code = daemon.stop()
         assert code == 0, f"attempt {attempt}: exit {code} (-9: killed after 15 s)"
-        assert time.monotonic() - began < 10
