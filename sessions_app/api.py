@@ -86,11 +86,6 @@ class ChannelListView(APIView):
         return Response(selectors.channel_list_dicts())
 
 
-class TunnelListView(APIView):
-    def get(self, request: Request) -> Response:
-        return Response(selectors.tunnel_list_dicts())
-
-
 class PickupIn(serializers.Serializer):
     code = serializers.CharField(max_length=16)
 

@@ -83,7 +83,7 @@ def tunnels_sync(settings: config.Settings) -> None:
         entry = _declared(declared, name)
         port = entry.get("port")
         wanted[name] = {
-            "kind": str(entry.get("kind", "")),
+            "kind": str(entry.get("provider", "")),
             "target_port": port if isinstance(port, int) else None,
         }
     _mirror(Tunnel, wanted, Tunnel.objects.all())

@@ -5,7 +5,10 @@ from sessions_app import consumers, consumers_chat, consumers_terminal
 websocket_urlpatterns = [
     re_path(r"^ws/?$", consumers_terminal.TerminalConsumer.as_asgi()),
     re_path(r"^ws/chat/?$", consumers_chat.ChatConsumer.as_asgi()),
-    re_path(r"^ws/(?P<list_name>sessions|channels|tunnels)/?$", consumers.ListConsumer.as_asgi()),
+    re_path(
+        r"^ws/(?P<list_name>sessions|channels|tunnels|pairings)/?$",
+        consumers.ListConsumer.as_asgi(),
+    ),
     re_path(
         r"^ws/agents/runtime/?$",
         consumers.ListConsumer.as_asgi(),

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from sessions_app.models import Agent, Channel, Session, SessionDict, Tunnel, Workspace
+from sessions_app.models import Agent, Channel, Session, SessionDict, Workspace
 
 
 def session_list_dicts() -> list[SessionDict]:
@@ -67,7 +67,12 @@ def channel_list_dicts() -> list[dict[str, Any]]:
 
 
 def tunnel_list_dicts() -> list[dict[str, Any]]:
-    return _with_service_status([t.to_dict() for t in Tunnel.objects.all()], "tunnels")
+    """Declared tunnels with their service's status and public URL (contract §13)."""
+    from remote_app.tunnels.service import tunnel_rows
+    from svcproject import config
+    from svcproject.runtime import current_or_none
+
+    return tunnel_rows(current_or_none(), config.current_settings())
 
 
 def agents_runtime_dicts() -> list[dict[str, Any]]:

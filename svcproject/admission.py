@@ -151,6 +151,30 @@ def _credential_refusal(head: Head) -> Answer | None:
     return _error(401, "not_authenticated", "missing or wrong owner token")
 
 
+def _on_remote_listener(head: Head) -> bool:
+    from remote_app.gate import remote_port
+
+    port = remote_port()
+    return bool(port) and head.server_port == port
+
+
+def _remote_refusal(head: Head, too_big: bool) -> Answer | None:
+    """The remote listener's rules (remote_app.gate), on the headers: what it never serves gets
+    404 and what needs a paired browser gets 401 without its cookie, before any body."""
+    from remote_app.routes import REMOTE_COOKIE, route_of
+
+    route = route_of(head.path)
+    if route in ("refused", "other"):
+        return _error(404, "not_found", "not served on svc's remote listener")
+    if route in ("paired", "dashboard") and not _cookie(head, REMOTE_COOKIE):
+        return _error(401, "not_paired", "pair this browser first")
+    if head.path.startswith("/preview/s/"):
+        return _error(405, "method", "a shared preview answers GET and HEAD only")
+    if too_big:
+        return _error(413, "too_large", f"request body larger than {body_limit(head)} bytes")
+    return None
+
+
 def admit(head: Head) -> Answer | None:
     """None to go on reading the body; else the answer to send now. Only requests that carry a
     body are judged here: the rest reach the app, which decides as it always does."""
@@ -158,6 +182,8 @@ def admit(head: Head) -> Answer | None:
     if not chunked and not head.length:
         return None
     too_big = head.length is not None and head.length > body_limit(head)
+    if _on_remote_listener(head):
+        return _remote_refusal(head, too_big)
     if head.path.startswith(_BRIDGE):
         return _bridge_refusal(head, too_big)
     if refusal := _credential_refusal(head):  # who may send a body at all comes first

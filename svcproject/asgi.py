@@ -19,6 +19,7 @@ from django.urls import re_path  # noqa: E402
 from bridge_app.views import application as bridge_application  # noqa: E402
 from mcp_app.asgi import application as mcp_application  # noqa: E402
 from previews_app.asgi import PreviewRouter  # noqa: E402
+from remote_app.gate import RemoteGate  # noqa: E402
 from sessions_app.routing import websocket_urlpatterns  # noqa: E402
 from svcproject import admission, server_compat, startup  # noqa: E402
 from svcproject.auth import WebSocketGuard  # noqa: E402
@@ -45,21 +46,24 @@ async def no_such_socket(scope: dict, receive, send) -> None:  # type: ignore[no
     await send({"type": "websocket.close", "code": 4404})
 
 
-# PreviewRouter first: `{slug}.localhost` hosts are preview origins and must never reach svc's own
-# routes, and /preview/ needs raw ASGI (streamed bodies, proxied WebSockets).
-application = PreviewRouter(
-    ProtocolTypeRouter(
-        {
-            "http": URLRouter(
-                [
-                    re_path(r"^mcp/?$", mcp_application),
-                    re_path(r"^svc/(?:local-api|bridge|local-agent)/", bridge_application),
-                    re_path(r"", StaticFiles(django_asgi_app)),
-                ]
-            ),
-            "websocket": WebSocketGuard(
-                URLRouter([*websocket_urlpatterns, re_path(r"", no_such_socket)])
-            ),
-        }
+# RemoteGate first: what arrived on the remote listener (contract §13) is judged by its rules
+# before anything else. Then PreviewRouter: `{slug}.localhost` hosts are preview origins and must
+# never reach svc's own routes, and /preview/ needs raw ASGI (streamed bodies, proxied WebSockets).
+application = RemoteGate(
+    PreviewRouter(
+        ProtocolTypeRouter(
+            {
+                "http": URLRouter(
+                    [
+                        re_path(r"^mcp/?$", mcp_application),
+                        re_path(r"^svc/(?:local-api|bridge|local-agent)/", bridge_application),
+                        re_path(r"", StaticFiles(django_asgi_app)),
+                    ]
+                ),
+                "websocket": WebSocketGuard(
+                    URLRouter([*websocket_urlpatterns, re_path(r"", no_such_socket)])
+                ),
+            }
+        )
     )
 )

@@ -67,7 +67,10 @@ def bearer(value: str | None) -> str | None:
 
 def token_from_scope(scope: dict[str, Any]) -> tuple[str | None, str]:
     """Token from an ASGI scope: the Authorization header, then ?token=. Never a cookie: the
-    browser holds a session id instead (svcproject.browser)."""
+    browser holds a session id instead (svcproject.browser). No token counts on the remote
+    listener (contract §13)."""
+    if scope.get("svc_remote"):
+        return None, ""
     headers = dict(scope.get("headers") or [])
     found = bearer(headers.get(b"authorization", b"").decode("latin-1"))
     if found:
@@ -79,7 +82,10 @@ def token_from_scope(scope: dict[str, Any]) -> tuple[str | None, str]:
 
 
 async def scope_owner_via(scope: dict[str, Any]) -> str:
-    """How an ASGI request proves it is the owner: "header", "query", "session" or ""."""
+    """How an ASGI request proves it is the owner: "header", "query", "session", "remote" (a
+    paired browser on the remote listener, remote_app.gate) or ""."""
+    if scope.get("svc_remote"):
+        return "remote" if scope.get("svc_device") else ""
     token, via = token_from_scope(scope)
     if token_kind(token) == "owner":
         return via
@@ -124,8 +130,13 @@ class OwnerTokenMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        scope = getattr(request, "scope", None) or {}
         token, via = token_from_request(request)
-        if token_kind(token) == "owner":
+        if scope.get("svc_remote"):  # the remote listener: its gate knows the device, or none
+            via = "remote" if scope.get("svc_device") else ""
+            request.svc_auth_via = via  # type: ignore[attr-defined]
+            request.user = browser.owner_user() if via else AnonymousUser()
+        elif token_kind(token) == "owner":
             request.svc_auth_via = via  # type: ignore[attr-defined]
             request.user = browser.owner_user()
         elif browser.session_owner(request):
@@ -135,6 +146,8 @@ class OwnerTokenMiddleware:
             request.user = AnonymousUser()
         request.svc_owner = bool(request.svc_auth_via)  # type: ignore[attr-defined]
         if not request.svc_owner and _needs_owner(request.path):
+            if scope.get("svc_remote"):  # `/` there is the pairing page; the rest stays shut
+                return self.get_response(request) if request.path == "/" else unauthorized_json()
             return browser.dashboard_redirect(request) or unauthorized_json()
         return self.get_response(request)
 
@@ -147,6 +160,7 @@ class OwnerTokenAuthentication(authentication.BaseAuthentication):
         raw = request._request
         if not getattr(raw, "svc_owner", False):
             return None
+        # "remote": the gate already required the dashboard page's key, which no other page has.
         if raw.svc_auth_via == "session":
             authentication.SessionAuthentication().enforce_csrf(request)
         return (browser.owner_user(), None)
@@ -191,6 +205,9 @@ class WebSocketGuard:
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         if scope["type"] != "websocket":
+            await self.app(scope, receive, send)
+            return
+        if scope.get("svc_remote"):  # remote_app.gate checked origin, device and page key
             await self.app(scope, receive, send)
             return
         server_port = (scope.get("server") or (None, None))[1]

@@ -7,6 +7,7 @@ svc does not know are carried through every write untouched.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import logging
@@ -123,7 +124,15 @@ def declare_listening_port(port: int) -> None:
     auth = current_auth()
     if auth.port != port:
         with _auth_lock:
-            _write_auth(Auth(port, auth.owner_token, auth.mcp_token, auth.browser_host))
+            _write_auth(dataclasses.replace(auth, port=port))
+
+
+def declare_remote_port(port: int) -> None:
+    """Called by the daemon once the remote listener is bound (0: it is not)."""
+    auth = current_auth()
+    if auth.remote_port != port:
+        with _auth_lock:
+            _write_auth(dataclasses.replace(auth, remote_port=port))
 
 
 # --- settings.json ---------------------------------------------------------------------------
@@ -245,6 +254,8 @@ class Auth:
     # The dashboard's own host name, `svc-<random>.localhost` (contract §2): browsers send a host's
     # cookies to every port of that host, so the name must be one no other page can guess.
     browser_host: str = ""
+    # The remote listener's port (contract §13), written when the daemon binds it; 0 = none.
+    remote_port: int = 0
 
 
 def _new_token() -> str:
@@ -269,6 +280,7 @@ def _write_auth(auth: Auth) -> None:
         "owner_token": auth.owner_token,
         "mcp_token": auth.mcp_token,
         "browser_host": auth.browser_host,
+        "remote_port": auth.remote_port,
     }
     atomic_write(auth_path(), json.dumps(data, indent=2) + "\n", mode=0o600)
 
@@ -296,7 +308,10 @@ def load_auth() -> Auth:
             port = _listening_port or _initial_port()
         if not tokens_ok:
             owner, mcp = _new_token(), _new_token()
-        auth = Auth(port, owner, mcp, host if host_ok else _new_browser_host())
+        remote = data.get("remote_port")
+        remote_ok = isinstance(remote, int) and not isinstance(remote, bool) and 0 <= remote < 65536
+        auth = Auth(port, owner, mcp, host if host_ok else _new_browser_host(),
+                    remote if remote_ok else 0)  # fmt: skip
         if not (tokens_ok and port_ok and host_ok) or (path.stat().st_mode & 0o777) != 0o600:
             _write_auth(auth)
         return auth
@@ -305,7 +320,8 @@ def load_auth() -> Auth:
 def rotate_tokens() -> Auth:
     with _auth_lock:
         # A new dashboard host too: a browser session on the old one can never come back.
-        auth = Auth(current_auth().port, _new_token(), _new_token(), _new_browser_host())
+        now = current_auth()
+        auth = Auth(now.port, _new_token(), _new_token(), _new_browser_host(), now.remote_port)
         _write_auth(auth)
         return auth
 

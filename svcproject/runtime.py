@@ -62,6 +62,8 @@ class Runtime:
         from mcp_app.asgi import MCPApp
         from previews_app.proxy import PreviewClient
         from previews_app.render_pool import RenderPool
+        from remote_app.gate import RemoteSockets
+        from remote_app.tunnels.service import Tunnels
         from sessions_app import lists
         from sessions_app.handover import FailureWindow
         from sessions_app.host.activity import Activity
@@ -88,6 +90,11 @@ class Runtime:
         self.supervisor: Supervisor = Supervisor(
             lists.abroadcast, backoff_first_s=backoff_first_s or BACKOFF_FIRST_S
         )
+        self.remote_port = 0  # the remote listener's port once bound (contract §13)
+        self.remote_sockets = RemoteSockets()  # open remote WebSockets, closed on revoke
+        self.public_urls: dict[str, str] = {}  # tunnel name → public URL while it is online
+        self.tunnel_started: dict[str, str] = {}  # tunnel name → when it came online (ISO)
+        self.tunnels = Tunnels(self)
         self.integrations: Report | None = None  # the last auto-install report (contract §9)
         self._exit_hooks: list[SessionExited] = [self.subagents.cancel_for_parent]
 
@@ -117,6 +124,7 @@ class Runtime:
         settings = config.current_settings()
         await self.supervisor.add(SettingsWatcher(self), settings)
         await self.supervisor.add(self.conversations.sweeper(), settings)
+        await self.tunnels.apply(settings)
         self.ready.set()
 
     async def settings_changed(self) -> None:
@@ -124,7 +132,9 @@ class Runtime:
         from svcproject import config, services
 
         await database_sync_to_async(services.settings_sync)()
-        await self.supervisor.apply_settings(config.current_settings())
+        settings = config.current_settings()
+        await self.supervisor.apply_settings(settings)
+        await self.tunnels.apply(settings)
 
     async def stop(self) -> None:
         """Orderly stop (contract §12): services, subagent runs, hosted process trees, then the

@@ -46,6 +46,22 @@ def listening_tcp_ports() -> list[int]:
     return sorted(set(ports))
 
 
+def listen_beside(port: int) -> int:
+    """Bind one more loopback socket served by the same daphne HTTP factory as the main one (the
+    remote listener, contract §13); returns the port bound. The app tells the two apart by the
+    ASGI scope's `server` port, which is the socket's own, whatever the request says."""
+    reactor = _reactor()
+    if reactor is None:
+        raise RuntimeError("not running under daphne")
+    from twisted.internet import tcp
+
+    main = next((r for r in reactor.getReaders() if isinstance(r, tcp.Port) and r.connected), None)
+    if main is None:
+        raise RuntimeError("daphne's listening socket was not found")
+    listening = reactor.listenTCP(port, main.factory, interface="127.0.0.1")
+    return int(listening.getHost().port)
+
+
 def when_listening(callback: Callable[[int], None]) -> bool:
     """Call `callback(port)` once the server is bound; False when not running under Twisted.
 

@@ -79,11 +79,15 @@ def settings_sync() -> config.Settings:
 
 def tokens_rotate() -> config.Auth:
     """New owner and MCP tokens and a new dashboard host; the old tokens stop working on the
-    next request, every browser login ends, and every agent's svc entry gets the new MCP token."""
+    next request, every browser login and paired remote device ends (its open WebSockets close
+    when the daemon notices auth.json change), and every agent's svc entry gets the new MCP
+    token."""
     from mcp_app import integrations
+    from remote_app import pairing
     from svcproject import browser
 
     auth = config.rotate_tokens()
     browser.end_all_sessions()
+    pairing.devices_end_all()
     integrations.integrations_sync()
     return auth

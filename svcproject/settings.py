@@ -32,6 +32,7 @@ INSTALLED_APPS = [
     "bridge_app",
     "previews_app",
     "mcp_app",
+    "remote_app",
     "svcproject",
 ]
 

@@ -71,6 +71,7 @@ class Settings:
     local_agent_agents: tuple[str, ...]
     local_agent_idle_seconds: float = 300.0
     local_agent_conversation_ttl_seconds: float = 7200.0
+    remote_port: int = 0  # contract §13: the remote listener's port, 0 = a free one
 
 
 def _expect(path: Path, key: str, value: Any, kind: type | tuple[type, ...], what: str) -> None:
@@ -167,6 +168,12 @@ def parse_settings(path: Path, raw: Any) -> Settings:
         for name, entry in section.items():
             _check_id(path, f"{key}.{name}", name)
             _expect(path, f"{key}.{name}", entry, dict, "an object")
+    remote = raw.get("remote", {})
+    _expect(path, "remote", remote, dict, "an object")
+    remote_port = remote.get("port", 0)
+    _expect(path, "remote.port", remote_port, int, "a port number (0 = any free port)")
+    if not 0 <= remote_port < 65536:
+        raise SettingsError(path, "remote.port", "must be between 0 and 65535")
     workspaces = _str_list(path, "workspaces", raw.get("workspaces", []))
     for i, ws in enumerate(workspaces):
         if not os.path.isabs(ws):
@@ -190,6 +197,7 @@ def parse_settings(path: Path, raw: Any) -> Settings:
         local_agent_conversation_ttl_seconds=_seconds(
             path, "local_agent_api.conversation_ttl_seconds", local_api, 7200
         ),
+        remote_port=remote_port,
     )
 
 

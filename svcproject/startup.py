@@ -31,10 +31,24 @@ def _bound(port: int) -> None:
     config.declare_listening_port(port)
     runtime = Runtime()
     install(runtime)
+    runtime.remote_port = bind_remote_listener()
     task = asyncio.get_event_loop().create_task(_start(runtime), name="svc runtime start")
     _stop_at_shutdown(runtime, task)
     print_login_url()
     freeze_startup_objects()
+
+
+def bind_remote_listener() -> int:
+    """The second socket (contract §13), bound now, beside the main one; 0 when it cannot be:
+    then svc runs without remote access and says why (tunnels show it too)."""
+    try:
+        wanted = config.current_settings().remote_port
+        port = server_compat.listen_beside(wanted)
+    except Exception as exc:
+        logger.error("svc's remote listener could not be bound: %s", exc)
+        port = 0
+    config.declare_remote_port(port)
+    return port
 
 
 async def _start(runtime: Runtime) -> None:

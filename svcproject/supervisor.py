@@ -84,6 +84,13 @@ class Supervisor:
             if list_name is None or s.list_name == list_name
         ]
 
+    def names(self, list_name: str) -> set[str]:
+        """The services under supervision that a given live list shows."""
+        return {n for n, s in self._services.items() if s.list_name == list_name}
+
+    async def publish(self, list_name: str) -> None:
+        await self._publish(list_name)
+
     async def add(self, service: Service, settings: Any) -> None:
         """Start supervising `service` (replacing one of the same name)."""
         await self.remove(service.name)

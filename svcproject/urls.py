@@ -5,6 +5,8 @@ from drf_spectacular.views import SpectacularAPIView
 from bridge_app import api as bridge_api
 from mcp_app import api as integrations_api
 from previews_app import api as previews_api
+from remote_app import api as remote_api
+from remote_app import views as remote_views
 from sessions_app import api as sessions_api
 from svcproject import api as svc_api
 from svcproject import browser, views
@@ -22,7 +24,13 @@ api_patterns = [
     path("subagent-turns", sessions_api.SubagentTurnListView.as_view()),
     path("subagent-turns/<str:turn_id>", sessions_api.SubagentTurnDetailView.as_view()),
     path("channels", sessions_api.ChannelListView.as_view()),
-    path("tunnels", sessions_api.TunnelListView.as_view()),
+    path("tunnels", remote_api.TunnelListView.as_view()),
+    path("tunnels/<str:name>/<str:action>", remote_api.TunnelActionView.as_view()),
+    path("pairings", remote_api.PairingListView.as_view()),
+    path("pairings/pending", remote_api.PairingPendingView.as_view()),
+    path("pairings/approve", remote_api.PairingApproveView.as_view()),
+    path("pairings/requests/<str:request_id>/deny", remote_api.PairingDenyView.as_view()),
+    path("pairings/<str:device_id>", remote_api.PairingDetailView.as_view()),
     path("settings", svc_api.SettingsView.as_view()),
     path("integrations", integrations_api.IntegrationsView.as_view()),
     path("previews", previews_api.PreviewListView.as_view()),
@@ -32,6 +40,10 @@ api_patterns = [
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
     path("login", browser.login_view, name="login"),
+    path("pair", remote_views.pair_page),
+    path("pair/start", remote_views.pair_start),
+    path("pair/status", remote_views.pair_status),
+    path("pair/session", remote_views.pair_session),
     path("logout", browser.logout_view, name="logout"),
     path("admin/login/", views.admin_login),
     path("admin/", admin.site.urls),

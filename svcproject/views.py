@@ -7,6 +7,10 @@ from svcproject import browser, config
 
 
 def dashboard(request: HttpRequest) -> HttpResponse:
+    if (getattr(request, "scope", None) or {}).get("svc_remote"):
+        from remote_app.views import remote_dashboard
+
+        return remote_dashboard(request)
     return render(request, "dashboard.html", {"port": config.current_auth().port})
 
 

@@ -19,9 +19,9 @@ logger = logging.getLogger(__name__)
 POLL_S = 1.0
 
 
-def _mtime() -> int | None:
+def _mtime(path_of: Callable[[], Any] = config.settings_path) -> int | None:
     try:
-        return config.settings_path().stat().st_mtime_ns
+        return path_of().stat().st_mtime_ns
     except FileNotFoundError:
         return None
 
@@ -37,10 +37,15 @@ class SettingsWatcher:
         return None  # it is what notices changes: none of them restarts it
 
     async def run(self, online: Callable[[str], None]) -> None:
-        last = _mtime()
+        last, auth_seen = _mtime(), _mtime(config.auth_path)
         online(f"watching {config.settings_path()}")
         while True:
             await asyncio.sleep(self.poll_s)
+            if (auth_now := _mtime(config.auth_path)) != auth_seen:
+                # Tokens rotated by another process (manage.py rotate_tokens): paired remote
+                # browsers end now, their open WebSockets included.
+                auth_seen = auth_now
+                await self.runtime.remote_sockets.sweep()
             seen = _mtime()
             if seen == last:
                 continue

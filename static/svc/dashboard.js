@@ -4,12 +4,19 @@
 
 const svc = {
   csrf() { return document.querySelector('meta[name="csrf-token"]').content; },
+  // Through a tunnel (docs/remote.md) only this page holds the key that opens /api/ and /ws.
+  pageKey() { const m = document.querySelector('meta[name="svc-page-key"]'); return m ? m.content : ""; },
+  headers() {
+    const headers = { "Content-Type": "application/json", "X-CSRFToken": svc.csrf() };
+    if (svc.pageKey()) headers["X-Svc-Page-Key"] = svc.pageKey();
+    return headers;
+  },
   async api(method, path, body) {
     let response;
     try {
       response = await fetch(`/api/${path}`, {
         method,
-        headers: { "Content-Type": "application/json", "X-CSRFToken": svc.csrf() },
+        headers: svc.headers(),
         body: body === undefined ? undefined : JSON.stringify(body),
         credentials: "same-origin",
       });
@@ -23,7 +30,10 @@ const svc = {
     if (!response.ok) throw new Error((data && data.error && data.error.message) || `HTTP ${response.status}`);
     return data;
   },
-  ws(path) { return new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}${path}`); },
+  ws(path) {
+    const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}${path}`;
+    return svc.pageKey() ? new WebSocket(url, [`svc.page.${svc.pageKey()}`]) : new WebSocket(url);
+  },
   el(tag, props = {}, ...children) {
     const node = Object.assign(document.createElement(tag), props);
     node.append(...children.filter((c) => c !== null && c !== undefined));

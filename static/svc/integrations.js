@@ -36,6 +36,8 @@
     const headers = {};
     const csrf = document.querySelector('meta[name="csrf-token"]');
     if (method !== "GET" && csrf) headers["X-CSRFToken"] = csrf.content;
+    const key = document.querySelector('meta[name="svc-page-key"]');
+    if (key) headers["X-Svc-Page-Key"] = key.content;
     const response = await fetch("/api/integrations", { method, headers, credentials: "same-origin" });
     if (!response.ok) throw new Error(`${response.status} ${response.statusText}`);
     render(await response.json());

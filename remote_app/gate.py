@@ -1,0 +1,238 @@
+"""The remote listener's gate (contract §13): every request that arrived on the remote socket
+passes here first, before the preview router, the bridge, /mcp or Django.
+
+The socket, not the request, says "remote": the ASGI scope's `server` port is the one the
+connection was accepted on. No token is honoured here (the Authorization header and `?token=`
+are dropped); a paired browser is known by its `svc_remote` cookie alone, and its API calls and
+WebSockets must also carry the dashboard page's key (docs/remote.md says why).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+from collections.abc import Callable
+from http.cookies import CookieError, SimpleCookie
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from channels.db import database_sync_to_async
+from django.utils import timezone
+
+from remote_app import pairing
+from remote_app.routes import PAGE_KEY_HEADER, PAGE_KEY_PROTOCOL, REMOTE_COOKIE, route_of
+
+_UNSAFE = ("POST", "PUT", "PATCH", "DELETE")
+
+
+def remote_port() -> int:
+    from svcproject.runtime import current_or_none
+
+    runtime = current_or_none()
+    return runtime.remote_port if runtime is not None else 0
+
+
+def is_remote(scope: dict) -> bool:
+    port = remote_port()
+    return bool(port) and (scope.get("server") or (None, None))[1] == port
+
+
+def header(scope: dict, name: bytes) -> str:
+    for key, value in scope.get("headers") or []:
+        if key == name:
+            return value.decode("latin-1")
+    return ""
+
+
+def cookie(scope: dict, name: str = REMOTE_COOKIE) -> str:
+    jar = SimpleCookie()
+    try:
+        jar.load(header(scope, b"cookie"))
+    except CookieError:
+        return ""
+    morsel = jar.get(name)
+    return morsel.value if morsel else ""
+
+
+def own_origin(scope: dict, origin: str) -> bool:
+    """`origin` is this request's own: http(s) and exactly the Host it was sent to."""
+    parts = urlsplit(origin)
+    host = header(scope, b"host").lower()
+    return parts.scheme in ("http", "https") and bool(host) and parts.netloc.lower() == host
+
+
+def without_tokens(scope: dict) -> dict:
+    """The scope with every way of presenting a token removed: none counts here."""
+    scope = dict(scope)
+    scope["headers"] = [(k, v) for k, v in scope.get("headers") or [] if k != b"authorization"]
+    query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+    scope["query_string"] = urlencode([(k, v) for k, v in query if k != "token"]).encode()
+    scope["svc_remote"] = True
+    return scope
+
+
+class RemoteGate:
+    def __init__(self, app: Callable) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] not in ("http", "websocket") or not is_remote(scope):
+            await self.app(scope, receive, send)
+            return
+        scope = without_tokens(scope)
+        route = route_of(scope["path"])
+        if route == "refused":
+            await refuse(scope, send, 404, "not_found", "not served on svc's remote listener")
+            return
+        if route in ("open", "pairing"):
+            await self.app(scope, receive, send)
+            return
+        device = await database_sync_to_async(pairing.device_for_cookie)(cookie(scope))
+        if device is not None:
+            scope["svc_device"], scope["svc_page_key"] = device.id, device.page_key
+        if route == "dashboard":
+            await self.app(scope, receive, send)  # the dashboard, or the pairing page
+        elif route == "paired":
+            await self.paired(scope, receive, send, device)
+        elif await _share_read(scope):
+            await self.app(scope, receive, send)
+        else:
+            await refuse(scope, send, 404, "not_found", "not served on svc's remote listener")
+
+    async def paired(self, scope: dict, receive: Callable, send: Callable, device: Any) -> None:
+        if device is None:
+            await refuse(scope, send, 401, "not_paired", "pair this browser first: open / here")
+            return
+        origin = header(scope, b"origin")
+        is_ws = scope["type"] == "websocket"
+        if (origin and not own_origin(scope, origin)) or (is_ws and origin == "null"):
+            await refuse(scope, send, 403, "cross_origin", "not from svc's own page")
+            return
+        if scope["path"].startswith(("/api/", "/ws")):
+            key = _page_key(scope)
+            if not pairing.page_key_matches(device, key):
+                await refuse(
+                    scope, send, 403, "page_key", "only svc's dashboard page may call this"
+                )
+                return
+        if is_ws:
+            await self.watched_socket(scope, receive, send, device.id)
+        else:
+            await self.app(scope, receive, send)
+
+    async def watched_socket(self, scope: dict, receive: Callable, send: Callable, device: str):
+        """A remote WebSocket that closes (4401) the moment its device is revoked or the tokens
+        rotate, whatever the consumer is doing."""
+        from svcproject.runtime import current
+
+        protocol = next(
+            (p for p in scope.get("subprotocols") or [] if p.startswith(PAGE_KEY_PROTOCOL)), None
+        )
+        scope["subprotocols"] = [p for p in scope.get("subprotocols") or [] if p != protocol]
+        ended = asyncio.Event()
+        sockets = current().remote_sockets
+        sockets.add(device, ended)
+
+        async def send_accepting(message: dict) -> None:
+            if (
+                message["type"] == "websocket.accept"
+                and protocol
+                and not message.get("subprotocol")
+            ):
+                message = {**message, "subprotocol": protocol}  # the browser requires the echo
+            await send(message)
+
+        async def receive_until_ended() -> dict:
+            if ended.is_set():
+                return {"type": "websocket.disconnect", "code": 4401}
+            incoming = asyncio.ensure_future(receive())
+            revoked = asyncio.ensure_future(ended.wait())
+            done, _ = await asyncio.wait({incoming, revoked}, return_when=asyncio.FIRST_COMPLETED)
+            if incoming in done:
+                revoked.cancel()
+                return incoming.result()
+            incoming.cancel()
+            with contextlib.suppress(Exception):
+                await send({"type": "websocket.close", "code": 4401})
+            return {"type": "websocket.disconnect", "code": 4401}
+
+        try:
+            await self.app(scope, receive_until_ended, send_accepting)
+        finally:
+            sockets.discard(device, ended)
+
+
+def _page_key(scope: dict) -> str:
+    if scope["type"] == "websocket":
+        for protocol in scope.get("subprotocols") or []:
+            if protocol.startswith(PAGE_KEY_PROTOCOL):
+                return protocol[len(PAGE_KEY_PROTOCOL) :]
+        return ""
+    return header(scope, PAGE_KEY_HEADER)
+
+
+async def _share_read(scope: dict) -> bool:
+    from previews_app import shares
+
+    return await shares.referring_share(scope, timezone.now()) is not None
+
+
+async def refuse(scope: dict, send: Callable, status: int, code: str, message: str) -> None:
+    if scope["type"] == "websocket":
+        if status == 401:  # accepted, then closed: browsers see the code (contract §7)
+            await send({"type": "websocket.accept"})
+            await send({"type": "websocket.close", "code": 4401})
+        else:
+            await send({"type": "websocket.close", "code": 4000 + status})
+        return
+    body = json.dumps({"error": {"status": status, "code": code, "message": message}}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"cache-control", b"no-store"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class RemoteSockets:
+    """The open remote WebSockets by device, so a revoke or a token rotation closes them now."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, set[asyncio.Event]] = {}
+
+    def add(self, device: str, ended: asyncio.Event) -> None:
+        self._open.setdefault(device, set()).add(ended)
+
+    def discard(self, device: str, ended: asyncio.Event) -> None:
+        self._open.get(device, set()).discard(ended)
+        if not self._open.get(device):
+            self._open.pop(device, None)
+
+    def end(self, device: str) -> int:
+        ended = self._open.pop(device, set())
+        for event in ended:
+            event.set()
+        return len(ended)
+
+    async def sweep(self) -> int:
+        """End the sockets of every device that is no longer paired (revoked elsewhere, rotated)."""
+        if not self._open:
+            return 0
+        alive = await database_sync_to_async(_still_paired)(list(self._open))
+        return sum(self.end(device) for device in list(self._open) if device not in alive)
+
+
+def _still_paired(ids: list[str]) -> set[str]:
+    from remote_app.models import PairedDevice
+
+    fingerprint = pairing.token_fingerprint()
+    rows = PairedDevice.objects.filter(pk__in=ids).values_list("pk", "token_fingerprint")
+    return {pk for pk, fp in rows if hmac.compare_digest(fp, fingerprint)}

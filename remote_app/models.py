@@ -1,0 +1,87 @@
+"""Remote access (contract §13): pairing requests, paired devices, and wrong codes.
+
+All three live in the database, not in the daemon's memory: `manage.py pair CODE` approves from
+another process, the wrong-code limit counts every surface together, and a paired phone stays
+paired across a restart.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+from django.utils import timezone
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat() if value else None
+
+
+class PairingRequest(models.Model):
+    """A browser asking to be paired: shows `code` to its person, who enters it on a trusted
+    surface. `pair_id` is the browser's secret handle on the request (never shown elsewhere)."""
+
+    pair_id = models.CharField(max_length=64, primary_key=True)
+    code = models.CharField(max_length=6, db_index=True)
+    device = models.CharField(max_length=300, blank=True)  # the browser's User-Agent
+    host = models.CharField(max_length=300, blank=True)  # the Host it asked through
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    status = models.CharField(max_length=16, default="pending")  # pending|approved|denied
+    approved_via = models.CharField(max_length=32, blank=True)
+    # The device made on approval; its cookie is handed to the first status call that sees it.
+    paired = models.OneToOneField(
+        "PairedDevice", null=True, blank=True, on_delete=models.CASCADE, related_name="request"
+    )
+    cookie_sent = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["created_at"]
+
+    def to_dict(self) -> dict[str, Any]:
+        """What the trusted surfaces see of a pending request: never the code or pair_id."""
+        return {
+            "id": self.pair_id[:8],
+            "device": self.device,
+            "host": self.host,
+            "created_at": _iso(self.created_at),
+            "expires_at": _iso(self.expires_at),
+        }
+
+
+class PairedDevice(models.Model):
+    """A browser allowed in through the remote listener. The cookie it holds is a random id;
+    only its SHA-256 is stored, so a copy of the database opens nothing."""
+
+    id = models.CharField(max_length=16, primary_key=True)
+    cookie_hash = models.CharField(max_length=64, unique=True)
+    # Carried by the dashboard page only, required on /api/ and /ws (docs/remote.md: a
+    # previewed page on the same origin holds the cookie but never this).
+    page_key = models.CharField(max_length=64)
+    device = models.CharField(max_length=300, blank=True)
+    host = models.CharField(max_length=300, blank=True)
+    first_seen = models.DateTimeField(default=timezone.now)
+    last_seen = models.DateTimeField(default=timezone.now)
+    token_fingerprint = models.CharField(max_length=64)  # the owner token in force when paired
+
+    class Meta:
+        ordering = ["first_seen"]
+
+    def __str__(self) -> str:
+        return f"{self.id} ({self.device[:40]})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "device": self.device,
+            "host": self.host,
+            "first_seen": _iso(self.first_seen),
+            "last_seen": _iso(self.last_seen),
+        }
+
+
+class WrongPairingCode(models.Model):
+    """One wrong code entered on any surface; more than the limit a minute → 429 (§11)."""
+
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    surface = models.CharField(max_length=32, blank=True)

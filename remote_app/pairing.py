@@ -1,0 +1,224 @@
+"""Pairing a browser for the remote listener (contract §13, limits §11).
+
+A browser reaching svc through a tunnel asks for a 6-digit code, shows it, and waits; its person
+enters the code on a trusted surface (the local dashboard, `manage.py pair`, `POST
+/api/pairings/approve`, a channel's `/pair`). The first status call that sees the approval gets
+the remote session cookie. Wrong codes count across every surface together.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from remote_app.models import PairedDevice, PairingRequest, WrongPairingCode
+from svcproject import config
+from svcproject.errors import DomainError
+
+CODE_SECONDS = 60
+DELIVER_SECONDS = 60  # an approved request's cookie may still be fetched this long after expiry
+WRONG_CODES_PER_MINUTE = 10  # more than this → 429 (contract §11)
+IDLE_DAYS = 7
+MAX_PENDING = 32  # open requests at once: pairing pages are unauthenticated
+TOUCH_EVERY_S = 60  # last_seen is written at most this often per device
+
+
+class PairingError(DomainError):
+    status, code = 400, "pairing"
+
+
+class WrongCode(PairingError):
+    status, code = 403, "wrong_code"
+
+
+class TooManyWrongCodes(PairingError):
+    status, code = 429, "too_many_wrong_codes"
+
+
+class TooManyPending(PairingError):
+    status, code = 429, "too_many_pending"
+
+
+@dataclass(frozen=True)
+class Started:
+    pair_id: str
+    code: str
+    expires_in: int
+
+
+def _broadcast() -> None:
+    from sessions_app import lists
+
+    lists.broadcast_on_commit("pairings")
+
+
+def cookie_hash(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+def token_fingerprint() -> str:
+    """What a device remembers of the owner token in force when it paired (never the token):
+    `rotate_tokens` in another process ends every device even before its rows are deleted."""
+    owner = config.current_auth().owner_token
+    return hmac.new(owner.encode(), b"svc-remote-device", "sha256").hexdigest()
+
+
+def _expired_sweep() -> None:
+    now = timezone.now()
+    PairingRequest.objects.filter(status="pending", expires_at__lt=now).delete()
+    PairingRequest.objects.filter(expires_at__lt=now - timedelta(seconds=DELIVER_SECONDS)).delete()
+    WrongPairingCode.objects.filter(at__lt=now - timedelta(minutes=5)).delete()
+
+
+def _new_code() -> str:
+    pending = set(PairingRequest.objects.filter(status="pending").values_list("code", flat=True))
+    while True:
+        code = f"{secrets.randbelow(10**6):06d}"
+        if code not in pending:  # two phones pairing at once each get their own code
+            return code
+
+
+@transaction.atomic
+def pair_start(device: str, host: str) -> Started:
+    _expired_sweep()
+    if PairingRequest.objects.filter(status="pending").count() >= MAX_PENDING:
+        raise TooManyPending("too many pairing requests are waiting; try again in a minute")
+    request = PairingRequest.objects.create(
+        pair_id=secrets.token_urlsafe(24),
+        code=_new_code(),
+        device=device[:300],
+        host=host[:300],
+        expires_at=timezone.now() + timedelta(seconds=CODE_SECONDS),
+    )
+    _broadcast()
+    return Started(request.pair_id, request.code, CODE_SECONDS)
+
+
+def pair_status(pair_id: str) -> tuple[str, str | None, PairedDevice | None]:
+    """(status, cookie value or None, device or None). The cookie comes once: to the first call
+    that sees the approval."""
+    request = PairingRequest.objects.filter(pk=pair_id).first() if pair_id else None
+    now = timezone.now()
+    if request is None:
+        return "expired", None, None
+    if request.status == "approved":
+        if request.expires_at < now - timedelta(seconds=DELIVER_SECONDS):
+            return "expired", None, None
+        return ("approved", *_deliver(request))
+    if request.status == "pending" and request.expires_at < now:
+        return "expired", None, None
+    return request.status, None, None
+
+
+@transaction.atomic
+def _deliver(request: PairingRequest) -> tuple[str | None, PairedDevice | None]:
+    taken = PairingRequest.objects.filter(pk=request.pk, cookie_sent=False).update(cookie_sent=True)
+    if not taken:
+        return None, None  # already delivered: a second tab or a replay gets nothing
+    value = secrets.token_urlsafe(32)
+    device = PairedDevice.objects.create(
+        id=secrets.token_hex(4),
+        cookie_hash=cookie_hash(value),
+        page_key=secrets.token_hex(32),
+        device=request.device,
+        host=request.host,
+        token_fingerprint=token_fingerprint(),
+    )
+    PairingRequest.objects.filter(pk=request.pk).update(paired=device)
+    _broadcast()
+    return value, device
+
+
+def wrong_codes_last_minute() -> int:
+    since = timezone.now() - timedelta(minutes=1)
+    return WrongPairingCode.objects.filter(at__gte=since).count()
+
+
+@transaction.atomic
+def pair_approve(code: str, via: str) -> PairingRequest:
+    """Approve the pending request showing `code`. More than WRONG_CODES_PER_MINUTE wrong codes
+    in the last minute (all surfaces together) refuse every attempt, right ones included."""
+    code = (code or "").strip()
+    if wrong_codes_last_minute() >= WRONG_CODES_PER_MINUTE:
+        raise TooManyWrongCodes(
+            "too many wrong pairing codes in the last minute; wait a minute and try again"
+        )
+    if not (len(code) == 6 and code.isdigit()):
+        WrongPairingCode.objects.create(surface=via[:32])
+        raise WrongCode("a pairing code is the 6 digits the pairing page shows")
+    request = (
+        PairingRequest.objects.select_for_update()
+        .filter(code=code, status="pending", expires_at__gte=timezone.now())
+        .first()
+    )
+    if request is None:
+        WrongPairingCode.objects.create(surface=via[:32])
+        raise WrongCode("no pairing request shows that code (wrong, used or expired)")
+    request.status, request.approved_via = "approved", via[:32]
+    request.save(update_fields=["status", "approved_via"])
+    _broadcast()
+    return request
+
+
+def pair_deny(short_id: str) -> bool:
+    """The owner refuses a pending request (the dashboard's Deny button)."""
+    found = PairingRequest.objects.filter(pair_id__startswith=short_id, status="pending")
+    denied = found.update(status="denied") if short_id else 0
+    if denied:
+        _broadcast()
+    return bool(denied)
+
+
+def device_for_cookie(value: str) -> PairedDevice | None:
+    """The paired device this cookie opens, or None: unknown, revoked, idle for IDLE_DAYS, or
+    paired under an owner token since rotated."""
+    if not value:
+        return None
+    device = PairedDevice.objects.filter(cookie_hash=cookie_hash(value)).first()
+    if device is None:
+        return None
+    now = timezone.now()
+    fresh = hmac.compare_digest(device.token_fingerprint, token_fingerprint())
+    if not fresh or device.last_seen < now - timedelta(days=IDLE_DAYS):
+        device.delete()
+        _broadcast()
+        return None
+    if (now - device.last_seen).total_seconds() > TOUCH_EVERY_S:
+        PairedDevice.objects.filter(pk=device.pk).update(last_seen=now)
+    return device
+
+
+def devices_list() -> list[dict]:
+    return [d.to_dict() for d in PairedDevice.objects.all()]
+
+
+def pending_list() -> list[dict]:
+    _expired_sweep()
+    pending = PairingRequest.objects.filter(status="pending", expires_at__gte=timezone.now())
+    return [r.to_dict() for r in pending]
+
+
+def device_revoke(device_id: str) -> bool:
+    deleted, _ = PairedDevice.objects.filter(pk=device_id).delete()
+    if deleted:
+        _broadcast()
+    return bool(deleted)
+
+
+def devices_end_all() -> int:
+    """Every paired device ends (token rotation)."""
+    deleted, _ = PairedDevice.objects.all().delete()
+    PairingRequest.objects.all().delete()
+    if deleted:
+        _broadcast()
+    return deleted
+
+
+def page_key_matches(device: PairedDevice, given: str) -> bool:
+    return bool(given) and hmac.compare_digest(given.encode(), device.page_key.encode())
