@@ -27,6 +27,7 @@ static/vendor/.installed: package.json
 	mkdir -p static/vendor
 	cp node_modules/@xterm/xterm/lib/xterm.js node_modules/@xterm/xterm/css/xterm.css static/vendor/
 	cp node_modules/@xterm/addon-fit/lib/addon-fit.js static/vendor/
+	cp node_modules/qrcode-generator/dist/qrcode.js static/vendor/
 	@touch $@
 
 assets: static/vendor/.installed

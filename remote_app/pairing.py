@@ -140,7 +140,6 @@ def wrong_codes_last_minute() -> int:
     return WrongPairingCode.objects.filter(at__gte=since).count()
 
 
-@transaction.atomic
 def pair_approve(code: str, via: str) -> PairingRequest:
     """Approve the pending request showing `code`. More than WRONG_CODES_PER_MINUTE wrong codes
     in the last minute (all surfaces together) refuse every attempt, right ones included."""
@@ -149,20 +148,25 @@ def pair_approve(code: str, via: str) -> PairingRequest:
         raise TooManyWrongCodes(
             "too many wrong pairing codes in the last minute; wait a minute and try again"
         )
-    if not (len(code) == 6 and code.isdigit()):
+    request = _approve(code, via) if len(code) == 6 and code.isdigit() else None
+    if request is None:
+        # Outside the approving transaction: a refusal must not roll its own count back.
         WrongPairingCode.objects.create(surface=via[:32])
-        raise WrongCode("a pairing code is the 6 digits the pairing page shows")
+        raise WrongCode("no pairing request shows that code (wrong, used or expired)")
+    _broadcast()
+    return request
+
+
+@transaction.atomic
+def _approve(code: str, via: str) -> PairingRequest | None:
     request = (
         PairingRequest.objects.select_for_update()
         .filter(code=code, status="pending", expires_at__gte=timezone.now())
         .first()
     )
-    if request is None:
-        WrongPairingCode.objects.create(surface=via[:32])
-        raise WrongCode("no pairing request shows that code (wrong, used or expired)")
-    request.status, request.approved_via = "approved", via[:32]
-    request.save(update_fields=["status", "approved_via"])
-    _broadcast()
+    if request is not None:
+        request.status, request.approved_via = "approved", via[:32]
+        request.save(update_fields=["status", "approved_via"])
     return request
 
 

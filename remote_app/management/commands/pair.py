@@ -1,0 +1,61 @@
+"""`manage.py pair CODE`: approve the browser whose pairing page shows CODE (contract §13).
+`--list` shows the paired devices, `--pending` the requests waiting, `--revoke ID` ends a
+device's access and `--deny ID` refuses a request."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from sessions_app.management.commands._client import api, table
+
+DEVICES = ("id", "device", "host", "first_seen", "last_seen")
+REQUESTS = ("id", "device", "host", "created_at", "expires_at")
+
+
+class Command(BaseCommand):
+    help = "Approve a pairing code shown on a remote browser; --list, --pending, --revoke, --deny."
+
+    def add_arguments(self, parser: Any) -> None:
+        what = parser.add_mutually_exclusive_group(required=True)
+        what.add_argument("code", nargs="?", help="the 6 digits the pairing page shows")
+        what.add_argument("--list", action="store_true", help="list the paired devices")
+        what.add_argument("--pending", action="store_true", help="list the waiting requests")
+        what.add_argument("--revoke", metavar="ID", help="end this paired device's access")
+        what.add_argument("--deny", metavar="ID", help="refuse this waiting request")
+        parser.add_argument("--json", action="store_true", help="print JSON")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["list"]:
+            self.show(api("GET", "pairings"), DEVICES, options)
+        elif options["pending"]:
+            self.show(api("GET", "pairings/pending"), REQUESTS, options)
+        elif options["revoke"]:
+            api("DELETE", f"pairings/{options['revoke']}")
+            self.stdout.write(f"Revoked: {options['revoke']}")
+        elif options["deny"]:
+            api("POST", f"pairings/requests/{options['deny']}/deny")
+            self.stdout.write(f"Denied: {options['deny']}")
+        else:
+            self.approve(options["code"], options)
+
+    def show(self, items: list[dict[str, Any]], columns: tuple[str, ...], options: Any) -> None:
+        if options["json"]:
+            self.stdout.write(json.dumps(items, indent=2))
+        elif not items:
+            self.stdout.write("(none)")
+        else:
+            self.stdout.write(table(items, columns))
+
+    def approve(self, code: str, options: dict[str, Any]) -> None:
+        try:
+            approved = api("POST", "pairings/approve", json={"code": code.strip()})
+        except CommandError as exc:
+            raise CommandError(f"not paired: {exc}") from None
+        if options["json"]:
+            self.stdout.write(json.dumps(approved, indent=2))
+            return
+        self.stdout.write(f"Paired: {approved.get('device') or 'unknown browser'}")
+        self.stdout.write("Its pairing page opens svc within a second or two.")
