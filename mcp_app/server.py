@@ -97,6 +97,7 @@ class PreviewLinks(TypedDict):
     slug: str
     owner_url: str
     share_url: str | None
+    local_share_url: str | None
     share_expires_at: str | None
 
 
@@ -133,6 +134,7 @@ async def preview(
         "slug": links["slug"],
         "owner_url": links["owner_url"],
         "share_url": links.get("share_url"),
+        "local_share_url": links.get("local_share_url"),
         "share_expires_at": links.get("share_expires_at"),
     }
 

@@ -50,8 +50,14 @@ class PreviewRouter:
             await self.share(scope, receive, send, match["slug"], match["rest"])
         elif (share := await shares.referring_share(scope, self.clock())) is not None:
             await send_to_share(scope, send, share)
-        elif not shares.own_host(headers) and not scope["path"].startswith("/svc/"):
-            # A tunnel's host name reaches shares only; the bridge has its own gate.
+        elif (
+            not scope.get("svc_remote")
+            and not shares.own_host(headers)
+            and not scope["path"].startswith("/svc/")
+        ):
+            # On the main port a foreign host name (a tunnel pointed at the wrong port, DNS
+            # rebinding) reaches shares only; the bridge has its own gate. The remote listener
+            # has its own (remote_app.gate).
             await _refuse(scope, send, "foreign_host", headers)
         elif match:
             await owner_entry(scope, receive, send, match["slug"], match["rest"])
@@ -174,6 +180,8 @@ async def _owner_refusal(scope: dict, headers: dict[bytes, bytes]) -> tuple[str,
     via = await auth.scope_owner_via(scope)
     if not via:
         return "", "login"
+    if via == "remote":
+        return via, None  # remote_app.gate checked the origin and the paired device
     if headers.get(b"sec-fetch-site", b"none") not in (b"none", b"same-origin"):
         # Only a page of svc's own may mint grants; a preview's script (another origin) never.
         return "", "cross_site"
@@ -209,6 +217,12 @@ async def owner_entry(
         path = target.path.decode("latin-1") + ("?" + query if query else "")
         await wsproxy.forward_ws(scope, receive, send, preview.port, path)
     elif via == "header":
+        await proxy.forward(scope, receive, send, target)
+    elif via == "remote":
+        # Through a tunnel there is one host name, so no preview origin of its own: the page is
+        # served in place, whole (not sandboxed), and what keeps it from the paired session is
+        # the page key only svc's dashboard holds (docs/remote.md).
+        target.sandboxed = False
         await proxy.forward(scope, receive, send, target)
     elif scope["method"] in _READ_METHODS:
         await _send_to_origin(scope, send, slug, rest or "/", headers)

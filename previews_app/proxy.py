@@ -20,7 +20,7 @@ from previews_app import pages
 LOOPBACK = ("127.0.0.1", "::1")
 # Cookies svc itself sets: the owner's login and the preview-origin grant. Nothing else on a
 # preview origin belongs to svc, so the dev app keeps its own cookies.
-SVC_COOKIES = frozenset({"svc_token", "svc_preview", "svc_session", "svc_csrftoken"})
+SVC_COOKIES = frozenset({"svc_token", "svc_preview", "svc_session", "svc_csrftoken", "svc_remote"})
 _HOP_BY_HOP = frozenset(
     {
         b"connection",

@@ -46,12 +46,21 @@ def share_lookup(share_slug: str, now: datetime | None = None) -> tuple[ShareSta
 
 def preview_urls(preview: Preview, base: str) -> dict[str, str | None]:
     """Absolute URLs. Owner URLs are on the dashboard host, where the owner's browser session
-    is; the share URL on `base` (e.g. http://127.0.0.1:8000), since it needs no login."""
+    is; the share URL on `base` (e.g. http://127.0.0.1:8000), since it needs no login — or, while
+    a tunnel is online, on its public URL, with the loopback one as `local_share_url` (§13)."""
+    from remote_app import public
+
     owner = browser.browser_base(urlsplit(base).port)
     if preview.kind == Preview.Kind.FILE:
         return {"owner_url": f"{owner}/md-preview/{preview.slug}", "share_url": None}
-    share = f"{base}/preview/s/{preview.share_slug}/" if preview.share_slug else None
-    return {"owner_url": f"{owner}/preview/u/{preview.slug}/", "share_url": share}
+    path = f"/preview/s/{preview.share_slug}/" if preview.share_slug else None
+    local = f"{base}{path}" if path else None
+    outside = public.share_base()
+    return {
+        "owner_url": f"{owner}/preview/u/{preview.slug}/",
+        "share_url": f"{outside}{path}" if outside and path else local,
+        "local_share_url": local,
+    }
 
 
 def preview_links(preview: Preview, base: str = "") -> dict[str, str | None]:
@@ -63,5 +72,6 @@ def preview_links(preview: Preview, base: str = "") -> dict[str, str | None]:
     if preview.kind == Preview.Kind.PORT:
         expires = preview.share_expires_at
         links["share_url"] = urls["share_url"]
+        links["local_share_url"] = urls["local_share_url"]
         links["share_expires_at"] = expires.isoformat() if expires else None
     return links

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import hmac
 import json
+import re
 from collections.abc import Callable
 from http.cookies import CookieError, SimpleCookie
 from typing import Any
@@ -98,6 +99,8 @@ class RemoteGate:
             await self.paired(scope, receive, send, device)
         elif await _share_read(scope):
             await self.app(scope, receive, send)
+        elif device is not None and (preview := _owner_preview_referrer(scope)):
+            await _send_into_preview(scope, send, preview)
         else:
             await refuse(scope, send, 404, "not_found", "not served on svc's remote listener")
 
@@ -177,6 +180,33 @@ async def _share_read(scope: dict) -> bool:
     from previews_app import shares
 
     return await shares.referring_share(scope, timezone.now()) is not None
+
+
+_OWNER_PREVIEW = re.compile(r"^/preview/u/(?P<slug>[^/]+)/")
+
+
+def _owner_preview_referrer(scope: dict) -> str | None:
+    """A paired browser's root-relative read (`/src/main.js`) made by an owner preview's page:
+    its same-origin Referer names the preview, as for shares (previews_app/shares.py)."""
+    if scope["type"] != "http" or scope["method"] not in ("GET", "HEAD"):
+        return None
+    referer = urlsplit(header(scope, b"referer"))
+    if referer.netloc.lower() != header(scope, b"host").lower():
+        return None
+    found = _OWNER_PREVIEW.match(referer.path)
+    return found["slug"] if found else None
+
+
+async def _send_into_preview(scope: dict, send: Callable, slug: str) -> None:
+    raw = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
+    query = scope.get("query_string", b"").decode("latin-1")
+    location = f"/preview/u/{slug}{raw}" + (f"?{query}" if query else "")
+    await send({
+        "type": "http.response.start", "status": 307,
+        "headers": [(b"location", location.encode("latin-1")), (b"cache-control", b"no-store"),
+                    (b"vary", b"referer")],
+    })  # fmt: skip
+    await send({"type": "http.response.body", "body": b""})
 
 
 async def refuse(scope: dict, send: Callable, status: int, code: str, message: str) -> None:
