@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from previews_app import grants, origin, pages, proxy, selectors, services, shares, wsproxy
 from previews_app.models import Preview
+from remote_app.gate import fetch_metadata
 from svcproject import auth, browser, config
 
 _PATH = re.compile(r"^/preview/(?P<which>[us])/(?P<slug>[^/]+)(?P<rest>/.*)?$")
@@ -88,7 +89,10 @@ class PreviewRouter:
             if target is None:
                 await _refuse(scope, send, "not_found", headers)
                 return
-            target.sandboxed = False
+            # Whole, as the owner sees it — but sandboxed through a tunnel whose browser gives no
+            # Fetch Metadata (plain http): there the remote session could not be kept from a
+            # same-origin page any other way (remote_app.gate.fetch_metadata).
+            target.sandboxed = scope.get("svc_remote", False) and not fetch_metadata(scope)
             if preview.share_expires_at is not None:
                 left = (preview.share_expires_at - self.clock()).total_seconds()
                 target.seconds_left = max(left, 0.0)
@@ -222,7 +226,7 @@ async def owner_entry(
         # Through a tunnel there is one host name, so no preview origin of its own: the page is
         # served in place, whole (not sandboxed), and what keeps it from the paired session is
         # the page key only svc's dashboard holds (docs/remote.md).
-        target.sandboxed = False
+        target.sandboxed = not fetch_metadata(scope)
         await proxy.forward(scope, receive, send, target)
     elif scope["method"] in _READ_METHODS:
         await _send_to_origin(scope, send, slug, rest or "/", headers)

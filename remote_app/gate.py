@@ -64,6 +64,13 @@ def own_origin(scope: dict, origin: str) -> bool:
     return parts.scheme in ("http", "https") and bool(host) and parts.netloc.lower() == host
 
 
+def fetch_metadata(scope: dict) -> bool:
+    """The browser sent Fetch Metadata: it does in a secure context (https, or a loopback host)
+    and nowhere else. There, a same-origin script's reads of `/` are told apart from the
+    dashboard's own load; without it, previews are served sandboxed (docs/remote.md)."""
+    return bool(header(scope, b"sec-fetch-mode") or header(scope, b"sec-fetch-site"))
+
+
 def without_tokens(scope: dict) -> dict:
     """The scope with every way of presenting a token removed: none counts here."""
     scope = dict(scope)

@@ -46,7 +46,9 @@ def remote_dashboard(request: HttpRequest) -> HttpResponse:
         return pair_page(request)
     dest = request.headers.get("Sec-Fetch-Dest", "")
     mode = request.headers.get("Sec-Fetch-Mode", "")
-    if dest != "document" or mode != "navigate":
+    # Browsers send Fetch Metadata in secure contexts (https) only. Without it (a plain-http
+    # tunnel) no same-origin page can be asking: previews there are sandboxed (gate.py).
+    if (dest or mode) and (dest != "document" or mode != "navigate"):
         response = HttpResponse(
             "svc's dashboard opens only as a page of its own (a browser that sends Fetch "
             "Metadata: current Chromium, Firefox or Safari).",

@@ -15,7 +15,10 @@ config.current_settings()
 SECRET_KEY = config.load_auth().owner_token
 KNOBS = config.knobs()
 DEBUG = KNOBS.debug
-ALLOWED_HOSTS = ["localhost", "127.0.0.1", "[::1]", ".localhost"]
+# Host names are judged before Django, by svc's own ASGI layers: on the main port a foreign host
+# reaches shares only (previews_app.asgi.PreviewRouter, against DNS rebinding); on the remote
+# listener a tunnel's public name is whatever its provider gives, and remote_app.gate decides.
+ALLOWED_HOSTS = ["*"]
 
 INSTALLED_APPS = [
     "daphne",

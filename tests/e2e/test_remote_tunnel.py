@@ -287,3 +287,31 @@ def test_two_browsers_pairing_at_once_get_their_own_codes_and_a_reload_resumes(
             == "pending"
         )
         assert one.get("/pair/status", params={"pair_id": "nonsense"}).json()["status"] == "expired"
+
+
+def test_without_fetch_metadata_previews_through_the_tunnel_are_sandboxed(remote: Remote) -> None:
+    """A plain-http tunnel: the browser sends no Fetch Metadata, so svc cannot tell a previewed
+    page's reads of `/` from the dashboard's own load; previews are then served in an opaque
+    origin (no cookie of svc's goes with their requests) — with it, whole."""
+    from tests.previews_app.upstream import Upstream
+
+    daemon = remote.daemon
+    with Upstream() as upstream, remote.client() as client:
+        made = httpx.post(
+            f"{daemon.url}/api/previews", json={"port": upstream.port},
+            headers=daemon.owner_headers(),
+        ).json()  # fmt: skip
+        remote.pair(client)
+        share = made["share_url"].split(str(remote.port), 1)[1]
+        owner = f"/preview/u/{made['slug']}/"
+        secure = {
+            "Sec-Fetch-Mode": "navigate",
+            "Sec-Fetch-Dest": "document",
+            "Sec-Fetch-Site": "none",
+        }
+        for path in (share, owner):
+            plain = client.get(path)
+            assert plain.status_code == 200, (path, plain.text[:200])
+            assert plain.headers["content-security-policy"].startswith("sandbox "), path
+            whole = client.get(path, headers=secure)
+            assert "sandbox" not in whole.headers.get("content-security-policy", ""), path

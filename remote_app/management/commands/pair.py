@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
 from sessions_app.management.commands._client import api, table
 
@@ -50,10 +50,9 @@ class Command(BaseCommand):
             self.stdout.write(table(items, columns))
 
     def approve(self, code: str, options: dict[str, Any]) -> None:
-        try:
-            approved = api("POST", "pairings/approve", json={"code": code.strip()})
-        except CommandError as exc:
-            raise CommandError(f"not paired: {exc}") from None
+        # A refusal reads e.g. "POST /api/pairings/approve: 403 no pairing request shows that
+        # code (wrong, used or expired)", or 429 after too many wrong codes in a minute.
+        approved = api("POST", "pairings/approve", json={"code": code.strip()})
         if options["json"]:
             self.stdout.write(json.dumps(approved, indent=2))
             return

@@ -1,0 +1,77 @@
+"""`ngrok`: in-process with ngrok's official Python SDK (contract §13), so there is no ngrok
+binary to download or supervise. A session (the authtoken) carries one HTTP endpoint that forwards
+to the remote listener; the SDK reconnects a dropped session by itself, so the tunnel runs until
+it is cancelled, and cancelling closes the endpoint and the session."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from typing import Any
+
+from remote_app.tunnels.base import Options, TunnelError, Up
+
+TOKEN_URL = "https://dashboard.ngrok.com/get-started/your-authtoken"
+
+
+class NgrokTunnel:
+    def __init__(self, name: str, raw: dict[str, Any], sdk: Any = None) -> None:
+        options = Options(name, raw, {"authtoken_env", "domain"})
+        self.key = options.key
+        self.authtoken_env = options.text("authtoken_env", "NGROK_AUTHTOKEN")
+        self.domain = options.text("domain", "")  # "" → a domain ngrok picks
+        if self.domain and ("/" in self.domain or ":" in self.domain):
+            raise TunnelError(f"{self.key('domain')}: a host name only, e.g. example.ngrok.app")
+        self.sdk = sdk  # the `ngrok` module; a test passes a stand-in
+
+    async def run(self, port: int, up: Up) -> None:
+        sdk = self.sdk or _sdk()
+        token = os.environ.get(self.authtoken_env, "").strip()
+        if not token:
+            raise TunnelError(
+                f"{self.authtoken_env} is not set in svc's environment: put your ngrok authtoken "
+                f"there (from {TOKEN_URL}), or name another variable in "
+                f"{self.key('authtoken_env')}"
+            )
+        try:
+            session = await sdk.SessionBuilder().authtoken(token).connect()
+        except ValueError as exc:  # the SDK's error for a refused or unreachable session
+            raise TunnelError(
+                f"ngrok: {_said(exc)}; check the authtoken in {self.authtoken_env} and that "
+                f"this machine reaches ngrok"
+            ) from exc
+        listener = None
+        try:
+            endpoint = session.http_endpoint()
+            if self.domain:
+                endpoint = endpoint.domain(self.domain)
+            try:
+                listener = await endpoint.listen_and_forward(f"http://127.0.0.1:{port}")
+            except ValueError as exc:
+                hint = f"; check {self.key('domain')}" if self.domain else ""
+                raise TunnelError(f"ngrok refused the endpoint: {_said(exc)}{hint}") from exc
+            up(listener.url())
+            await asyncio.Event().wait()  # the SDK forwards in its own threads until cancelled
+        finally:  # the endpoint first, so ngrok stops routing to it, then the session
+            if listener is not None:
+                with contextlib.suppress(ValueError):
+                    await listener.close()
+            with contextlib.suppress(ValueError):
+                await session.close()
+
+
+def _sdk() -> Any:
+    try:
+        import ngrok
+    except ImportError as exc:
+        raise TunnelError(
+            "the ngrok Python SDK is not installed: `pip install ngrok` in svc's environment "
+            "(it is in requirements.txt)"
+        ) from exc
+    return ngrok
+
+
+def _said(exc: ValueError) -> str:
+    """The SDK raises ValueError(what, why, …): one line of it."""
+    return ": ".join(str(arg) for arg in exc.args) or type(exc).__name__
