@@ -10,26 +10,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 import os
+import sys
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, BinaryIO
-
-from acp import PROTOCOL_VERSION, connect_to_agent, text_block
-from acp.schema import (
-    AllowedOutcome,
-    ClientCapabilities,
-    DeniedOutcome,
-    Implementation,
-    PermissionOption,
-    RequestPermissionResponse,
-    ToolCallUpdate,
-)
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from sessions_app.host import processes
 from sessions_app.host.activity import Activity
+
+if TYPE_CHECKING:
+    from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
+
+# The ACP SDK is imported where a chat starts, not at module level: its schema takes ~0.7 s to
+# import, which every daemon start (and every test's) would pay before it could bind, though
+# many daemons never host a chat.
 
 logger = logging.getLogger(__name__)
 
@@ -154,6 +152,9 @@ class AcpSession:
                 limit=STREAM_LIMIT,
             )
         self.pid = self.proc.pid
+        await _load_sdk()
+        from acp import connect_to_agent
+
         self.conn = connect_to_agent(_HostClient(self), self.proc.stdin, self.proc.stdout)
         self._watcher = asyncio.get_running_loop().create_task(self._watch_exit())
         try:
@@ -165,6 +166,9 @@ class AcpSession:
         return self.pid
 
     async def _handshake(self, cwd: str, resume_id: str) -> None:
+        from acp import PROTOCOL_VERSION
+        from acp.schema import ClientCapabilities, Implementation
+
         init = await self.conn.initialize(
             protocol_version=PROTOCOL_VERSION,
             client_capabilities=ClientCapabilities(),
@@ -232,6 +236,8 @@ class AcpSession:
         await self._publish_runtime(current_turn=text[:200])
         try:
             await self.emit("user_message_chunk", {"text": text})
+            from acp import text_block
+
             response = await self.conn.prompt(
                 session_id=self.agent_session_id, prompt=[text_block(text)]
             )
@@ -289,6 +295,8 @@ class AcpSession:
         await self.emit("permission_resolved", resolved)
         if chosen is None:
             return _refuse(options)
+        from acp.schema import AllowedOutcome, RequestPermissionResponse
+
         return RequestPermissionResponse(
             outcome=AllowedOutcome(option_id=chosen, outcome="selected")
         )
@@ -363,12 +371,21 @@ class AcpSession:
             await asyncio.wait_for(self.exited.wait(), 3)
 
 
+async def _load_sdk() -> None:
+    """The ACP SDK, imported off the event loop the first time a chat starts."""
+    if "acp.schema" not in sys.modules:
+        await asyncio.to_thread(importlib.import_module, "acp.schema")
+        await asyncio.to_thread(importlib.import_module, "acp")
+
+
 def _agent_log(path: Path | None) -> BinaryIO:
     """The agent's stderr, kept for the user (stdout is the protocol)."""
     return path.open("ab") if path is not None else open(os.devnull, "ab")
 
 
 def _choose(options: list[PermissionOption], prefix: str) -> RequestPermissionResponse | None:
+    from acp.schema import AllowedOutcome, RequestPermissionResponse
+
     for option in options:
         if str(option.kind).startswith(prefix):
             return RequestPermissionResponse(
@@ -378,6 +395,8 @@ def _choose(options: list[PermissionOption], prefix: str) -> RequestPermissionRe
 
 
 def _refuse(options: list[PermissionOption]) -> RequestPermissionResponse:
+    from acp.schema import DeniedOutcome, RequestPermissionResponse
+
     return _choose(options, "reject") or RequestPermissionResponse(
         outcome=DeniedOutcome(outcome="cancelled")
     )
