@@ -90,7 +90,7 @@ def pair_start(request: HttpRequest) -> JsonResponse:
             request.headers.get("User-Agent", ""), request.headers.get("Host", "")
         )
     except pairing.PairingError as exc:
-        return _error(exc.status, "pairing", str(exc))
+        return _error(exc.status, exc.code, str(exc))
     body = {"pair_id": started.pair_id, "code": started.code, "expires_in": started.expires_in}
     return _secure_headers(JsonResponse(body))
 

@@ -1,5 +1,5 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView
 
 from bridge_app import api as bridge_api
@@ -25,7 +25,9 @@ api_patterns = [
     path("subagent-turns/<str:turn_id>", sessions_api.SubagentTurnDetailView.as_view()),
     path("channels", sessions_api.ChannelListView.as_view()),
     path("tunnels", remote_api.TunnelListView.as_view()),
-    path("tunnels/<str:name>/<str:action>", remote_api.TunnelActionView.as_view()),
+    re_path(
+        r"^tunnels/(?P<name>[^/]+)/(?P<action>start|stop)$", remote_api.TunnelActionView.as_view()
+    ),
     path("pairings", remote_api.PairingListView.as_view()),
     path("pairings/pending", remote_api.PairingPendingView.as_view()),
     path("pairings/approve", remote_api.PairingApproveView.as_view()),

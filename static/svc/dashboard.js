@@ -25,8 +25,10 @@ const svc = {
       throw new Error("svc is unreachable");
     }
     banner.up();
-    if (response.status === 401 || response.status === 403) banner.loggedOut(response.status);
     const data = response.status === 204 ? null : await response.json().catch(() => null);
+    // A refusal of the request itself (a wrong pairing code, a forbidden path) is not a logout.
+    const refusedBrowser = !data || !data.error || ["not_authenticated", "not_paired", "page_key", "cross_origin"].includes(data.error.code);
+    if ((response.status === 401 || response.status === 403) && refusedBrowser) banner.loggedOut(response.status);
     if (!response.ok) throw new Error((data && data.error && data.error.message) || `HTTP ${response.status}`);
     return data;
   },
@@ -154,5 +156,4 @@ async function createSession(event) {
 document.getElementById("new-session").addEventListener("submit", createSession);
 subscribe("/ws/sessions", renderSessions);
 subscribe("/ws/channels", listRenderer("channels", (c) => `${c.name} (${c.kind}, ${c.status})`));
-subscribe("/ws/tunnels", listRenderer("tunnels", (t) => `${t.name} ${t.public_url || ""} (${t.status})`));
 fillPickers().catch((error) => { document.getElementById("new-status").textContent = error.message; });
