@@ -12,7 +12,7 @@ from typing import Any
 
 from remote_app.tunnels.base import Options, TunnelError, Up
 
-TOKEN_URL = "https://dashboard.ngrok.com/get-started/your-authtoken"
+WHERE_TO_GET_ONE = "https://dashboard.ngrok.com/get-started/your-authtoken"
 
 
 class NgrokTunnel:
@@ -20,6 +20,8 @@ class NgrokTunnel:
         options = Options(name, raw, {"authtoken_env", "domain"})
         self.key = options.key
         self.authtoken_env = options.text("authtoken_env", "NGROK_AUTHTOKEN")
+        if not self.authtoken_env:
+            raise TunnelError(f"{self.key('authtoken_env')}: must be a non-empty string")
         self.domain = options.text("domain", "")  # "" → a domain ngrok picks
         if self.domain and ("/" in self.domain or ":" in self.domain):
             raise TunnelError(f"{self.key('domain')}: a host name only, e.g. example.ngrok.app")
@@ -31,7 +33,7 @@ class NgrokTunnel:
         if not token:
             raise TunnelError(
                 f"{self.authtoken_env} is not set in svc's environment: put your ngrok authtoken "
-                f"there (from {TOKEN_URL}), or name another variable in "
+                f"there (from {WHERE_TO_GET_ONE}), or name another variable in "
                 f"{self.key('authtoken_env')}"
             )
         try:

@@ -23,7 +23,8 @@ KILL_AFTER_S = 3.0  # SIGTERM lets a tool deregister; whatever is left after thi
 
 # The quick tunnel's URL, printed inside a box; `api.trycloudflare.com` shows up in its errors.
 CLOUDFLARED_URL = re.compile(r"https://(?!api\.)[a-z0-9-]+\.trycloudflare\.com")
-CLOUDFLARED_READY = re.compile(r"Registered tunnel connection")  # an edge connection is up
+# An edge connection is up, in its wording now and before 2022.8 (`Connection <id> registered`).
+CLOUDFLARED_READY = re.compile(r"Registered tunnel connection|Connection [0-9a-f-]+ registered")
 # The funnel's URL on the node's MagicDNS name, not the login.tailscale.com link to enable Funnel.
 TAILSCALE_URL = re.compile(r"https://[A-Za-z0-9.-]+\.ts\.net(?::\d+)?")
 LOCALTUNNEL_URL = re.compile(r"your url is: (https?://\S+)")  # any server's, not only loca.lt
@@ -55,15 +56,18 @@ class ProcessTunnel:
             if not os.environ.get(var, "").strip():
                 raise TunnelError(f"{var} is not set in svc's environment: {how}")
             env[child_var] = os.environ[var].strip()
-        proc = await asyncio.create_subprocess_exec(
-            exe,
-            *(arg.replace("{port}", str(port)) for arg in self.argv[1:]),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=env,
-            start_new_session=True,  # its own process group: npx → node, a shell → its tool
-        )
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                exe,
+                *(arg.replace("{port}", str(port)) for arg in self.argv[1:]),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=env,
+                start_new_session=True,  # its own process group: npx → node, a shell → its tool
+            )
+        except OSError as exc:  # on PATH but cannot run (not a program, no permission)
+            raise TunnelError(f"cannot run {exe}: {exc.strerror or exc}") from exc
         out = _Output(proc)
         try:
             try:
@@ -79,13 +83,13 @@ class ProcessTunnel:
             await out.close()
 
     async def _until_up(self, out: _Output) -> str:
-        url = self.url if isinstance(self.url, str) else None
+        url = self.url if isinstance(self.url, str) else ""
         ready = self.ready is None
         while not (url and ready):
             line = await out.lines.get()
             if line is None:  # the process ended before it was up
                 raise TunnelError(self._exited(out))
-            if url is None and isinstance(self.url, re.Pattern):
+            if not url and isinstance(self.url, re.Pattern):
                 url = out.url = _url(self.url.search(line))
             if self.ready is not None and self.ready.search(line):
                 ready = True

@@ -170,7 +170,8 @@ PROBE = """async () => {
         f.src = '/';
         f.onload = () => {
             try {
-                const m = f.contentDocument && f.contentDocument.querySelector('meta[name=svc-page-key]');
+                const d = f.contentDocument;
+                const m = d && d.querySelector('meta[name=svc-page-key]');
                 resolve(m ? 'read the key' : 'no key');
             } catch (e) { resolve('blocked'); }
         };

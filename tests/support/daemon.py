@@ -110,6 +110,10 @@ class Daemon:
                 str(ROOT / "manage.py"),
                 "runserver",
                 "--noreload",
+                # Django's system checks (~0.35 s of CPU per start) run in `make run`, which
+                # tests/e2e/test_newcomer.py starts as a newcomer does; here every test's own
+                # daemon would repeat them.
+                "--skip-checks",
                 f"127.0.0.1:{self.port}",
             ],
             cwd=ROOT,
