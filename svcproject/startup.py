@@ -40,13 +40,21 @@ def _bound(port: int) -> None:
 
 def bind_remote_listener() -> int:
     """The second socket (contract §13), bound now, beside the main one; 0 when it cannot be:
-    then svc runs without remote access and says why (tunnels show it too)."""
-    try:
-        wanted = config.current_settings().remote_port
-        port = server_compat.listen_beside(wanted)
-    except Exception as exc:
-        logger.error("svc's remote listener could not be bound: %s", exc)
-        port = 0
+    then svc runs without remote access and says why (tunnels show it too). With `remote.port`
+    0, the port of the previous run is taken again when it is free, so what points at it (a
+    named tunnel's route, a firewall rule) keeps working across restarts."""
+    configured = config.current_settings().remote_port
+    previous = config.current_auth().remote_port
+    port = 0
+    for wanted in [configured] if configured else [previous, 0] if previous else [0]:
+        try:
+            port = server_compat.listen_beside(wanted)
+            break
+        except Exception as exc:
+            logger.log(
+                logging.INFO if wanted == previous else logging.ERROR,
+                "svc's remote listener could not be bound on port %s: %s", wanted, exc,
+            )  # fmt: skip
     config.declare_remote_port(port)
     return port
 

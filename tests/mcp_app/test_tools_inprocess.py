@@ -107,7 +107,9 @@ async def test_the_tools_are_listed_with_their_output_schemas(rt: Runtime, mode:
     assert outputs["get_session_id"] == {"session_id", "agent", "workspace", "kind", "status"}
     assert outputs["prepare_handover"] == {"code", "expires_at", "expires_in", "pickup"}
     assert outputs["register_workspace"] == {"workspace_id", "path", "name", "created"}
-    assert outputs["preview"] == {"slug", "owner_url", "share_url", "share_expires_at"}
+    assert outputs["preview"] == {
+        "slug", "owner_url", "share_url", "local_share_url", "share_expires_at"
+    }  # fmt: skip
     assert outputs["md_preview"] == {"slug", "owner_url"}
     assert outputs["initialize_subagents"] == {"turn_id", "mode", "subagents"}
     assert {"turn_id", "status", "completed", "timed_out", "reports"} <= outputs[
