@@ -112,9 +112,15 @@ def _loopback_url(scope: dict) -> str:
 async def send_to_share(scope: dict, send: Callable, share: str) -> None:
     """A root-relative request made by a shared page (`/app.js`, `/@vite/client`, `/api/…`):
     the same path under its share (307, so the method and body stay what they were)."""
+    await send_under(scope, send, f"/preview/s/{share}")
+
+
+async def send_under(scope: dict, send: Callable, base: str) -> None:
+    """307 to this request's own path and query under `base` (a share's or, through a tunnel,
+    an owner preview's path), for the page that made it (its Referer said so)."""
     raw = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
     query = scope.get("query_string", b"").decode("latin-1")
-    location = f"/preview/s/{share}{raw}" + (f"?{query}" if query else "")
+    location = f"{base}{raw}" + (f"?{query}" if query else "")
     await send({
         "type": "http.response.start", "status": 307,
         "headers": [(b"location", location.encode("latin-1")), (b"cache-control", b"no-store"),

@@ -107,7 +107,9 @@ class RemoteGate:
         elif await _share_read(scope):
             await self.app(scope, receive, send)
         elif device is not None and (preview := _owner_preview_referrer(scope)):
-            await _send_into_preview(scope, send, preview)
+            from previews_app.asgi import send_under
+
+            await send_under(scope, send, f"/preview/u/{preview}")
         else:
             await refuse(scope, send, 404, "not_found", "not served on svc's remote listener")
 
@@ -202,18 +204,6 @@ def _owner_preview_referrer(scope: dict) -> str | None:
         return None
     found = _OWNER_PREVIEW.match(referer.path)
     return found["slug"] if found else None
-
-
-async def _send_into_preview(scope: dict, send: Callable, slug: str) -> None:
-    raw = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
-    query = scope.get("query_string", b"").decode("latin-1")
-    location = f"/preview/u/{slug}{raw}" + (f"?{query}" if query else "")
-    await send({
-        "type": "http.response.start", "status": 307,
-        "headers": [(b"location", location.encode("latin-1")), (b"cache-control", b"no-store"),
-                    (b"vary", b"referer")],
-    })  # fmt: skip
-    await send({"type": "http.response.body", "body": b""})
 
 
 async def refuse(scope: dict, send: Callable, status: int, code: str, message: str) -> None:

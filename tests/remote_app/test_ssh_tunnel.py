@@ -16,7 +16,7 @@ from remote_app.tunnels.base import TunnelError
 from remote_app.tunnels.ssh import SSHTunnel
 from svcproject.runtime import Runtime
 from tests.support.daemon import free_port
-from tests.support.runtime import running, settings_file
+from tests.support.runtime import running, settings_file, wait_status
 from tests.support.ssh import SSHServer
 
 
@@ -117,15 +117,6 @@ async def test_an_unknown_or_changed_host_key_is_an_error_never_accepted(
 def test_a_wrong_option_is_named(ssh: SSHServer, change: dict, named: str) -> None:
     with pytest.raises(TunnelError, match=named):
         SSHTunnel("vps", {**ssh.tunnel(1), **change})
-
-
-async def wait_status(runtime: Runtime, name: str, wanted: str, limit: float = 30) -> dict:
-    async with asyncio.timeout(limit):
-        while True:
-            states = {s["name"]: s for s in runtime.supervisor.statuses("tunnels")}
-            if states.get(name, {}).get("status") == wanted:
-                return states[name]
-            await asyncio.sleep(0.02)
 
 
 @pytest.mark.django_db(transaction=True)

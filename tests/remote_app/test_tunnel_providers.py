@@ -35,7 +35,7 @@ from remote_app.tunnels.ngrok_tunnel import NgrokTunnel
 from remote_app.tunnels.process import ProcessTunnel
 from svcproject.runtime import Runtime
 from tests.support.daemon import free_port
-from tests.support.runtime import running, settings_file
+from tests.support.runtime import running, settings_file, wait_status
 
 STANDINS = Path(__file__).resolve().parents[1] / "fixtures" / "tunnel-standins"
 BODY = "behind the tunnel"
@@ -365,15 +365,6 @@ async def test_a_tool_that_ignores_sigterm_is_killed(
 def test_a_wrong_option_is_named(options: dict, named: str) -> None:
     with pytest.raises(TunnelError, match=re.escape(named)):
         registry.build("t", options)
-
-
-async def wait_status(runtime: Runtime, name: str, wanted: str, limit: float = 20) -> dict:
-    async with asyncio.timeout(limit):
-        while True:
-            states = {s["name"]: s for s in runtime.supervisor.statuses("tunnels")}
-            if states.get(name, {}).get("status") == wanted:
-                return states[name]
-            await asyncio.sleep(0.02)
 
 
 @pytest.mark.django_db(transaction=True)

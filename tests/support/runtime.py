@@ -49,3 +49,15 @@ def settings_file(settings: dict[str, Any]) -> Iterator[None]:
             path.unlink(missing_ok=True)
         else:
             config.write_settings(json.loads(before or "{}"))
+
+
+async def wait_status(runtime: Runtime, name: str, wanted: str, limit: float = 20) -> dict:
+    """The supervised service `name` once its status is `wanted` (a tunnel, a channel)."""
+    import asyncio
+
+    async with asyncio.timeout(limit):
+        while True:
+            states = {s["name"]: s for s in runtime.supervisor.statuses()}
+            if states.get(name, {}).get("status") == wanted:
+                return states[name]
+            await asyncio.sleep(0.02)
