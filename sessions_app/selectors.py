@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from sessions_app.models import Agent, Channel, Session, SessionDict, Workspace
+from sessions_app.models import Agent, Session, SessionDict, Workspace
 
 
 def session_list_dicts() -> list[SessionDict]:
@@ -63,7 +63,12 @@ def _with_service_status(rows: list[dict[str, Any]], list_name: str) -> list[dic
 
 
 def channel_list_dicts() -> list[dict[str, Any]]:
-    return _with_service_status([c.to_dict() for c in Channel.objects.all()], "channels")
+    """`web` and each declared channel, with its service's status (contract §14)."""
+    from channels_app.service import channel_rows
+    from svcproject import config
+    from svcproject.runtime import current_or_none
+
+    return channel_rows(current_or_none(), config.current_settings())
 
 
 def tunnel_list_dicts() -> list[dict[str, Any]]:

@@ -59,6 +59,7 @@ class Runtime:
         from bridge_app.requestlog import RequestLog
         from bridge_app.response_store import ResponseStore
         from bridge_app.upstream import UpstreamClient
+        from channels_app.service import Channels
         from mcp_app.asgi import MCPApp
         from previews_app.proxy import PreviewClient
         from previews_app.render_pool import RenderPool
@@ -95,6 +96,7 @@ class Runtime:
         self.public_urls: dict[str, str] = {}  # tunnel name → public URL while it is online
         self.tunnel_started: dict[str, str] = {}  # tunnel name → when it came online (ISO)
         self.tunnels = Tunnels(self)
+        self.channels = Channels(self)  # chat channels (contract §14), supervised services
         self.integrations: Report | None = None  # the last auto-install report (contract §9)
         self._exit_hooks: list[SessionExited] = [self.subagents.cancel_for_parent]
 
@@ -125,6 +127,7 @@ class Runtime:
         await self.supervisor.add(SettingsWatcher(self), settings)
         await self.supervisor.add(self.conversations.sweeper(), settings)
         await self.tunnels.apply(settings)
+        await self.channels.apply(settings)
         self.ready.set()
 
     async def settings_changed(self) -> None:
@@ -135,6 +138,7 @@ class Runtime:
         settings = config.current_settings()
         await self.supervisor.apply_settings(settings)
         await self.tunnels.apply(settings)
+        await self.channels.apply(settings)
 
     async def stop(self) -> None:
         """Orderly stop (contract §12): services, subagent runs, hosted process trees, then the

@@ -36,6 +36,8 @@ INSTALLED_APPS = [
     "previews_app",
     "mcp_app",
     "remote_app",
+    "notifications_app",
+    "channels_app",
     "svcproject",
 ]
 

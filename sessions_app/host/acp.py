@@ -126,6 +126,8 @@ class AcpSession:
         self._subscribers: set[Deliver] = set()
         self.permission_mode = "ask"  # ask | allow | deny
         self.busy = False
+        self.idle = asyncio.Event()  # set between turns: what a queued prompt waits on
+        self.idle.set()
         self.agent_session_id = ""
         self.agent_info: dict[str, Any] = {}
         self._pending: dict[str, tuple[asyncio.Future[str | None], set[str]]] = {}
@@ -233,6 +235,7 @@ class AcpSession:
         if self.exited.is_set():
             raise RuntimeError("the agent has exited; open a new chat session")
         self.busy = True
+        self.idle.clear()
         await self._publish_runtime(current_turn=text[:200])
         try:
             await self.emit("user_message_chunk", {"text": text})
@@ -253,6 +256,7 @@ class AcpSession:
             return "error"
         finally:
             self.busy = False
+            self.idle.set()
             if not self.exited.is_set():
                 await self._publish_runtime()
 

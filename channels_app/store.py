@@ -1,0 +1,74 @@
+"""The channels' reads and writes (sync: called through database_sync_to_async)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from channels_app.models import ChannelChat, HandledEvent
+
+
+def chat_session_get(channel: str, chat: str) -> str:
+    row = ChannelChat.objects.filter(channel=channel, chat_key=chat).first()
+    return row.session_id if row else ""
+
+
+def chat_session_set(channel: str, chat: str, session_id: str) -> None:
+    ChannelChat.objects.update_or_create(
+        channel=channel, chat_key=chat,
+        defaults={"session_id": session_id, "updated_at": timezone.now()},
+    )  # fmt: skip
+
+
+def event_take(channel: str, event_id: str) -> bool:
+    """True the first time this platform event is seen (it is then recorded)."""
+    if not event_id:
+        return True
+    try:
+        with transaction.atomic():
+            HandledEvent.objects.create(channel=channel, event_id=event_id)
+    except IntegrityError:
+        return False
+    return True
+
+
+def chat_sessions(channel: str, chat: str) -> list[dict[str, Any]]:
+    """The chat sessions this chat has been on, newest first (the current one included)."""
+    from sessions_app.models import Session
+
+    current = chat_session_get(channel, chat)
+    title = f"{channel} chat"
+    rows = Session.objects.filter(kind="chat", title=title).order_by("-created_at")[:20]
+    found = [{"id": str(s.id), "agent": s.agent, "status": s.status} for s in rows]
+    if current and current not in {r["id"] for r in found}:
+        session = Session.objects.filter(pk=current).first()
+        if session is not None:
+            found.insert(0, {"id": current, "agent": session.agent, "status": session.status})
+    return found
+
+
+def history_summary(session_id: str, turns: int = 3) -> str:
+    """The last few prompts and answers of a session, shortened: what a chat picking it up sees."""
+    from sessions_app.models import SessionEvent
+
+    events = SessionEvent.objects.filter(
+        session_id=session_id, kind__in=["user_message_chunk", "agent_message_chunk", "turn_end"]
+    ).order_by("seq")
+    exchanges: list[list[str]] = [["", ""]]
+    for event in events:
+        text = str(event.payload.get("text", ""))
+        if event.kind == "user_message_chunk":
+            exchanges[-1][0] += text
+        elif event.kind == "agent_message_chunk":
+            exchanges[-1][1] += text
+        elif exchanges[-1] != ["", ""]:
+            exchanges.append(["", ""])
+    done = [e for e in exchanges if e != ["", ""]][-turns:]
+    lines = []
+    for asked, said in done:
+        lines.append(f"› {asked.strip()[:200]}")
+        if said.strip():
+            lines.append(f"  {said.strip()[:400]}")
+    return "\n".join(lines)
