@@ -81,8 +81,12 @@ class StreamedAnswer:
         for index, piece in enumerate(self._pieces()):
             if index < len(self._ids):
                 if self._shown[index] != piece:
-                    self.clock.mark(self.chat)
-                    await self.platform.edit(self.chat, self._ids[index], piece)
+                    try:
+                        await self.platform.edit(self.chat, self._ids[index], piece)
+                    finally:
+                        # From the answer, not the request: the platform then sees the next
+                        # edit arrive at least `every_s` after this one, whatever the network.
+                        self.clock.mark(self.chat)
                     self._shown[index] = piece
             else:
                 self._ids.append(await self.platform.send(self.chat, piece))

@@ -29,6 +29,8 @@ from svcproject.errors import DomainError
 logger = logging.getLogger(__name__)
 
 INBOX = ".svc-inbox"
+# Commands about what is running now: answered at once, not queued behind the running turn.
+AT_ONCE = frozenset({"cancel", "status", "help", "start", "handover", "pair"})
 HELP = (
     "Send a message to prompt the agent of this chat's session.\n"
     "/new [agent] [workspace] – a new session\n"
@@ -242,7 +244,10 @@ class Channel:
         room = await self.room(message.chat)
         text = message.text.strip()
         if text.startswith("/"):
-            room.prompts.put_nowait(("command", text))
+            if _command_name(text) in AT_ONCE:  # about the running turn: never behind it
+                self.spawn(self.command(room, text))
+            else:
+                room.prompts.put_nowait(("command", text))
             return
         if message.files or message.too_large:
             text = await self._with_files(room, message, text)
@@ -281,13 +286,12 @@ class Channel:
             return None
         saved = await asyncio.to_thread(_save_files, Path(session.workspace), message.files)
         listed = "\n".join(f"- {path}" for path in saved)
-        return (text + "\n\n" if text else "") + f"Files I sent you (in the workspace):\n{listed}"
+        return f"Files I sent you (in the workspace):\n{listed}" + (f"\n\n{text}" if text else "")
 
     # --- commands ------------------------------------------------------------------------
 
     async def command(self, room: Room, text: str) -> None:
-        name, _, rest = text[1:].partition(" ")
-        name = name.split("@", 1)[0].lower()  # Telegram's /cmd@botname in groups
+        name, rest = _command_name(text), text.partition(" ")[2]
         handler: Callable[[Room, str], Awaitable[None]] | None = {
             "help": self.cmd_help, "start": self.cmd_help, "new": self.cmd_new,
             "sessions": self.cmd_sessions, "switch": self.cmd_switch, "cancel": self.cmd_cancel,
@@ -378,6 +382,11 @@ class Channel:
 
         request = await database_sync_to_async(pairing.pair_approve)(rest, self.config.name)
         await room.say(f"Paired the browser that showed {rest} ({request.device[:80]}).")
+
+
+def _command_name(text: str) -> str:
+    """`/Cancel@svc_bot now` → "cancel" (Telegram adds @botname to commands in groups)."""
+    return text[1:].partition(" ")[0].split("@", 1)[0].lower()
 
 
 def _session_row(session_id: str) -> Any:

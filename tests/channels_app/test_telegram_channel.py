@@ -1,0 +1,246 @@
+"""The Telegram channel in-process (contract §14), driven through a fake Bot API server
+(tests/fakes/telegram_api.py) by the real python-telegram-bot: a conversation streamed into one
+edited message at Telegram's rate, long answers split, strangers, permission buttons, /pickup
+with the dashboard watching the same turns, the commands, files, a dead agent, queued messages,
+a wrong token, and the Bot API going away and back."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+
+from svcproject.runtime import Runtime
+from tests.fakes.telegram_api import FakeTelegram
+from tests.support.runtime import running, settings_file, wait_status
+
+pytestmark = pytest.mark.django_db(transaction=True)
+FAKE_ACP = str(Path(__file__).resolve().parents[1] / "fakes" / "acp_agent.py")
+OWNER, STRANGER = 111, 999
+
+
+@pytest.fixture
+def tg() -> Iterator[FakeTelegram]:
+    fake = FakeTelegram().start()
+    yield fake
+    fake.stop()
+
+
+def settings(fake: FakeTelegram, workspace: Path, **extra: Any) -> dict[str, Any]:
+    return {
+        "agents": {"fake": {"acp_command": [sys.executable, FAKE_ACP]}},
+        "channels": {"telegram": {
+            "bot_token": fake.token, "api_base": fake.api_base, "allowed_users": [OWNER],
+            "agent": "fake", "workspace": str(workspace), **extra,
+        }},
+    }  # fmt: skip
+
+
+@pytest.fixture
+async def svc(tg: FakeTelegram, tmp_path: Path) -> AsyncIterator[Runtime]:
+    with settings_file(settings(tg, tmp_path)):
+        async with running(Runtime(backoff_first_s=0.2)) as runtime:
+            await wait_status(runtime, "telegram", "online")
+            yield runtime
+
+
+def texts(fake: FakeTelegram, chat: int = OWNER) -> list[str]:
+    return [m.get("text", "") for m in fake.sent(chat)]
+
+
+async def until_sent(fake: FakeTelegram, needle: str, chat: int = OWNER, timeout: float = 30):
+    try:
+        return await fake.async_wait_for(
+            lambda: [m for m in fake.sent(chat) if needle in m.get("text", "")], timeout=timeout
+        )
+    except TimeoutError:
+        raise AssertionError(f"{needle!r} never sent; the chat shows {texts(fake, chat)}") from None
+
+
+async def sessions() -> list[Any]:
+    from sessions_app.models import Session
+
+    return await database_sync_to_async(lambda: list(Session.objects.all()))()
+
+
+async def test_the_answer_is_one_message_edited_at_most_every_one_and_a_half_seconds(
+    tg: FakeTelegram, svc: Runtime
+) -> None:
+    tg.send_text(OWNER, "sleep 5")
+    await until_sent(tg, "— done")
+    assert len(tg.sent(OWNER)) == 1  # one message for the turn
+    made = await sessions()
+    assert [(s.kind, s.agent) for s in made] == [("chat", "fake")]
+    times = [e["t"] for e in tg.edits(OWNER) if e["ok"]]
+    assert len(times) >= 3, tg.edits(OWNER)
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert min(gaps) >= 1.5 - 0.01, gaps
+
+
+async def test_an_answer_longer_than_4096_characters_is_split(
+    tg: FakeTelegram, svc: Runtime
+) -> None:
+    words = [f"w{i:04d}" for i in range(1000)]  # 5,999 characters
+    tg.send_text(OWNER, "echo " + " ".join(words))
+    await until_sent(tg, "— done", timeout=60)
+    shown = texts(tg)
+    assert len(shown) == 2 and all(len(t) <= 4096 for t in shown)
+    joined = " ".join(shown)
+    assert all(w in joined for w in (words[0], words[500], words[-1]))
+
+
+async def test_a_stranger_gets_one_reply_with_their_id_and_nothing_else_happens(
+    tg: FakeTelegram, svc: Runtime
+) -> None:
+    tg.send_text(STRANGER, "echo hello")
+    reply = await until_sent(tg, str(STRANGER), chat=STRANGER)
+    assert "channels.telegram.allowed_users" in reply[0]["text"]
+    await asyncio.sleep(0.5)
+    assert len(tg.sent(STRANGER)) == 1
+    assert await sessions() == []  # no session row, so nothing reached an agent
+
+
+async def test_a_permission_request_is_buttons_and_a_tap_answers_the_agent(
+    tg: FakeTelegram, svc: Runtime
+) -> None:
+    tg.send_text(OWNER, "permission")
+    asked = await tg.async_wait_for(
+        lambda: [m for m in tg.sent(OWNER) if m.get("reply_markup")], timeout=30
+    )
+    buttons = asked[0]["reply_markup"]["inline_keyboard"]
+    first = buttons[0][0]
+    tg.tap(OWNER, asked[0]["message_id"], first["callback_data"])
+    answer = await until_sent(tg, "— done")
+    chosen = tg.message(OWNER, asked[0]["message_id"])
+    assert chosen is not None
+    assert chosen["text"] == f"🔐 Answered by {OWNER}: {first['text']}"
+    assert not chosen.get("reply_markup")  # the buttons are gone
+    assert "allow" in answer[0]["text"].lower() or first["text"].lower() in answer[0]["text"]
+
+
+async def test_pickup_continues_a_handed_over_session_while_the_dashboard_watches(
+    tg: FakeTelegram, svc: Runtime, tmp_path: Path
+) -> None:
+    from sessions_app import handover, services
+
+    session = await services.asession_create(agent="fake", workspace=str(tmp_path), kind="chat")
+    chat = svc.host.chat(str(session.id))
+    seen: list[dict] = []
+    watching = await chat.subscribe(seen.append)  # what the dashboard's /ws/chat does
+    watching.start()
+    await chat.prompt("echo before the handover")
+    # The code an agent gets from svc's MCP `handover` tool (mcp_app.tools_sessions).
+    code = await database_sync_to_async(handover.handover_issue)(session_id=str(session.id))
+
+    tg.send_text(OWNER, f"/pickup {code.code}")
+    picked = await until_sent(tg, "Picked up")
+    assert "before the handover" in picked[0]["text"]  # its history, summarised
+    tg.send_text(OWNER, "echo from telegram")
+    await tg.async_wait_for(
+        lambda: [t for t in texts(tg) if "from telegram" in t and "— done" in t], timeout=30
+    )
+    await tg.async_wait_for(
+        lambda: any("telegram" in e.get("text", "") for e in seen if e["kind"].endswith("chunk")),
+        timeout=10,
+    )
+    await chat.prompt("echo from the dashboard")  # and the chat sees the dashboard's turn
+    await until_sent(tg, "from the dashboard")
+    assert len(await sessions()) == 1
+
+
+async def test_the_commands(tg: FakeTelegram, svc: Runtime, tmp_path: Path) -> None:
+    tg.send_text(OWNER, "/help")
+    await until_sent(tg, "/pickup CODE")
+    tg.send_text(OWNER, "/status")
+    await until_sent(tg, "No session yet")
+    tg.send_text(OWNER, "/new")
+    await until_sent(tg, "New session")
+    tg.send_text(OWNER, "/frobnicate")
+    unknown = await until_sent(tg, "Unknown command /frobnicate")
+    assert "/help" in unknown[0]["text"]
+    tg.send_text(OWNER, "sleep 20")
+    await until_sent(tg, "....")  # the turn is under way at the agent
+    tg.send_text(OWNER, "/cancel")
+    await until_sent(tg, "— ended: cancelled")
+    tg.send_text(OWNER, "/status")
+    await until_sent(tg, ": fake, idle")
+    tg.send_text(OWNER, "/handover")
+    handed = await until_sent(tg, "Handover code:")
+    assert len(handed[0]["text"].split("Handover code: ", 1)[1].split(" ", 1)[0]) == 4
+    tg.send_text(OWNER, "/new")
+    await tg.async_wait_for(lambda: sum("New session" in t for t in texts(tg)) == 2, timeout=30)
+    tg.send_text(OWNER, "/sessions")
+    listed = await until_sent(tg, "← current")
+    assert listed[0]["text"].startswith("1. ")
+    tg.send_text(OWNER, "/switch 2")
+    await until_sent(tg, "Now on session")
+
+
+async def test_a_photo_lands_in_the_inbox_and_the_prompt_names_it(
+    tg: FakeTelegram, svc: Runtime, tmp_path: Path
+) -> None:
+    tg.send_photo(OWNER, b"\x89PNG\r\n\x1a\nfake image bytes", caption="prompts")
+    answer = await until_sent(tg, ".svc-inbox/")
+    saved = list((tmp_path / ".svc-inbox").iterdir())
+    assert len(saved) == 1 and saved[0].read_bytes().endswith(b"fake image bytes")
+    assert saved[0].name in answer[0]["text"]
+
+
+async def test_a_message_to_a_dead_agent_says_so_and_offers_new(
+    tg: FakeTelegram, svc: Runtime
+) -> None:
+    tg.send_text(OWNER, "crash")
+    await tg.async_wait_for(lambda: texts(tg), timeout=30)
+    crashed = await database_sync_to_async(_only)()
+    await tg.async_wait_for(lambda: svc.host.chat(crashed) is None, timeout=10)
+    tg.send_text(OWNER, "echo anyone there")
+    told = await until_sent(tg, "no longer running")
+    assert "/new" in told[0]["text"]
+
+
+def _only() -> str:
+    from channels_app.models import ChannelChat
+
+    return ChannelChat.objects.get().session_id
+
+
+async def test_messages_sent_while_the_agent_is_busy_are_answered_in_order(
+    tg: FakeTelegram, svc: Runtime
+) -> None:
+    tg.send_text(OWNER, "sleep 1")
+    tg.send_text(OWNER, "echo second")
+    tg.send_text(OWNER, "echo third")
+    await tg.async_wait_for(lambda: sum("— done" in t for t in texts(tg)) == 3, timeout=30)
+    shown = texts(tg)
+    order = [next(i for i, t in enumerate(shown) if n in t) for n in ("...", "second", "third")]
+    assert order == sorted(order)
+
+
+async def test_a_wrong_token_is_an_error_naming_the_setting(
+    tg: FakeTelegram, tmp_path: Path
+) -> None:
+    wrong = settings(tg, tmp_path)
+    wrong["channels"]["telegram"]["bot_token"] = "999:WRONG"
+    with settings_file(wrong):
+        async with running(Runtime(backoff_first_s=0.2)) as runtime:
+            failed = await wait_status(runtime, "telegram", "error")
+    assert "channels.telegram.bot_token_env or bot_token" in failed["detail"]
+
+
+async def test_the_bot_api_going_away_and_back_loses_and_repeats_nothing(
+    tg: FakeTelegram, svc: Runtime
+) -> None:
+    await asyncio.to_thread(tg.go_away)
+    await wait_status(svc, "telegram", "error", limit=60)
+    tg.send_text(OWNER, "echo while away")
+    await asyncio.to_thread(tg.come_back)
+    await wait_status(svc, "telegram", "online", limit=60)
+    await until_sent(tg, "— done")
+    await asyncio.sleep(1)
+    assert sum("while away" in t for t in texts(tg)) == 1
