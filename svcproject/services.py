@@ -26,7 +26,30 @@ def settings_redacted() -> dict[str, Any]:
             profile["api_key"] = REDACTED
         if isinstance(profile.get("headers"), dict):
             profile["headers"] = {name: REDACTED for name in profile["headers"]}
+    for channel in (shown.get("channels") or {}).values():
+        if isinstance(channel, dict):  # literal chat tokens (contract §14)
+            for key in _CHANNEL_SECRETS:
+                if channel.get(key):
+                    channel[key] = REDACTED
+    notifications = shown.get("notifications")
+    if isinstance(notifications, dict) and isinstance(notifications.get("urls"), list):
+        # Apprise URLs carry their service's credentials (tgram://token/…, pover://user@key).
+        notifications["urls"] = [_url_redacted(u) for u in notifications["urls"]]
     return shown
+
+
+_CHANNEL_SECRETS = ("bot_token", "app_token")
+
+
+def _unredacted(url: object, stored: list, index: int) -> object:
+    kept = stored[index] if index < len(stored) else None
+    return kept if isinstance(url, str) and url == _url_redacted(kept) else url
+
+
+def _url_redacted(url: object) -> object:
+    if not isinstance(url, str) or "://" not in url:
+        return url
+    return url.split("://", 1)[0] + "://" + REDACTED
 
 
 def _keep_secrets(new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
@@ -43,6 +66,17 @@ def _keep_secrets(new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
             for name, value in headers.items():
                 if value == REDACTED and isinstance(stored_headers, dict):
                     headers[name] = stored_headers.get(name, "")
+    old_channels = old.get("channels") or {}
+    for name, channel in (new.get("channels") or {}).items():
+        stored = old_channels.get(name) if isinstance(old_channels.get(name), dict) else {}
+        if isinstance(channel, dict):
+            for key in _CHANNEL_SECRETS:
+                if channel.get(key) == REDACTED:
+                    channel[key] = stored.get(key, "")
+    new_urls = (new.get("notifications") or {}).get("urls")
+    old_urls = (old.get("notifications") or {}).get("urls") or []
+    if isinstance(new_urls, list):  # a redacted URL written back keeps the stored one there
+        new["notifications"]["urls"] = [_unredacted(u, old_urls, i) for i, u in enumerate(new_urls)]
     return new
 
 

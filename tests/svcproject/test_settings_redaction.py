@@ -1,0 +1,39 @@
+"""What `/api/settings` shows of credentials (contract §1, §14, §15): literal chat tokens and
+Apprise URLs (which carry their service's keys) come back redacted, and writing the redacted
+settings back keeps the stored values."""
+
+from __future__ import annotations
+
+import pytest
+
+from svcproject import config, services
+
+pytestmark = pytest.mark.django_db
+
+SECRETS = {
+    "channels": {
+        "telegram": {"bot_token": "123:SECRET-TG", "allowed_users": [1]},
+        "slack": {"bot_token": "xoxb-SECRET", "app_token": "xapp-SECRET"},
+    },
+    "notifications": {"urls": ["json://127.0.0.1:9/a", "tgram://BOTTOKEN/123", "json://b/c"]},
+}
+
+
+def test_chat_tokens_and_apprise_urls_are_redacted_and_survive_a_write_back() -> None:
+    config.write_settings(SECRETS)
+    shown = services.settings_redacted()
+    text = repr(shown)
+    for secret in ("SECRET", "BOTTOKEN", "127.0.0.1:9"):
+        assert secret not in text
+    assert shown["notifications"]["urls"] == [
+        "json://[redacted]", "tgram://[redacted]", "json://[redacted]"
+    ]  # fmt: skip
+    services.settings_replace(raw=shown)
+    assert config.current_settings().raw == SECRETS
+    changed = {
+        **shown,
+        "notifications": {"urls": ["ntfy://new-topic", *shown["notifications"]["urls"][1:]]},
+    }
+    services.settings_replace(raw=changed)
+    urls = config.current_settings().raw["notifications"]["urls"]
+    assert urls == ["ntfy://new-topic", "tgram://BOTTOKEN/123", "json://b/c"]
