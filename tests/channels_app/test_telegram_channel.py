@@ -127,7 +127,8 @@ async def test_a_permission_request_is_buttons_and_a_tap_answers_the_agent(
 async def test_pickup_continues_a_handed_over_session_while_the_dashboard_watches(
     tg: FakeTelegram, svc: Runtime, tmp_path: Path
 ) -> None:
-    from sessions_app import handover, services
+    from sessions_app import services
+    from tests.mcp_app.test_tools_inprocess import call, mcp
 
     session = await services.asession_create(agent="fake", workspace=str(tmp_path), kind="chat")
     chat = svc.host.chat(str(session.id))
@@ -135,10 +136,10 @@ async def test_pickup_continues_a_handed_over_session_while_the_dashboard_watche
     watching = await chat.subscribe(seen.append)  # what the dashboard's /ws/chat does
     watching.start()
     await chat.prompt("echo before the handover")
-    # The code an agent gets from svc's MCP `handover` tool (mcp_app.tools_sessions).
-    code = await database_sync_to_async(handover.handover_issue)(session_id=str(session.id))
+    async with mcp(session_id=str(session.id)) as agent:  # the agent's own MCP call, by SDK
+        code = (await call(agent, "prepare_handover"))["code"]
 
-    tg.send_text(OWNER, f"/pickup {code.code}")
+    tg.send_text(OWNER, f"/pickup {code}")
     picked = await until_sent(tg, "Picked up")
     assert "before the handover" in picked[0]["text"]  # its history, summarised
     tg.send_text(OWNER, "echo from telegram")
