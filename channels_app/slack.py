@@ -178,7 +178,12 @@ class SlackChannel:
                 got.append((name, answer.content))
         return got, too_large
 
-    async def notify(self, title: str, body: str, url: str) -> None:
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    async def send_notification(self, title: str, body: str, url: str) -> None:
+        """A notification (contract §15) to the channel's `notify_chat`."""
         if self.config.notify_chat:
             text = f"*{title}*\n{body}" + (f"\n{url}" if url else "")
             await self.channel.platform.send(self.config.notify_chat, text[:4000])

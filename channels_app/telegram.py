@@ -132,7 +132,12 @@ class TelegramChannel:
             files.append((name, bytes(await handle.download_as_bytearray())))
         return files, too_large
 
-    async def notify(self, title: str, body: str, url: str) -> None:
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    async def send_notification(self, title: str, body: str, url: str) -> None:
+        """A notification (contract §15) to the channel's `notify_chat`."""
         if self.config.notify_chat:
             text = f"{title}\n{body}" + (f"\n{url}" if url else "")
             await self.channel.platform.send(self.config.notify_chat, text[:4096])

@@ -17,6 +17,7 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from notifications_app import events as notices
 from remote_app.models import PairedDevice, PairingRequest, WrongPairingCode
 from svcproject import config
 from svcproject.errors import DomainError
@@ -97,6 +98,7 @@ def pair_start(device: str, host: str) -> Started:
         expires_at=timezone.now() + timedelta(seconds=CODE_SECONDS),
     )
     _broadcast()
+    transaction.on_commit(lambda: notices.pairing_requested(request.device, request.host))  # §15
     return Started(request.pair_id, request.code, CODE_SECONDS)
 
 

@@ -18,7 +18,7 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.db import transaction
 
-LIST_NAMES = ("sessions", "channels", "tunnels", "agents_runtime", "pairings")
+LIST_NAMES = ("sessions", "channels", "tunnels", "agents_runtime", "pairings", "notifications")
 
 
 def group_name(list_name: str) -> str:
@@ -93,6 +93,7 @@ class Snapshots:
 
 
 def snapshot(list_name: str) -> list[dict[str, Any]]:
+    from notifications_app import selectors as notification_selectors
     from remote_app import selectors as remote_selectors
     from sessions_app import selectors
 
@@ -102,5 +103,6 @@ def snapshot(list_name: str) -> list[dict[str, Any]]:
         "tunnels": selectors.tunnel_list_dicts,
         "agents_runtime": selectors.agents_runtime_dicts,
         "pairings": remote_selectors.pairing_list_dicts,
+        "notifications": notification_selectors.notification_list_dicts,
     }
     return readers[list_name]()

@@ -6,7 +6,7 @@ websocket_urlpatterns = [
     re_path(r"^ws/?$", consumers_terminal.TerminalConsumer.as_asgi()),
     re_path(r"^ws/chat/?$", consumers_chat.ChatConsumer.as_asgi()),
     re_path(
-        r"^ws/(?P<list_name>sessions|channels|tunnels|pairings)/?$",
+        r"^ws/(?P<list_name>sessions|channels|tunnels|pairings|notifications)/?$",
         consumers.ListConsumer.as_asgi(),
     ),
     re_path(

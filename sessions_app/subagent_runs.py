@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
 
+from notifications_app import events as notices
 from sessions_app import services, subagent_reports, subagents, worktrees
 from sessions_app.models import Subagent, SubagentTurn
 from svcproject import config
@@ -97,6 +98,8 @@ class SubagentRuns:
         await sync_to_async(subagents.turn_finish)(run.turn_id, status)
         run.notify()
         await self._publish(run)
+        if status == "completed":
+            notices.subagent_turn_completed(run.turn_id)  # contract §15
         self._runs.pop(run.turn_id, None)
         asyncio.get_running_loop().call_later(KEEP_ON_RUNTIME_S, self._unpublish, run.turn_id)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from channels.db import database_sync_to_async
 
@@ -61,6 +61,7 @@ class Runtime:
         from bridge_app.upstream import UpstreamClient
         from channels_app.service import Channels
         from mcp_app.asgi import MCPApp
+        from notifications_app.hub import Notifier
         from previews_app.proxy import PreviewClient
         from previews_app.render_pool import RenderPool
         from remote_app.gate import RemoteSockets
@@ -99,6 +100,7 @@ class Runtime:
         self.channels = Channels(self)  # chat channels (contract §14), supervised services
         self.integrations: Report | None = None  # the last auto-install report (contract §9)
         self._exit_hooks: list[SessionExited] = [self.subagents.cancel_for_parent]
+        self.notifier = Notifier(self)  # contract §15; registers its session-exit hook
 
     # --- hooks ---------------------------------------------------------------------------------
 
@@ -113,6 +115,11 @@ class Runtime:
             except Exception:
                 logger.exception("a session-exit hook failed for %s", session_id)
 
+    def channel_notifiers(self) -> list[Any]:
+        """The running channels with a `notify_chat` (contract §14): `.name` and
+        `async send_notification(title, body, url)` each."""
+        return self.channels.notifiers()
+
     # --- start and stop ------------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -122,6 +129,7 @@ class Runtime:
 
         self.loop = asyncio.get_running_loop()
         await database_sync_to_async(_reconcile_and_mirror)()
+        await self.notifier.start()  # what a previous run left pending is failed, never re-sent
         await self.mcp.start()
         settings = config.current_settings()
         await self.supervisor.add(SettingsWatcher(self), settings)
@@ -143,6 +151,7 @@ class Runtime:
     async def stop(self) -> None:
         """Orderly stop (contract §12): services, subagent runs, hosted process trees, then the
         clients and pools, so nothing is left pending or unclosed when the loop ends."""
+        await self.notifier.stop()  # first: stopping sessions is not their failure
         await self.supervisor.stop()
         await self.subagents.stop()
         stopped = await self.host.stop_all()

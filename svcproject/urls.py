@@ -4,6 +4,7 @@ from drf_spectacular.views import SpectacularAPIView
 
 from bridge_app import api as bridge_api
 from mcp_app import api as integrations_api
+from notifications_app import api as notifications_api
 from previews_app import api as previews_api
 from remote_app import api as remote_api
 from remote_app import views as remote_views
@@ -37,6 +38,9 @@ api_patterns = [
     path("integrations", integrations_api.IntegrationsView.as_view()),
     path("previews", previews_api.PreviewListView.as_view()),
     path("previews/<str:slug>", previews_api.PreviewDetailView.as_view()),
+    path("notifications", notifications_api.NotificationListView.as_view()),
+    path("push/key", notifications_api.PushKeyView.as_view()),
+    path("push/subscriptions", notifications_api.PushSubscriptionView.as_view()),
 ]
 
 urlpatterns = [

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from notifications_app import events as notices
 from sessions_app.host import processes
 from sessions_app.host.activity import Activity
 
@@ -249,16 +250,22 @@ class AcpSession:
             if response.usage is not None:  # the agent's own token counts, when it gives them
                 ended["usage"] = response.usage.model_dump(mode="json", exclude_none=True)
             await self.emit("turn_end", ended)
+            self._turn_ended(stop_reason)
             return stop_reason
         except Exception as exc:
             await self.emit("error", {"message": f"prompt failed: {exc}"})
             await self.emit("turn_end", {"stop_reason": "error"})
+            self._turn_ended("error")
             return "error"
         finally:
             self.busy = False
             self.idle.set()
             if not self.exited.is_set():
                 await self._publish_runtime()
+
+    def _turn_ended(self, stop_reason: str) -> None:
+        if not self._subscribers:  # nobody watches this chat now: tell its owner (contract §15)
+            notices.turn_ended(self.session_id, self.agent, stop_reason)
 
     async def cancel(self) -> None:
         # ACP: the client answers pending permission requests of a cancelled turn "cancelled".
@@ -288,6 +295,8 @@ class AcpSession:
                 ],
             },
         )
+        asked = self._requests[request_id].get("tool_call", {})
+        notices.permission_requested(self.session_id, self.agent, asked)  # contract §15
         try:
             chosen = await asyncio.wait_for(future, self.permission_timeout_s)
         except TimeoutError:
