@@ -245,3 +245,21 @@ async def test_the_bot_api_going_away_and_back_loses_and_repeats_nothing(
     await until_sent(tg, "— done")
     await asyncio.sleep(1)
     assert sum("while away" in t for t in texts(tg)) == 1
+
+
+async def test_a_notification_reaches_the_channels_notify_chat_once(
+    tg: FakeTelegram, tmp_path: Path
+) -> None:
+    with settings_file(settings(tg, tmp_path, notify_chat=str(OWNER))):
+        async with running(Runtime(backoff_first_s=0.2)) as runtime:
+            await wait_status(runtime, "telegram", "online")
+            tg.send_text(OWNER, "/help")  # a bot may write only to someone who wrote to it
+            await until_sent(tg, "/pickup CODE")
+            await runtime.notifier.notify(
+                "permission_requested", session_id=None, agent="fake",
+                title="fake asks for permission", body="edit notes.md",
+            )  # fmt: skip
+            sent = await until_sent(tg, "fake asks for permission")
+            await asyncio.sleep(0.5)
+    assert "edit notes.md" in sent[0]["text"]
+    assert sum("fake asks for permission" in t for t in texts(tg)) == 1
