@@ -239,6 +239,8 @@ async def test_the_bot_api_going_away_and_back_loses_and_repeats_nothing(
 ) -> None:
     await asyncio.to_thread(tg.go_away)
     await wait_status(svc, "telegram", "error", limit=60)
+    watcher = {s["name"]: s for s in svc.supervisor.statuses()}["settings-watcher"]
+    assert watcher["status"] == "online"  # the rest of svc carries on
     tg.send_text(OWNER, "echo while away")
     await asyncio.to_thread(tg.come_back)
     await wait_status(svc, "telegram", "online", limit=60)
@@ -263,3 +265,14 @@ async def test_a_notification_reaches_the_channels_notify_chat_once(
             await asyncio.sleep(0.5)
     assert "edit notes.md" in sent[0]["text"]
     assert sum("fake asks for permission" in t for t in texts(tg)) == 1
+
+
+async def test_a_file_too_large_for_a_bot_is_named_not_dropped(
+    tg: FakeTelegram, svc: Runtime, tmp_path: Path
+) -> None:
+    big = b"x" * (20 * 1024 * 1024 + 1)  # one byte past what getFile hands a bot
+    tg.send_document(OWNER, big, "recording.wav", caption="echo and the rest")
+    told = await until_sent(tg, "recording.wav")
+    assert "larger than" in told[0]["text"]
+    await until_sent(tg, "and the rest")  # the message itself still reached the agent
+    assert not (tmp_path / ".svc-inbox").exists()
