@@ -155,5 +155,4 @@ async function createSession(event) {
 
 document.getElementById("new-session").addEventListener("submit", createSession);
 subscribe("/ws/sessions", renderSessions);
-subscribe("/ws/channels", listRenderer("channels", (c) => `${c.name} (${c.kind}, ${c.status})`));
 fillPickers().catch((error) => { document.getElementById("new-status").textContent = error.message; });

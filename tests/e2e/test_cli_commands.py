@@ -14,7 +14,7 @@ from tests.support.daemon import Daemon, free_port, manage, migrated_home
 COMMANDS = [
     ["status"], ["sessions"], ["previews"], ["profiles"], ["agents"], ["turns"],
     ["attach", "00000000-0000-0000-0000-000000000000"], ["pickup", "ABCD"], ["tunnels"],
-    ["pair", "123456"],
+    ["pair", "123456"], ["channels"],
 ]  # fmt: skip
 
 
