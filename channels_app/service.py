@@ -96,6 +96,7 @@ def channel_rows(runtime: Runtime | None, settings: Any) -> list[dict[str, Any]]
             "name": name, "kind": str(entry.get("kind", name)), "builtin": False,
             "enabled": entry.get("enabled", True) is not False,
             "status": STATUS_SHOWN.get(status, status), "detail": state.get("detail", ""),
+            "retry_in_s": state.get("retry_in_s"),
             "bot": getattr(channel, "username", "") or None, "chats": chats.get(name, 0),
             "last_event_at": datetime.fromtimestamp(last, UTC).isoformat() if last else None,
         })  # fmt: skip

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message, Update
-from telegram.error import BadRequest, InvalidToken
+from telegram.error import BadRequest, InvalidToken, NetworkError
 
 from channels_app.config import ChannelConfig, ChannelError
 from channels_app.conversation import Channel
@@ -73,13 +73,23 @@ class TelegramChannel:
                 f"Telegram refused the bot token (channels.{self.config.name}.bot_token_env or "
                 "bot_token): copy it again from @BotFather"
             ) from exc
+        except NetworkError as exc:
+            raise ChannelError(
+                f"cannot reach the Bot API at {self.config.api_base} "
+                f"(channels.{self.config.name}.api_base): {exc}"
+            ) from exc
         self.username = self.bot.username or ""
         offset: int | None = None
         try:
             await self.bot.delete_webhook()  # getUpdates refuses to run beside a webhook
             online(f"@{self.username} (long polling)")
             while True:
-                updates = await self.bot.get_updates(offset=offset, timeout=POLL_S)
+                try:
+                    updates = await self.bot.get_updates(offset=offset, timeout=POLL_S)
+                except NetworkError as exc:
+                    raise ChannelError(
+                        f"lost the Bot API at {self.config.api_base}: {exc}"
+                    ) from exc
                 for update in updates:
                     offset = update.update_id + 1
                     await self._take(update)

@@ -137,7 +137,11 @@ class Supervisor:
     async def _supervise(self, service: Service) -> None:
         failures = 0
         while True:
-            await self._set(service, "starting", "", retry_in_s=None)
+            state = self.states.get(service.name)
+            last = state.detail if state is not None and state.status == "error" else ""
+            # While it tries again, the reason it failed stays in sight.
+            await self._set(service, "starting", f"retrying: {last}" if last else "",
+                            retry_in_s=None)  # fmt: skip
             went_online = False
 
             def online(detail: str = "") -> None:
