@@ -91,3 +91,4 @@ class StreamedAnswer:
             else:
                 self._ids.append(await self.platform.send(self.chat, piece))
                 self._shown.append(piece)
+                self.clock.mark(self.chat)  # the first edit of a new message waits its turn too
