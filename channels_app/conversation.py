@@ -14,13 +14,13 @@ import contextlib
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
 from channels.db import database_sync_to_async
 
-from channels_app import store
+from channels_app import commands, store
 from channels_app.answer import EditClock, StreamedAnswer, end_line, tool_line
 from channels_app.config import ChannelConfig
 from channels_app.platform import Incoming, Platform
@@ -29,18 +29,9 @@ from svcproject.errors import DomainError
 logger = logging.getLogger(__name__)
 
 INBOX = ".svc-inbox"
+
+
 # Commands about what is running now: answered at once, not queued behind the running turn.
-AT_ONCE = frozenset({"cancel", "status", "help", "start", "handover", "pair"})
-HELP = (
-    "Send a message to prompt the agent of this chat's session.\n"
-    "/new [agent] [workspace] – a new session\n"
-    "/sessions – this chat's sessions · /switch <n | id> – change to one\n"
-    "/cancel – stop the running turn · /status – what is running\n"
-    "/handover – a code to pick this session up elsewhere · /pickup CODE – continue one here\n"
-    "/pair CODE – approve a browser's pairing request · /help – this text"
-)
-
-
 def _runtime() -> Any:
     from svcproject.runtime import current
 
@@ -244,7 +235,9 @@ class Channel:
         room = await self.room(message.chat)
         text = message.text.strip()
         if text.startswith("/"):
-            if _command_name(text) in AT_ONCE:  # about the running turn: never behind it
+            if (
+                commands.command_name(text) in commands.AT_ONCE
+            ):  # about the running turn: never behind it
                 self.spawn(self.command(room, text))
             else:
                 room.prompts.put_nowait(("command", text))
@@ -280,7 +273,7 @@ class Channel:
             return text or None
         if room.live() is None and not room.session_id:
             await room.new_session()
-        session = await database_sync_to_async(_session_row)(room.session_id)
+        session = await database_sync_to_async(commands.session_row)(room.session_id)
         if session is None:
             await room.say("No session to receive files: send /new first.")
             return None
@@ -291,108 +284,7 @@ class Channel:
     # --- commands ------------------------------------------------------------------------
 
     async def command(self, room: Room, text: str) -> None:
-        name, rest = _command_name(text), text.partition(" ")[2]
-        handler: Callable[[Room, str], Awaitable[None]] | None = {
-            "help": self.cmd_help, "start": self.cmd_help, "new": self.cmd_new,
-            "sessions": self.cmd_sessions, "switch": self.cmd_switch, "cancel": self.cmd_cancel,
-            "status": self.cmd_status, "handover": self.cmd_handover, "pickup": self.cmd_pickup,
-            "pair": self.cmd_pair,
-        }.get(name)  # fmt: skip
-        if handler is None:
-            await room.say(f"Unknown command /{name}.\n\n{HELP}")
-            return
-        try:
-            await handler(room, rest.strip())
-        except DomainError as exc:
-            await room.say(exc.message)
-
-    async def cmd_help(self, room: Room, _: str) -> None:
-        await room.say(HELP)
-
-    async def cmd_new(self, room: Room, rest: str) -> None:
-        agent, _, workspace = rest.partition(" ")
-        session = await room.new_session(agent.strip(), workspace.strip())
-        await room.say(f"New session {str(session.id)[:8]}: {session.agent} in {session.workspace}")
-
-    async def cmd_sessions(self, room: Room, _: str) -> None:
-        rows = await database_sync_to_async(store.chat_sessions)(self.config.name, room.chat)
-        if not rows:
-            await room.say("No sessions yet: send a message or /new.")
-            return
-        lines = [f"{i}. {r['id'][:8]} {r['agent']} ({r['status']})"
-                 + (" ← current" if r["id"] == room.session_id else "")
-                 for i, r in enumerate(rows, 1)]  # fmt: skip
-        await room.say("\n".join(lines))
-
-    async def cmd_switch(self, room: Room, rest: str) -> None:
-        rows = await database_sync_to_async(store.chat_sessions)(self.config.name, room.chat)
-        chosen = None
-        if rest.isdigit() and 0 < int(rest) <= len(rows):
-            chosen = rows[int(rest) - 1]["id"]
-        elif rest:
-            chosen = next((r["id"] for r in rows if r["id"].startswith(rest)), None)
-        if chosen is None:
-            await room.say("Say which: /switch <number from /sessions | id prefix>")
-            return
-        live = await room.attach(chosen)
-        await room.say(f"Now on session {chosen[:8]}" + ("" if live else " (its agent has exited)"))
-
-    async def cmd_cancel(self, room: Room, _: str) -> None:
-        chat = room.live()
-        if chat is None or not chat.busy:
-            await room.say("Nothing is running.")
-            return
-        await chat.cancel()
-        await room.say("Cancelling the running turn.")
-
-    async def cmd_status(self, room: Room, _: str) -> None:
-        if not room.session_id:
-            await room.say("No session yet: send a message or /new.")
-            return
-        session = await database_sync_to_async(_session_row)(room.session_id)
-        chat = room.live()
-        state = "no longer running" if chat is None else ("busy" if chat.busy else "idle")
-        queued = room.prompts.qsize()
-        waiting = f", {queued} message(s) waiting" if queued else ""
-        agent = session.agent if session else "?"
-        await room.say(f"Session {room.session_id[:8]}: {agent}, {state}{waiting}")
-
-    async def cmd_handover(self, room: Room, _: str) -> None:
-        from sessions_app import handover
-
-        if not room.session_id:
-            await room.say("No session to hand over.")
-            return
-        code = await database_sync_to_async(handover.handover_issue)(session_id=room.session_id)
-        await room.say(f"Handover code: {code.code} (valid 120 s, once). Pick it up with "
-                       "/pickup in a chat, the dashboard, or `manage.py pickup`.")  # fmt: skip
-
-    async def cmd_pickup(self, room: Room, rest: str) -> None:
-        from sessions_app import handover
-
-        session = await database_sync_to_async(handover.handover_redeem)(code=rest)
-        live = await room.attach(str(session.id))
-        summary = await database_sync_to_async(store.history_summary)(str(session.id))
-        await room.say(f"Picked up session {str(session.id)[:8]} ({session.agent})."
-                       + ("" if live else " Its agent has exited: /new to start another.")
-                       + (f"\n\n{summary}" if summary else ""))  # fmt: skip
-
-    async def cmd_pair(self, room: Room, rest: str) -> None:
-        from remote_app import pairing
-
-        request = await database_sync_to_async(pairing.pair_approve)(rest, self.config.name)
-        await room.say(f"Paired the browser that showed {rest} ({request.device[:80]}).")
-
-
-def _command_name(text: str) -> str:
-    """`/Cancel@svc_bot now` → "cancel" (Telegram adds @botname to commands in groups)."""
-    return text[1:].partition(" ")[0].split("@", 1)[0].lower()
-
-
-def _session_row(session_id: str) -> Any:
-    from sessions_app import selectors
-
-    return selectors.session_get(session_id) if session_id else None
+        await commands.run(self, room, text)
 
 
 def _save_files(workspace: Path, files: tuple[tuple[str, bytes], ...]) -> list[str]:
