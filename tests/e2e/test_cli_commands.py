@@ -69,3 +69,23 @@ def test_previews_lists_links(svc: Daemon, tmp_path: Path) -> None:
     assert made["slug"] in {p["slug"] for p in listed}
     table = svc.manage("previews").stdout
     assert made["slug"] in table and "/preview/s/" in table
+
+
+def test_a_reader_that_leaves_early_costs_no_traceback(svc: Daemon) -> None:
+    """`manage.py status | head`: the pipe's reader goes away before the command has written."""
+    import os
+    import subprocess
+
+    from tests.support.daemon import PYTHON, ROOT
+
+    env = {**os.environ, "SVC_HOME": str(svc.home)}
+    piped = subprocess.run(
+        ["sh", "-c", f"'{PYTHON}' manage.py status | true"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert "Traceback" not in piped.stderr and "BrokenPipe" not in piped.stderr, piped.stderr
+    whole = subprocess.run(
+        ["sh", "-c", f"'{PYTHON}' manage.py status | head -1"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert whole.stdout.startswith("svc is running at ") and whole.stderr == ""
