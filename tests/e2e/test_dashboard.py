@@ -234,3 +234,14 @@ def test_the_banner_says_what_to_do_when_svc_is_unreachable(
     finally:
         context.close()
         server.stop()
+
+
+def test_the_page_loads_without_a_single_failed_request(page: Page, host: Daemon) -> None:
+    """Not even the favicon: every load used to cost a 404."""
+    failed: list[str] = []
+    page.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+    page.goto(f"{host.url}/login?token={host.owner_token}")
+    expect(page.locator("h1")).to_have_text("svc")
+    page.wait_for_load_state("networkidle")
+    assert page.evaluate("document.querySelector('link[rel=icon]').href").endswith("favicon.svg")
+    assert failed == []
