@@ -23,3 +23,12 @@ class SettingsView(APIView):
     def patch(self, request: Request) -> Response:
         services.settings_update(changes=request.data)
         return Response(services.settings_redacted())
+
+
+class SettingsProblemView(APIView):
+    """GET: why settings.json on disk is not in force (`problem` null when it is)."""
+
+    def get(self, request: Request) -> Response:
+        from svcproject import config
+
+        return Response({"problem": config.settings_problem() or None})

@@ -160,6 +160,7 @@ class _SettingsCache:
         self._key: tuple[str, int] | None = None
         self._value: Settings | None = None
         self._checked = 0.0  # monotonic time of the last stat, for recent()
+        self.problem = ""  # why the file on disk is not the settings in force, while it is not
 
     def get(self) -> Settings:
         path = settings_path()
@@ -172,11 +173,13 @@ class _SettingsCache:
             if self._key != key or self._value is None:
                 try:
                     self._value = read_settings_file(path)
+                    self.problem = ""
                 except SettingsError as exc:
                     if self._value is None or self._value.path != path:
                         raise
                     # A running daemon keeps its last good settings rather than stopping.
                     logger.error("ignoring invalid settings, keeping the last good ones: %s", exc)
+                    self.problem = str(exc)
                 self._key = key
             return self._value
 
@@ -199,6 +202,13 @@ _settings_cache = _SettingsCache()
 
 def current_settings() -> Settings:
     return _settings_cache.get()
+
+
+def settings_problem() -> str:
+    """Why settings.json as it is on disk is not in force ("" when it is): the dashboard shows it
+    until the file is fixed."""
+    current_settings()
+    return _settings_cache.problem
 
 
 def recent_settings(max_age_s: float = 1.0) -> Settings:

@@ -35,6 +35,7 @@ api_patterns = [
     path("pairings/requests/<str:request_id>/deny", remote_api.PairingDenyView.as_view()),
     path("pairings/<str:device_id>", remote_api.PairingDetailView.as_view()),
     path("settings", svc_api.SettingsView.as_view()),
+    path("settings/problem", svc_api.SettingsProblemView.as_view()),
     path("integrations", integrations_api.IntegrationsView.as_view()),
     path("previews", previews_api.PreviewListView.as_view()),
     path("previews/<str:slug>", previews_api.PreviewDetailView.as_view()),

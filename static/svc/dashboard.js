@@ -156,3 +156,16 @@ async function createSession(event) {
 document.getElementById("new-session").addEventListener("submit", createSession);
 subscribe("/ws/sessions", renderSessions);
 fillPickers().catch((error) => { document.getElementById("new-status").textContent = error.message; });
+
+// An edit that broke settings.json is not in force (svc keeps the last good settings): say so
+// here, with the file, the key and the problem, until the file is fixed.
+async function watchSettingsProblem() {
+  const node = document.getElementById("settings-problem");
+  try {
+    const { problem } = await svc.api("GET", "settings/problem");
+    node.textContent = problem ? `settings.json is not in force (svc keeps the last good settings): ${problem}` : "";
+    node.hidden = !problem;
+  } catch (error) { /* the unreachable banner says it */ }
+  setTimeout(watchSettingsProblem, 3000);
+}
+watchSettingsProblem();

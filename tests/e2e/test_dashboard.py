@@ -245,3 +245,21 @@ def test_the_page_loads_without_a_single_failed_request(page: Page, host: Daemon
     page.wait_for_load_state("networkidle")
     assert page.evaluate("document.querySelector('link[rel=icon]').href").endswith("favicon.svg")
     assert failed == []
+
+
+def test_a_broken_settings_edit_shows_as_a_banner_until_it_is_fixed(
+    page: Page, host: Daemon
+) -> None:
+    path = host.home / "settings.json"
+    good = path.read_text()
+    page.goto(f"{host.url}/login?token={host.owner_token}")
+    problem = page.locator("#settings-problem")
+    expect(problem).to_be_hidden()
+    try:
+        path.write_text(good.replace('"profiles"', '"profiles": 7, "was_profiles"', 1))
+        expect(problem).to_be_visible(timeout=10000)
+        expect(problem).to_contain_text("profiles: must be an object")
+        expect(problem).to_contain_text(str(path))
+    finally:
+        path.write_text(good)
+    expect(problem).to_be_hidden(timeout=10000)
