@@ -76,7 +76,24 @@ def add(base: Base, turn_id: str, name: str) -> Path:
     path = root() / turn_id / name
     path.parent.mkdir(parents=True, exist_ok=True)
     _git(base.toplevel, "worktree", "add", "-b", branch_name(turn_id, name), str(path), base.commit)
+    _record_base_branch(base, branch_name(turn_id, name))
     return path
+
+
+# branch.<branch>.svc-base: the branch a worktree was made from (where a merge goes)
+BASE_KEY = "svc-base"
+
+
+def _record_base_branch(base: Base, branch: str) -> None:
+    """Remember in git which branch `HEAD` was (when it still is `base.commit`), so a merge
+    knows where to go; `git branch -D` forgets it with the branch."""
+    try:
+        current = _git(base.toplevel, "symbolic-ref", "-q", "--short", "HEAD").strip()
+        head = _git(base.toplevel, "rev-parse", "HEAD").strip()
+        if current and head == base.commit:
+            _git(base.toplevel, "config", f"branch.{branch}.{BASE_KEY}", current)
+    except GitError:
+        pass  # detached HEAD: nothing to remember
 
 
 def remove(toplevel: str, path: str, branch: str) -> None:

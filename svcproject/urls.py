@@ -9,6 +9,7 @@ from previews_app import api as previews_api
 from remote_app import api as remote_api
 from remote_app import views as remote_views
 from sessions_app import api as sessions_api
+from sessions_app import api_diffs
 from svcproject import api as svc_api
 from svcproject import browser, views
 
@@ -21,6 +22,10 @@ api_patterns = [
     path("agents", sessions_api.AgentListView.as_view()),
     path("sessions", sessions_api.SessionListView.as_view()),
     path("sessions/<str:session_id>", sessions_api.SessionDetailView.as_view()),
+    path("sessions/<str:session_id>/diff", api_diffs.SessionDiffView.as_view()),
+    path("subagents/<str:run_id>/diff", api_diffs.SubagentDiffView.as_view()),
+    path("subagents/<str:run_id>/merge", api_diffs.SubagentMergeView.as_view()),
+    path("subagents/<str:run_id>/discard", api_diffs.SubagentDiscardView.as_view()),
     path("handover/pickup", sessions_api.HandoverPickupView.as_view()),
     path("subagent-turns", sessions_api.SubagentTurnListView.as_view()),
     path("subagent-turns/<str:turn_id>", sessions_api.SubagentTurnDetailView.as_view()),
