@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from bridge_app import dialects, ir, response_store, translate, upstream
+from bridge_app import dialects, ir, response_store, translate, upstream, usage
 from bridge_app.routes import Route
 from bridge_app.streams import StreamTranslator
 
@@ -107,8 +107,11 @@ async def generate(route: Route, incoming: Incoming, log: dict[str, Any] | None 
     body, text = incoming.take()
     out = translate.prepare(route, body, text, recall=_recall)
     del text, body
-    if log is not None:
-        log.update(provider=out.provider.NAME, model=out.requested[:200], stream=out.stream)
+    log = log if log is not None else {}
+    log.update(
+        provider=out.provider.NAME, model=out.requested[:200], stream=out.stream,
+        upstream_model=out.upstream_model[:200],
+    )  # fmt: skip
     await _inline_remote_images(out)
     resp = await upstream.send(out.url, out.headers, out.take_body())
     try:
@@ -120,12 +123,12 @@ async def generate(route: Route, incoming: Incoming, log: dict[str, Any] | None 
         if out.warnings:
             extra["x-svc-warning"] = "; ".join(out.warnings)
         if not out.stream:
-            return Reply(200, _whole(out, await upstream.read_body(resp)), extra)
+            return Reply(200, _whole(out, await upstream.read_body(resp), log), extra)
     except BaseException:
         await resp.close()
         raise
     ctype = "text/event-stream" if out.sse else "application/json"
-    return Reply(200, None, extra, _relay(out, resp), ctype)
+    return Reply(200, None, extra, _relay(out, resp, log), ctype)
 
 
 def _recall(response_id: str) -> list[ir.Message] | None:
@@ -133,17 +136,28 @@ def _recall(response_id: str) -> list[ir.Message] | None:
     return stored.messages if stored is not None else None
 
 
-def _whole(out: translate.Outbound, raw: bytes) -> bytes:
+def _whole(out: translate.Outbound, raw: bytes, log: dict[str, Any]) -> bytes:
     encoded, resp, data = translate.response_body(out, raw)
+    meter = usage.Meter(out.provider.NAME)
+    if resp is not None:
+        meter.usage = resp.usage
+    elif data is not None:  # passthrough, model rewritten: the provider's own dialect
+        meter.whole(data)
+    else:
+        meter.whole_bytes(raw)
+    log.update(meter.fields())
     if out.history is not None and resp is not None:
         answer = ir.Message("assistant", resp.parts)
         response_store.remember(data["id"], [*out.history, answer], data)
     return encoded
 
 
-async def _relay(out: translate.Outbound, resp: upstream.Response) -> AsyncIterator[bytes]:
+async def _relay(
+    out: translate.Outbound, resp: upstream.Response, log: dict[str, Any]
+) -> AsyncIterator[bytes]:
     """Each provider chunk translated as it comes; failures after the 200 become the client
-    dialect's error event; a finished Responses turn is remembered."""
+    dialect's error event; a finished Responses turn is remembered; the usage the provider
+    reported (so far, if the client left) goes to `log`."""
     translator = StreamTranslator(out)
     try:
         # Some OpenAI-compatible servers ignore `stream` and answer one JSON body: replayed as
@@ -162,6 +176,7 @@ async def _relay(out: translate.Outbound, resp: upstream.Response) -> AsyncItera
         logger.exception("bridge stream translation failed")
         tail = translator.fail(502, f"svc could not translate the provider's stream: {exc}")
     finally:
+        log.update(translator.meter.fields())
         await resp.close()
     if (remembered := translator.remembered()) is not None:
         final, answer = remembered

@@ -75,6 +75,17 @@ class BridgeRequest(models.Model):
     stream = models.BooleanField(default=False)
     status = models.PositiveSmallIntegerField(default=0)
     duration_ms = models.FloatField(default=0)
+    # Usage (§16), as the provider reported it: input includes cached input, output includes
+    # reasoning. `upstream_model` is the id prices are keyed by; `cost_usd` is null unpriced.
+    upstream_model = models.CharField(max_length=200, blank=True)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    cached_input_tokens = models.PositiveIntegerField(default=0)
+    reasoning_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.FloatField(null=True, blank=True)
+    # Attribution: the hosted session named by the scope (`s-<session id>`), its subagent turn.
+    session_id = models.CharField(max_length=36, blank=True, db_index=True)
+    turn_id = models.CharField(max_length=36, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

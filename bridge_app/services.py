@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from django.db import transaction
 
 from bridge_app.models import Profile
@@ -38,24 +40,35 @@ def bridge_requests_record(*, rows: list[dict], keep: int = 10_000) -> None:
     from django.db import connection
     from django.utils import timezone
 
+    from bridge_app import usage
     from bridge_app.models import BridgeRequest
 
     if not rows:
         return
+    try:  # usage attribution and prices (§16) must never cost the log its rows
+        usage.attribute(rows)
+        usage.price(rows)
+    except Exception:
+        logging.getLogger(__name__).exception("could not attribute or price bridge usage")
     table, now = BridgeRequest._meta.db_table, timezone.now()
     adapt = connection.ops.adapt_datetimefield_value  # what the ORM would store
     values = [
         (adapt(row.get("created_at", now)), row["route"], row["profile_id"], row.get("scope", ""),
          row["client_dialect"], row.get("provider", ""), row.get("model", ""),
          bool(row.get("stream", False)), int(row.get("status", 0)),
-         float(row.get("duration_ms", 0.0)))
+         float(row.get("duration_ms", 0.0)), row.get("upstream_model", ""),
+         int(row.get("input_tokens", 0)), int(row.get("output_tokens", 0)),
+         int(row.get("cached_input_tokens", 0)), int(row.get("reasoning_tokens", 0)),
+         row.get("cost_usd"), row.get("session_id", ""), row.get("turn_id", ""))
         for row in rows
     ]  # fmt: skip
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.executemany(
             f"INSERT INTO {table} (created_at, route, profile_id, scope, client_dialect, "  # noqa: S608
-            "provider, model, stream, status, duration_ms) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            "provider, model, stream, status, duration_ms, upstream_model, input_tokens, "
+            "output_tokens, cached_input_tokens, reasoning_tokens, cost_usd, session_id, "
+            "turn_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
+            "%s, %s)",
             values,
         )
         cursor.execute(f"SELECT MIN(id), MAX(id) FROM {table}")  # noqa: S608

@@ -9,6 +9,7 @@ from typing import Any
 from bridge_app import dialects, ir
 from bridge_app.dialects.common import dumps
 from bridge_app.translate import Outbound, json_of
+from bridge_app.usage import Meter
 
 
 class SSEParser:
@@ -48,6 +49,7 @@ class StreamTranslator:
         self.failed = False
         self.answer: list[ir.Event] = []  # kept only when this turn is to be remembered
         self.finished: tuple[dict[str, Any], ir.Message] | None = None
+        self.meter = Meter(out.provider.NAME)  # the provider's usage, for the request log
 
     def _encode(self, ev: ir.Event) -> bytes:
         if self.out.history is not None:
@@ -70,6 +72,7 @@ class StreamTranslator:
 
     def feed(self, chunk: bytes) -> bytes:
         if self.raw:
+            self.meter.scan(chunk)
             return chunk
         pieces = []
         for event, data in self.parser.feed(chunk):
@@ -80,6 +83,7 @@ class StreamTranslator:
             except ValueError:
                 continue  # keep-alives and junk lines are not events
             self.events += 1
+            self.meter.event(event, obj)
             if self.out.passthrough:
                 pieces.append(self._rewrite(event, obj))
                 continue
@@ -95,6 +99,7 @@ class StreamTranslator:
         if not isinstance(data, dict):
             return self.fail(502, "the provider answered something that is not a JSON object")
         self.events += 1
+        self.meter.whole(data)
         resp = self.out.provider.decode_response(data)
         return b"".join(self._encode(ev) for ev in ir.events_of(resp)) + self._finish()
 

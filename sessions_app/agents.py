@@ -197,10 +197,18 @@ def _opencode_config(base: str, model: str) -> str:
     return json.dumps(content)
 
 
-def profile_env(profile_id: str, agent: str, vendor: str = "") -> dict[str, str]:
+def bridge_scope(agent: str, session_id: str = "") -> str:
+    """A hosted session's bridge scope names the session (`s-<id>`), so its model traffic is
+    attributed to it (§16); without a session, the agent's name."""
+    return f"s-{session_id}" if session_id else agent
+
+
+def profile_env(
+    profile_id: str, agent: str, vendor: str = "", session_id: str = ""
+) -> dict[str, str]:
     """The bridge base URL and the vendor variables the built-in agents read, each with a dummy
     key, plus the session's model and the per-vendor configuration that needs an environment."""
-    base = bridge_url(profile_id, agent)
+    base = bridge_url(profile_id, bridge_scope(agent, session_id))
     # Codex speaks only the Responses API to custom providers; the other OpenAI-flavoured agents
     # speak Chat Completions.
     openai_dialect = "openai-responses" if vendor == "codex" else "openai-chat"
@@ -224,7 +232,7 @@ def _toml_string(value: str) -> str:
     return json.dumps(value)  # a JSON string literal is a valid TOML basic string
 
 
-def profile_args(profile_id: str, agent: str, vendor: str) -> tuple[str, ...]:
+def profile_args(profile_id: str, agent: str, vendor: str, session_id: str = "") -> tuple[str, ...]:
     """Per-session command-line configuration: Codex takes its provider only from config, and
     `-c key=value` overrides ~/.codex/config.toml for this process without writing it. Qwen
     would otherwise keep an auth type chosen in its settings (e.g. its own OAuth)."""
@@ -232,7 +240,7 @@ def profile_args(profile_id: str, agent: str, vendor: str) -> tuple[str, ...]:
         return ("--auth-type", "openai")
     if vendor != "codex":
         return ()
-    base = f"{bridge_url(profile_id, agent)}/openai-responses/v1"
+    base = f"{bridge_url(profile_id, bridge_scope(agent, session_id))}/openai-responses/v1"
     provider = (
         f"{{name={_toml_string('svc')}, base_url={_toml_string(base)}, "
         f'env_key="OPENAI_API_KEY", wire_api="responses"}}'
@@ -251,7 +259,7 @@ def session_env(
     env = {k: v for k, v in os.environ.items() if _inherited(k)}
     env.update(TERM="xterm-256color", COLORTERM="truecolor")
     if profile_id:
-        env.update(profile_env(profile_id, agent.name, agent.vendor))
+        env.update(profile_env(profile_id, agent.name, agent.vendor, session_id))
     env.update(agent.env)  # the agent's own env (settings) may still choose another model
     env.update(
         SVC_SESSION_ID=session_id,
@@ -273,6 +281,6 @@ def resolve_launch(
         mode = "interactive `command`" if kind == "terminal" else "`acp_command` (ACP on stdio)"
         raise ValueError(f"agent {agent.name!r} has no {mode}, so it cannot run {kind} sessions")
     if profile_id:
-        argv = (*argv, *profile_args(profile_id, agent.name, agent.vendor))
+        argv = (*argv, *profile_args(profile_id, agent.name, agent.vendor, session_id))
     env = session_env(agent, session_id=session_id, workspace=workspace, profile_id=profile_id)
     return Launch(argv=tuple(argv), env=env, cwd=workspace)

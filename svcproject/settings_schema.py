@@ -36,6 +36,8 @@ class Profile:
     model_aliases: dict[str, str] = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict, repr=False)
     capabilities: dict[str, bool] = field(default_factory=dict)
+    # {"<upstream model>": {"input"|"output"|"cached_input": USD per million tokens}} (§16)
+    prices: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def resolved_key(self) -> str:
         if self.api_key_env:
@@ -126,7 +128,24 @@ def _parse_profile(path: Path, pid: str, data: Any) -> Profile:
         model_aliases=_str_map(path, f"{key}.model_aliases", data.get("model_aliases", {})),
         headers=_str_map(path, f"{key}.headers", data.get("headers", {})),
         capabilities=dict(caps),
+        prices=_prices(data.get("prices")),
     )
+
+
+def _prices(data: Any) -> dict[str, dict[str, float]]:
+    """Lenient (§16): what is not a number per model and kind is skipped, never an error."""
+    kinds = ("input", "output", "cached_input")
+    if not isinstance(data, dict):
+        return {}
+    return {
+        model: {
+            k: float(v)
+            for k, v in entry.items()
+            if k in kinds and isinstance(v, int | float) and not isinstance(v, bool)
+        }
+        for model, entry in data.items()
+        if isinstance(model, str) and isinstance(entry, dict)
+    }
 
 
 def _parse_agent(path: Path, name: str, data: Any) -> AgentSpec:

@@ -19,6 +19,7 @@ api_patterns = [
     path("workspaces/<int:workspace_id>", sessions_api.WorkspaceDetailView.as_view()),
     path("profiles", bridge_api.ProfileListView.as_view()),
     path("profiles/<str:profile_id>", bridge_api.ProfileDetailView.as_view()),
+    path("usage", bridge_api.UsageView.as_view()),
     path("agents", sessions_api.AgentListView.as_view()),
     path("sessions", sessions_api.SessionListView.as_view()),
     path("sessions/<str:session_id>", sessions_api.SessionDetailView.as_view()),
