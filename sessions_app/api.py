@@ -64,9 +64,16 @@ class SessionListView(APIView):
         return Response(session.to_dict(), status=status.HTTP_201_CREATED)
 
 
+def _session_id(given: str) -> str:
+    found = selectors.session_id_resolve(given)
+    if not found:
+        raise NotFound(f"no session {given} (give its id or a unique prefix of 4+ characters)")
+    return found
+
+
 class SessionDetailView(APIView):
     def get(self, request: Request, session_id: str) -> Response:
-        session = selectors.session_get(session_id)
+        session = selectors.session_get(_session_id(session_id))
         if session is None:
             raise NotFound(f"no session {session_id}")
         return Response(session.to_dict())
@@ -76,7 +83,7 @@ class SessionDetailView(APIView):
         runs in the background (the live list shows `exited` when it is); `?wait=1` answers 200
         once the row is `exited`."""
         wait = request.query_params.get("wait") in ("1", "true")
-        session, pending = services.session_stop(session_id=session_id, wait=wait)
+        session, pending = services.session_stop(session_id=_session_id(session_id), wait=wait)
         code = status.HTTP_202_ACCEPTED if pending else status.HTTP_200_OK
         return Response(session.to_dict(), status=code)
 

@@ -20,6 +20,19 @@ def session_get(session_id: str) -> Session | None:
         return None
 
 
+def session_id_resolve(given: str) -> str:
+    """A session id from the id itself or a unique prefix of at least 4 characters (what the
+    dashboard and `manage.py sessions` print); "" when there is none or it is ambiguous."""
+    if session_get(given) is not None:
+        return given
+    prefix = given.strip().lower()
+    if len(prefix) < 4 or any(c not in "0123456789abcdef-" for c in prefix):
+        return ""
+    found = [str(pk) for pk in Session.objects.values_list("pk", flat=True)
+             if str(pk).startswith(prefix)][:2]  # fmt: skip
+    return found[0] if len(found) == 1 else ""
+
+
 def session_events(session_id: str) -> list[dict[str, Any]]:
     """A chat session's stored events in order, shaped as /ws/chat sends them."""
     from sessions_app.models import SessionEvent

@@ -9,7 +9,7 @@ from previews_app import api as previews_api
 from remote_app import api as remote_api
 from remote_app import views as remote_views
 from sessions_app import api as sessions_api
-from sessions_app import api_diffs
+from sessions_app import api_diffs, api_search
 from svcproject import api as svc_api
 from svcproject import browser, views
 
@@ -28,6 +28,7 @@ api_patterns = [
     path("subagents/<str:run_id>/merge", api_diffs.SubagentMergeView.as_view()),
     path("subagents/<str:run_id>/discard", api_diffs.SubagentDiscardView.as_view()),
     path("handover/pickup", sessions_api.HandoverPickupView.as_view()),
+    path("search", api_search.SearchView.as_view()),
     path("subagent-turns", sessions_api.SubagentTurnListView.as_view()),
     path("subagent-turns/<str:turn_id>", sessions_api.SubagentTurnDetailView.as_view()),
     path("channels", sessions_api.ChannelListView.as_view()),

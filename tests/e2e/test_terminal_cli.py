@@ -123,7 +123,7 @@ def test_the_cli_is_a_real_terminal_typing_resize_detach_and_exit_codes(
     finally:
         cli.close()
     assert session_status(host, session["id"])["status"] == "running"  # it kept running
-    again = CliInPty(host, "attach", session["id"])
+    again = CliInPty(host, "attach", session["id"][:8])  # the short id the lists print
     try:
         again.type(b"exit 7\r", b"exited with code 7")
         assert again.proc.wait(10) == 7  # the session's exit code is the command's
