@@ -28,6 +28,9 @@ static/vendor/.installed: package.json
 	cp node_modules/@xterm/xterm/lib/xterm.js node_modules/@xterm/xterm/css/xterm.css static/vendor/
 	cp node_modules/@xterm/addon-fit/lib/addon-fit.js static/vendor/
 	cp node_modules/qrcode-generator/dist/qrcode.js static/vendor/
+	cp node_modules/marked/lib/marked.umd.js static/vendor/marked.js
+	cp node_modules/dompurify/dist/purify.min.js static/vendor/purify.js
+	cp node_modules/@highlightjs/cdn-assets/highlight.min.js static/vendor/highlight.js
 	@touch $@
 
 assets: static/vendor/.installed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from django.db import models
@@ -26,7 +27,19 @@ class Profile(models.Model):
     def __str__(self) -> str:
         return self.id
 
+    def key_status(self) -> dict[str, Any]:
+        """Where the key comes from and whether svc has it, never the key: `source` is
+        "settings.json", "env" (with `env`, the variable's name, and `set`, whether it is set and
+        non-empty in svc's own environment, read now) or "none"."""
+        if self.key_source.startswith("env:"):
+            name = self.key_source.removeprefix("env:")
+            return {"source": "env", "env": name, "set": bool(os.environ.get(name))}
+        if self.key_source == "settings.json":
+            return {"source": "settings.json", "set": True}
+        return {"source": "none", "set": False}
+
     def to_dict(self) -> dict[str, Any]:
+        key = self.key_status()
         return {
             "id": self.id,
             "provider": self.provider,
@@ -34,8 +47,9 @@ class Profile(models.Model):
             "models": self.model_ids,
             "model_aliases": self.model_aliases,
             "capabilities": self.capabilities,
-            "api_key": "[redacted]" if self.key_source != "none" else None,
+            "api_key": "[redacted]" if key["set"] else None,
             "key_source": self.key_source,
+            "key": key,
         }
 
 

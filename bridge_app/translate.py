@@ -52,6 +52,19 @@ def find_profile(route: Route) -> config.Profile:
     return profile
 
 
+def missing_key(profile: config.Profile) -> str | None:
+    """Why the profile has no key to send, when its `api_key_env` names a variable unset (or
+    empty) in svc's own environment; None otherwise (a profile with no key at all is allowed:
+    local servers often want none)."""
+    if profile.api_key_env and not profile.resolved_key():
+        return (
+            f"svc cannot call profile {profile.id!r}: ${profile.api_key_env} is not set in svc's "
+            "environment (the profile's api_key_env). Set it where svc starts and restart svc, "
+            "or put the key in settings.json as api_key."
+        )
+    return None
+
+
 def resolve_model(profile: config.Profile, requested: str) -> str:
     """The upstream id for a client-facing id: aliases first; 404 for ids the profile lacks."""
     requested = requested.removeprefix("models/")
@@ -130,6 +143,10 @@ def prepare(
     needs to change: same dialect and the same model id on both sides. `recall` finds the turns
     behind a Responses `previous_response_id` when svc translates (exchange.py owns them)."""
     profile = find_profile(route)
+    if (why := missing_key(profile)) is not None:
+        # 401, not 503: it is a credential problem, and the SDKs (and Claude Code, Codex) retry
+        # a 5xx several times before the user sees it; a 401 is shown at once, with this text.
+        raise ir.BridgeError(401, why)
     client = dialects.get(route.dialect)
     provider = dialects.get(profile.provider)
     requested = (route.model if route.dialect == "gemini" else body.get("model")) or ""
@@ -212,7 +229,7 @@ def count_request(route: Route, body: dict[str, Any]) -> tuple[str, dict[str, st
     """When the provider speaks the client's dialect, its own counting endpoint answers exactly:
     (url, headers, body) for it; None when only the local estimate applies."""
     profile = find_profile(route)
-    if profile.provider != route.dialect or _restricted(profile):
+    if profile.provider != route.dialect or _restricted(profile) or missing_key(profile):
         return None
     provider = dialects.get(profile.provider)
     requested = (route.model if route.dialect == "gemini" else body.get("model")) or ""

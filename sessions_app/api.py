@@ -54,7 +54,11 @@ class SessionIn(serializers.Serializer):
 
 class SessionListView(APIView):
     def get(self, request: Request) -> Response:
-        return Response(selectors.session_list_dicts())
+        """`?status=live|exited` and `?q=<text>` (title, agent, workspace or id prefix) filter."""
+        params = request.query_params
+        return Response(
+            selectors.session_list_dicts(status=params.get("status", ""), q=params.get("q", ""))
+        )
 
     @extend_schema(request=SessionIn)
     def post(self, request: Request) -> Response:
@@ -81,7 +85,11 @@ class SessionDetailView(APIView):
     def delete(self, request: Request, session_id: str) -> Response:
         """Stops the process tree; the row stays. 202 with the row as it is now while the stop
         runs in the background (the live list shows `exited` when it is); `?wait=1` answers 200
-        once the row is `exited`."""
+        once the row is `exited`. `?remove=1` instead deletes an ended session's row and its
+        chat history (204); a live one is refused with 409."""
+        if request.query_params.get("remove") in ("1", "true"):
+            services.session_remove(session_id=_session_id(session_id))
+            return Response(status=status.HTTP_204_NO_CONTENT)
         wait = request.query_params.get("wait") in ("1", "true")
         session, pending = services.session_stop(session_id=_session_id(session_id), wait=wait)
         code = status.HTTP_202_ACCEPTED if pending else status.HTTP_200_OK
@@ -113,12 +121,27 @@ class SubagentTurnListView(APIView):
         return Response(subagents.turn_list())
 
 
+def _turn_id(given: str) -> str:
+    """A turn id from the id itself or a unique prefix of 4+ characters (what `manage.py turns`
+    and the dashboard print); an unknown or ambiguous one is left for turn_get's 404."""
+    from sessions_app.models import SubagentTurn
+
+    prefix = given.strip().lower()
+    if len(prefix) < 4 or len(prefix) >= 36 or any(c not in "0123456789abcdef-" for c in prefix):
+        return given
+    found = [str(pk) for pk in SubagentTurn.objects.values_list("pk", flat=True)
+             if str(pk).startswith(prefix)][:2]  # fmt: skip
+    if len(found) > 1:
+        raise NotFound(f"subagent turn {given!r} is ambiguous: give more of its id")
+    return found[0] if found else given
+
+
 class SubagentTurnDetailView(APIView):
     def get(self, request: Request, turn_id: str) -> Response:
-        return Response(subagents.turn_snapshot(turn_id))
+        return Response(subagents.turn_snapshot(_turn_id(turn_id)))
 
     def delete(self, request: Request, turn_id: str) -> Response:
         """Cancels every running subagent of the turn (ACP cancel, then the process tree) and
         answers once they have stopped; `?cleanup=1` also removes its worktrees and branches."""
         cleanup = request.query_params.get("cleanup") in ("1", "true")
-        return Response(subagents.turn_cancel(turn_id=turn_id, cleanup=cleanup))
+        return Response(subagents.turn_cancel(turn_id=_turn_id(turn_id), cleanup=cleanup))

@@ -41,12 +41,14 @@ class SessionDict(TypedDict):
     kind: str
     status: str
     exit_code: int | None
+    ended_by: str
     pid: int | None
     title: str
     created_at: str | None
     updated_at: str | None
     ended_at: str | None
     agent_session_id: str
+    end_reason: str
 
 
 class Session(models.Model):
@@ -62,7 +64,15 @@ class Session(models.Model):
         EXITED = "exited"
         FAILED = "failed"
 
+    class EndedBy(models.TextChoices):
+        """Who ended a session, when it was not its process on its own (blank)."""
+
+        UNKNOWN = "", "its process ended"
+        SVC = "svc", "stopped when svc stopped"
+        USER = "user", "stopped by you"
+
     LIVE = (Status.STARTING, Status.RUNNING)
+    TITLE_MAX = 200
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     agent = models.CharField(max_length=64)
@@ -71,6 +81,7 @@ class Session(models.Model):
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.TERMINAL)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.STARTING)
     exit_code = models.IntegerField(null=True, blank=True)
+    ended_by = models.CharField(max_length=8, choices=EndedBy.choices, default="", blank=True)
     pid = models.IntegerField(null=True, blank=True)
     title = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
@@ -100,15 +111,31 @@ class Session(models.Model):
             raise ValueError("a terminal cannot be resumed: its PTY is gone")
         self.status, self.pid, self.agent_session_id = self.Status.RUNNING, pid, agent_session_id
         self.exit_code = self.ended_at = None
+        self.ended_by = self.EndedBy.UNKNOWN
 
-    def mark_exited(self, exit_code: int | None, *, failed: bool = False) -> bool:
-        """Ends the session once; a second end (reaper and stop racing) changes nothing."""
+    def mark_exited(
+        self, exit_code: int | None, *, failed: bool = False, ended_by: str = ""
+    ) -> bool:
+        """Ends the session once; a second end (reaper and stop racing) changes nothing.
+        `ended_by`: who stopped it (svc at its shutdown, the user), blank when it ended itself."""
         if not self.is_live:
             return False
         self.status = self.Status.FAILED if failed else self.Status.EXITED
         self.exit_code = exit_code
+        self.ended_by = ended_by
         self.ended_at = timezone.now()
         return True
+
+    @property
+    def end_reason(self) -> str:
+        """What the sessions list says of an ended session: who stopped it, else its code."""
+        if self.is_live:
+            return ""
+        if self.ended_by:
+            return self.EndedBy(self.ended_by).label
+        if self.exit_code is not None:
+            return f"{self.status} with code {self.exit_code}"
+        return str(self.status)
 
     def to_dict(self) -> SessionDict:
         return {
@@ -119,6 +146,8 @@ class Session(models.Model):
             "kind": self.kind,
             "status": self.status,
             "exit_code": self.exit_code,
+            "ended_by": self.ended_by,
+            "end_reason": self.end_reason,
             "pid": self.pid,
             "title": self.title,
             "created_at": _iso(self.created_at),

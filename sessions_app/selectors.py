@@ -8,9 +8,31 @@ from django.core.exceptions import ValidationError
 
 from sessions_app.models import Agent, Session, SessionDict, Workspace
 
+SESSION_FILTERS = ("live", "exited")
 
-def session_list_dicts() -> list[SessionDict]:
-    return [s.to_dict() for s in Session.objects.all()]
+
+def session_list_dicts(*, status: str = "", q: str = "") -> list[SessionDict]:
+    """Newest first. `status`: `live` (starting, running) or `exited` (exited, failed); `q`:
+    text in the title, agent or workspace, or the start of the id (case-insensitive)."""
+    from django.db.models import Q
+
+    from svcproject.errors import DomainError
+
+    rows = Session.objects.all()
+    if status == "live":
+        rows = rows.filter(status__in=Session.LIVE)
+    elif status == "exited":
+        rows = rows.exclude(status__in=Session.LIVE)
+    elif status:
+        raise DomainError(f"status must be one of {', '.join(SESSION_FILTERS)}, got {status!r}")
+    if text := q.strip():
+        match = Q(title__icontains=text) | Q(agent__icontains=text) | Q(workspace__icontains=text)
+        if all(c in "0123456789abcdef-" for c in text.lower()):
+            prefix = text.lower()
+            ids = [pk for pk in rows.values_list("pk", flat=True) if str(pk).startswith(prefix)]
+            match |= Q(pk__in=ids)
+        rows = rows.filter(match)
+    return [s.to_dict() for s in rows]
 
 
 def session_get(session_id: str) -> Session | None:

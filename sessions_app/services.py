@@ -50,11 +50,16 @@ def _pid_alive(pid: int | None) -> bool:
 
 @transaction.atomic
 def sessions_reconcile() -> int:
-    """At start: live sessions whose process is gone become `exited` (rows are never deleted)."""
+    """At start: live sessions whose process is gone become `exited`, ended by svc stopping
+    (whatever way it stopped, its end took their terminals and pipes with it)."""
     ended = 0
     for session in Session.objects.select_for_update().filter(status__in=Session.LIVE):
-        if not _pid_alive(session.pid) and session.mark_exited(session.exit_code):
-            session.save(update_fields=["status", "exit_code", "ended_at", "updated_at"])
+        if not _pid_alive(session.pid) and session.mark_exited(
+            session.exit_code, ended_by=Session.EndedBy.SVC
+        ):
+            session.save(
+                update_fields=["status", "exit_code", "ended_by", "ended_at", "updated_at"]
+            )
             ended += 1
     return ended
 
@@ -144,7 +149,9 @@ async def _store_event(session_id: str, kind: str, payload: dict) -> int:
 
 
 async def _on_process_exit(session_id: str, exit_code: int) -> None:
-    await database_sync_to_async(session_mark_exited)(session_id=session_id, exit_code=exit_code)
+    await database_sync_to_async(session_mark_exited)(
+        session_id=session_id, exit_code=exit_code, ended_by=_host().stopped_by(session_id)
+    )
     await current().session_exited(session_id)  # e.g. a stopped agent's subagents stop too
 
 
@@ -279,9 +286,11 @@ def _mark_resumed(session_id: str, pid: int, agent_session_id: str) -> Session:
 
 
 @transaction.atomic
-def session_mark_exited(*, session_id: str, exit_code: int | None, failed: bool = False) -> None:
+def session_mark_exited(
+    *, session_id: str, exit_code: int | None, failed: bool = False, ended_by: str = ""
+) -> None:
     session = Session.objects.select_for_update().filter(pk=session_id).first()
-    if session is not None and session.mark_exited(exit_code, failed=failed):
+    if session is not None and session.mark_exited(exit_code, failed=failed, ended_by=ended_by):
         session.save()
 
 
@@ -294,11 +303,14 @@ async def asession_stop(*, session_id: str, wait: bool = True) -> tuple[Session,
     session = await database_sync_to_async(_session_or_404)(session_id)
     if not session.is_live:
         return session, False
-    if not wait and await _host().stop_soon(str(session.id)):
+    user = Session.EndedBy.USER
+    if not wait and await _host().stop_soon(str(session.id), by=user):
         return session, True
-    await _host().stop(str(session.id))
+    await _host().stop(str(session.id), by=user)
     code = _host().terminal_exit_code(str(session.id))
-    await database_sync_to_async(session_mark_exited)(session_id=str(session.id), exit_code=code)
+    await database_sync_to_async(session_mark_exited)(
+        session_id=str(session.id), exit_code=code, ended_by=user
+    )
     await database_sync_to_async(session.refresh_from_db)()
     return session, False
 
@@ -306,6 +318,21 @@ async def asession_stop(*, session_id: str, wait: bool = True) -> tuple[Session,
 def session_stop(*, session_id: str, wait: bool = True) -> tuple[Session, bool]:
     """The sync edge of asession_stop (DRF views)."""
     return async_to_sync(asession_stop)(session_id=session_id, wait=wait)
+
+
+@transaction.atomic
+def session_remove(*, session_id: str) -> None:
+    """Delete an ended session's row, its stored chat events and handover codes (subagents that
+    ran in it keep their results). A live session is refused: stop it first."""
+    session = Session.objects.select_for_update().filter(pk=session_id).first()
+    if session is None:
+        raise errors.NotFound(f"no session {session_id}")
+    if session.is_live:
+        raise errors.Conflict(
+            f"session {session_id} is {session.status}: stop it first "
+            f"(DELETE /api/sessions/{session_id}), then remove it"
+        )
+    session.delete()
 
 
 def _session_or_404(session_id: str) -> Session:
@@ -327,4 +354,25 @@ def session_event_append(*, session_id: str, kind: str, payload: dict) -> int:
     last = SessionEvent.objects.filter(session_id=session_id).aggregate(m=Max("seq"))["m"]
     seq = (last or 0) + 1
     SessionEvent.objects.create(session_id=session_id, seq=seq, kind=kind, payload=payload)
+    _title_from_event(session_id, kind, payload)
     return seq
+
+
+TITLE_EVENTS = ("user_message_chunk", "session_info_update")
+
+
+def _title_from_event(session_id: str, kind: str, payload: dict) -> None:
+    """A chat's title: the agent's own (ACP `session_info_update`), else its first prompt."""
+    if kind not in TITLE_EVENTS:
+        return
+    text = payload.get("text" if kind == "user_message_chunk" else "title")
+    title = " ".join(str(text or "").split())[: Session.TITLE_MAX]
+    if not title:
+        return
+    rows = Session.objects.filter(pk=session_id)
+    if kind == "user_message_chunk":
+        rows = rows.filter(title="")
+    if rows.exclude(title=title).update(title=title):
+        from sessions_app import lists
+
+        lists.broadcast_on_commit("sessions")

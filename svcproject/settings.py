@@ -30,6 +30,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's assets, served locally (/api/docs/)
     "channels",
     "sessions_app",
     "bridge_app",
@@ -153,6 +154,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Internal: backs the dashboard and the CLI. Not a stable public interface.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 LOGGING = {

@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from bridge_app import api as bridge_api
 from mcp_app import api as integrations_api
@@ -15,6 +15,7 @@ from svcproject import browser, views
 
 api_patterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("workspaces", sessions_api.WorkspaceListView.as_view()),
     path("workspaces/<int:workspace_id>", sessions_api.WorkspaceDetailView.as_view()),
     path("profiles", bridge_api.ProfileListView.as_view()),

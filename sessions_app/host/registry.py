@@ -56,6 +56,7 @@ class ProcessHost:
         self._ended: collections.deque[str] = collections.deque()
         self._chats: dict[str, AcpSession] = {}
         self._stopping: set[asyncio.Task] = set()
+        self._stopped_by: dict[str, str] = {}  # who asked a session to stop ("svc", "user")
 
     # --- terminals -----------------------------------------------------------------------------
 
@@ -65,7 +66,10 @@ class ProcessHost:
     ) -> int:  # fmt: skip
         async def ended(sid: str, code: int) -> None:
             self._remember_ended(sid)
-            await on_exit(sid, code)
+            try:
+                await on_exit(sid, code)
+            finally:
+                self._stopped_by.pop(sid, None)
 
         session = PtySession(session_id, ended)
         # A fresh context: readers and tasks registered here must not keep the caller's (a
@@ -106,7 +110,10 @@ class ProcessHost:
 
         async def ended(sid: str, code: int) -> None:
             self._chats.pop(sid, None)
-            await on_exit(sid, code)
+            try:
+                await on_exit(sid, code)
+            finally:
+                self._stopped_by.pop(sid, None)
 
         chat = AcpSession(
             session_id, agent, store=store, on_exit=ended, activity=self.activity,
@@ -127,8 +134,15 @@ class ProcessHost:
     def hosts(self, session_id: str) -> bool:
         return session_id in self._terminals or session_id in self._chats
 
-    async def stop(self, session_id: str) -> bool:
-        """Stop a hosted session's whole process tree; False when svc hosts no such process."""
+    def stopped_by(self, session_id: str) -> str:
+        """Who asked this session to stop ("svc" at shutdown, "user"); "" when nobody did."""
+        return self._stopped_by.get(session_id, "")
+
+    async def stop(self, session_id: str, *, by: str = "") -> bool:
+        """Stop a hosted session's whole process tree; False when svc hosts no such process.
+        `by` is remembered for the session's end (`stopped_by`)."""
+        if by and self.hosts(session_id):
+            self._stopped_by.setdefault(session_id, by)
         if (term := self._terminals.get(session_id)) is not None:
             await term.stop()
             return True
@@ -137,13 +151,13 @@ class ProcessHost:
             return True
         return False
 
-    async def stop_soon(self, session_id: str) -> bool:
+    async def stop_soon(self, session_id: str, *, by: str = "") -> bool:
         """Start stopping a hosted session and return at once (its on_exit records the end);
         False when svc hosts no such process."""
         if not self.hosts(session_id):
             return False
         task = asyncio.get_running_loop().create_task(
-            self.stop(session_id), context=contextvars.Context()
+            self.stop(session_id, by=by), context=contextvars.Context()
         )
         self._stopping.add(task)
         task.add_done_callback(self._stopping.discard)
@@ -159,6 +173,8 @@ class ProcessHost:
             s for s in self._terminals.values() if not s.exited.is_set()
         ]
         sessions += list(self._chats.values())
+        for session in sessions:
+            self._stopped_by.setdefault(session.session_id, "svc")
         await asyncio.gather(*(s.stop() for s in sessions), return_exceptions=True)
         await asyncio.gather(*self._stopping, return_exceptions=True)
         return len(sessions)

@@ -88,36 +88,91 @@ function listRenderer(id, label) {
 
 // --- sessions ---------------------------------------------------------------------------------
 
+const LIVE = ["starting", "running"];
+
 function sessionStatus(s) {
-  if (s.status === "exited" || s.status === "failed") {
-    return s.exit_code === null || s.exit_code === undefined ? s.status : `${s.status} with code ${s.exit_code}`;
-  }
-  return s.status;
+  if (LIVE.includes(s.status)) return s.status;
+  if (s.end_reason) return s.end_reason;  // "stopped when svc stopped", "stopped by you"…
+  return s.exit_code === null || s.exit_code === undefined ? s.status : `${s.status} with code ${s.exit_code}`;
 }
 
 function sessionActions(s) {
-  const live = s.status === "starting" || s.status === "running";
+  const live = LIVE.includes(s.status);
   const button = (label, action) => svc.el("button", { type: "button", textContent: label, onclick: action });
   const actions = [button(s.kind === "terminal" ? "Open terminal" : "Open chat", () => openSession(s))];
   if (live) actions.push(button("Stop", () => svc.api("DELETE", `sessions/${s.id}`)));
   if (!live && s.kind !== "terminal") {
     actions.push(button("Resume", () => openChat(s, { resume: true })));
   }
+  if (!live) actions.push(button("Remove", () => removeSession(s)));
   return actions;
 }
 
-function renderSessions(items) {
-  document.querySelector("#sessions tbody").replaceChildren(...items.map((s) => {
-    const row = svc.el("tr", { className: `status-${s.status}` });
-    row.dataset.sessionId = s.id;
-    const cells = [s.agent, s.kind, sessionStatus(s)];
-    row.append(...cells.map((value) => svc.el("td", { textContent: value })));
-    row.append(svc.el("td", { className: "path", textContent: s.workspace }));
-    row.append(svc.el("td", { textContent: svc.age(s.created_at), title: s.created_at }));
-    row.append(svc.el("td", { className: "actions" }, ...sessionActions(s)));
-    return row;
-  }));
+// The live list sends every session; the filter (All / Live / Exited, and text) is applied here.
+const sessionsView = { items: [], status: "", q: "" };
+
+function sessionShown(s) {
+  const live = LIVE.includes(s.status);
+  if (sessionsView.status === "live" && !live) return false;
+  if (sessionsView.status === "exited" && live) return false;
+  const q = sessionsView.q.trim().toLowerCase();
+  return !q || [s.title, s.agent, s.workspace, s.id].some((v) => (v || "").toLowerCase().includes(q));
 }
+
+async function removeSession(s) {
+  const status = document.getElementById("sessions-status");
+  try {
+    await svc.api("DELETE", `sessions/${s.id}?remove=1`);
+    status.textContent = "";
+    // The live list drops it too; removing it here answers the click at once.
+    sessionsView.items = sessionsView.items.filter((item) => item.id !== s.id);
+    drawSessions();
+  } catch (error) {
+    status.textContent = error.message;
+  }
+}
+
+function sessionRow(s) {
+  const row = svc.el("tr", { className: `status-${s.status}` });
+  row.dataset.sessionId = s.id;
+  row.append(svc.el("td", { className: "title", textContent: s.title || "(untitled)" }));
+  const cells = [s.agent, s.kind];
+  row.append(...cells.map((value) => svc.el("td", { textContent: value })));
+  const code = s.exit_code === null || s.exit_code === undefined ? "" : `exit code ${s.exit_code}`;
+  row.append(svc.el("td", { className: "status", textContent: sessionStatus(s), title: code }));
+  row.append(svc.el("td", { className: "path", textContent: s.workspace }));
+  const age = svc.el("td", { className: "age", textContent: svc.age(s.created_at), title: s.created_at });
+  age.dataset.since = s.created_at;
+  row.append(age);
+  row.append(svc.el("td", { className: "actions" }, ...sessionActions(s)));
+  return row;
+}
+
+function drawSessions() {
+  const shown = sessionsView.items.filter(sessionShown);
+  const empty = sessionsView.items.length ? "No session matches the filter." : "No sessions yet.";
+  document.querySelector("#sessions tbody").replaceChildren(...(shown.length ? shown.map(sessionRow)
+    : [svc.el("tr", { className: "empty" }, svc.el("td", { colSpan: 7, textContent: empty }))]));
+}
+
+function renderSessions(items) {
+  sessionsView.items = items;
+  drawSessions();
+}
+
+// Ages tick without redrawing the rows (a redraw would take the focus off a button).
+function tickAges() {
+  for (const cell of document.querySelectorAll("#sessions td.age")) cell.textContent = svc.age(cell.dataset.since);
+}
+setInterval(tickAges, 5000);
+
+function watchSessionFilters() {
+  const status = document.getElementById("sessions-filter");
+  const q = document.getElementById("sessions-q");
+  if (status) status.addEventListener("change", () => { sessionsView.status = status.value; drawSessions(); });
+  if (q) q.addEventListener("input", () => { sessionsView.q = q.value; drawSessions(); });
+}
+watchSessionFilters();
 
 // --- new session pickers --------------------------------------------------------------------------
 

@@ -1,10 +1,14 @@
 // The "Agent integrations" panel: GET /api/integrations (the last auto-install report) and a
 // button that runs the sync again. States: written / up to date / removed / skipped (with why).
+// Agents that are not enabled get one line naming them all, not a row (and a reason) each.
 "use strict";
 
 (() => {
   const body = document.querySelector("#integrations tbody");
   const status = document.getElementById("integrations-status");
+  const table = document.getElementById("integrations");
+  const none = document.getElementById("integrations-none");
+  const disabled = document.getElementById("integrations-disabled");
 
   function cell(part) {
     const td = document.createElement("td");
@@ -21,7 +25,15 @@
   }
 
   function render(report) {
-    body.replaceChildren(...report.agents.map((agent) => {
+    const enabled = report.agents.filter((agent) => agent.enabled !== false);
+    const off = report.agents.filter((agent) => agent.enabled === false).map((agent) => agent.agent);
+    table.hidden = enabled.length === 0;
+    none.hidden = enabled.length > 0;
+    disabled.hidden = off.length === 0;
+    disabled.textContent = off.length === 0 ? "" :
+      `Not enabled, so nothing installed: ${off.join(", ")}. svc enables an agent whose ` +
+      "executable is on PATH; set agents.<name>.enabled to true in settings.json to install anyway.";
+    body.replaceChildren(...enabled.map((agent) => {
       const row = document.createElement("tr");
       row.dataset.agent = agent.agent;
       const name = document.createElement("td");

@@ -57,7 +57,9 @@ function openTerminal(session) {
   const term = new Terminal({ cursorBlink: true, scrollback: 10000, fontSize: 13 });
   const fit = new FitAddon.FitAddon();
   term.loadAddon(fit);
-  term.open(body);
+  const screen = svc.el("div", { className: "term-screen" });
+  body.append(screen);
+  term.open(screen);
   fit.fit();
   const encoder = new TextEncoder();
   let ws = null;
@@ -91,25 +93,85 @@ function openTerminal(session) {
     };
   };
   connect();
-  const input = term.onData((data) => {
+  const sendKeys = (data) => {
     if (ws.readyState === WebSocket.OPEN) ws.send(encoder.encode(data));
     else if (ws.readyState === WebSocket.CONNECTING) early.push(encoder.encode(data));
-  });
+  };
+  const keys = keyBar(term, sendKeys);
+  body.append(keys.bar);
+  const input = term.onData((data) => sendKeys(keys.modify(data)));
   const resized = term.onResize(sendSize);
   const onWindowResize = () => fit.fit();
   window.addEventListener("resize", onWindowResize);
+  // The screen's own size changes too (the key bar below it, a tab shown again): refit then.
+  const watcher = new ResizeObserver(() => { if (screen.clientHeight > 0 && screen.clientWidth > 0) fit.fit(); });
+  watcher.observe(screen);
   term.focus();
-  onClose(session, () => { closed = true; input.dispose(); resized.dispose(); window.removeEventListener("resize", onWindowResize); ws.close(); term.dispose(); },
+  onClose(session, () => { closed = true; input.dispose(); resized.dispose(); window.removeEventListener("resize", onWindowResize); watcher.disconnect(); ws.close(); term.dispose(); },
     () => { fit.fit(); term.focus(); });
+}
+
+// Keys a phone's keyboard lacks, under the terminal: a sticky Ctrl (the next key goes as its
+// control character, so Ctrl then c interrupts), Esc, Tab and the arrows (in the cursor-key mode
+// the program asked for). The buttons leave the focus (and a phone's keyboard) on the terminal.
+function keyBar(term, sendKeys) {
+  let ctrl = false;
+  const arm = (on) => { ctrl = on; ctrlButton.setAttribute("aria-pressed", String(on)); };
+  const key = (label, title, action) => svc.el("button", {
+    type: "button", className: "term-key", textContent: label, title, ariaLabel: title,
+    onmousedown: (event) => event.preventDefault(),
+    onclick: () => { action(); term.focus(); },
+  });
+  const arrow = (label, title, final) => key(label, title, () => {
+    const app = term.modes && term.modes.applicationCursorKeysMode;
+    const sequence = ctrl ? `\x1b[1;5${final}` : `\x1b${app ? "O" : "["}${final}`;
+    arm(false);
+    sendKeys(sequence);
+  });
+  const plain = (label, title, sequence) => key(label, title, () => { arm(false); sendKeys(sequence); });
+  const ctrlButton = key("Ctrl", "Control: the next key is sent with Ctrl", () => arm(!ctrl));
+  ctrlButton.setAttribute("aria-pressed", "false");
+  const bar = svc.el("div", { className: "term-keys", role: "toolbar", ariaLabel: "terminal keys" },
+    ctrlButton, plain("Esc", "Escape", "\x1b"), plain("Tab", "Tab", "\t"),
+    arrow("←", "Left", "D"), arrow("↑", "Up", "A"), arrow("↓", "Down", "B"), arrow("→", "Right", "C"));
+  // With Ctrl armed, one typed character becomes its control character (c → \x03, [ → Esc).
+  const modify = (data) => {
+    if (!ctrl || data.length !== 1) return data;
+    arm(false);
+    const code = data.toUpperCase().charCodeAt(0);
+    if (code >= 64 && code <= 95) return String.fromCharCode(code - 64);
+    if (data === " " || data === "2") return "\x00";
+    if (data === "?") return "\x7f";
+    return data;
+  };
+  return { bar, modify };
+}
+
+// Agent messages are Markdown: rendered by marked, raw HTML in them shown as text, the result
+// sanitised by DOMPurify, code blocks highlighted by highlight.js (when the libraries loaded).
+const escapeHtml = (text) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+if (window.marked) marked.use({ gfm: true, breaks: true, renderer: { html: (token) => escapeHtml(token.text || token.raw || "") } });
+if (window.DOMPurify) {
+  DOMPurify.addHook("afterSanitizeAttributes", (node) => {
+    if (node.tagName === "A") { node.setAttribute("target", "_blank"); node.setAttribute("rel", "noopener noreferrer"); }
+  });
+}
+if (window.hljs) hljs.configure({ ignoreUnescapedHTML: true });
+
+function renderMarkdown(node, text) {
+  if (!window.marked || !window.DOMPurify) { node.textContent = text; return; }
+  node.innerHTML = DOMPurify.sanitize(marked.parse(text), { FORBID_TAGS: ["style", "form", "input", "button"] });
+  if (window.hljs) node.querySelectorAll("pre code").forEach((code) => hljs.highlightElement(code));
 }
 
 function openChat(session, { resume = false } = {}) {
   const body = panel(session);
   if (!body) return;
   const log = svc.el("div", { className: "chat-log" });
-  const text = svc.el("textarea", { rows: 3, placeholder: "Message the agent (Enter sends, Shift+Enter new line)" });
-  const cancel = svc.el("button", { type: "button", textContent: "Cancel turn" });
-  body.append(log, svc.el("div", { className: "chat-input" }, text, cancel));
+  const text = svc.el("textarea", { rows: 3, placeholder: "Message the agent (Enter sends, Shift+Enter new line)", ariaLabel: "message" });
+  const sendButton = svc.el("button", { type: "button", className: "chat-send", textContent: "Send" });
+  const cancel = svc.el("button", { type: "button", className: "chat-cancel", textContent: "Cancel turn", hidden: true });
+  body.append(log, svc.el("div", { className: "chat-input" }, text, svc.el("div", { className: "chat-buttons" }, sendButton, cancel)));
   const ws = svc.ws("/ws/chat");
   // A prompt sent while the socket is still opening waits for it, after the `open` message.
   const early = [];
@@ -117,24 +179,57 @@ function openChat(session, { resume = false } = {}) {
     if (ws.readyState === WebSocket.CONNECTING) early.push(JSON.stringify(message));
     else ws.send(JSON.stringify(message));
   };
-  let bubble = null; // the agent message being streamed
+  // The Cancel button shows only while a turn runs.
+  const running = (on) => { cancel.hidden = !on; };
+  let bubble = null; // the agent message being streamed: {node, text, pending: a render waits for the next frame}
+  const tools = new Map(); // tool call id → its row, updated in place
   const add = (cls, content) => { const node = svc.el("div", { className: `chat-${cls}`, textContent: content }); log.append(node); log.scrollTop = log.scrollHeight; return node; };
+  const stream = (chunk) => {
+    if (!bubble) bubble = { node: add("agent", ""), text: "", pending: false };
+    bubble.text += chunk;
+    if (bubble.pending) return;
+    bubble.pending = true;
+    const shown = bubble;
+    requestAnimationFrame(() => { shown.pending = false; renderMarkdown(shown.node, shown.text); log.scrollTop = log.scrollHeight; });
+  };
+  const tool = (e) => {
+    const id = e.toolCallId || e.tool_call_id;
+    let row = id && tools.get(id);
+    if (!row) {
+      row = add("tool", "");
+      row.append(svc.el("span", { className: "tool-title" }), " ", svc.el("span", { className: "tool-status" }));
+      row.querySelector(".tool-title").textContent = `⚙ ${e.title || id || "tool call"}`;
+      if (id) { row.dataset.toolCallId = id; tools.set(id, row); }
+    }
+    if (e.title) row.querySelector(".tool-title").textContent = `⚙ ${e.title}`;
+    const status = e.status || row.dataset.status || "pending";
+    row.dataset.status = status;
+    row.querySelector(".tool-status").textContent = status;
+  };
   ws.onopen = () => {
     ws.send(JSON.stringify({ type: "open", session_id: session.id, resume }));
     for (const message of early.splice(0)) ws.send(message);
   };
+  ws.onclose = () => running(false);
   ws.onmessage = (event) => {
     const e = JSON.parse(event.data);
-    if (e.kind === "agent_message_chunk") { bubble = bubble || add("agent", ""); bubble.textContent += e.text || ""; return; }
+    if (e.kind === "agent_message_chunk") { stream(e.text || ""); return; }
     if (e.kind !== "agent_thought_chunk") bubble = null;
-    if (e.kind === "user_message_chunk") add("user", e.text);
+    if (e.kind === "user_message_chunk") { add("user", e.text); running(true); }
     else if (e.kind === "agent_thought_chunk") add("thought", e.text);
-    else if (e.kind === "tool_call") add("tool", `⚙ ${e.title} (${e.status || "pending"})`);
-    else if (e.kind === "tool_call_update") add("tool", `⚙ ${e.toolCallId}: ${e.status || "updated"}`);
+    else if (e.kind === "tool_call" || e.kind === "tool_call_update") tool(e);
     else if (e.kind === "plan") add("plan", (e.entries || []).map((p) => `${p.status === "completed" ? "☑" : "☐"} ${p.content}`).join("\n"));
-    else if (e.kind === "turn_end") add("end", `— ${e.stop_reason}`);
+    else if (e.kind === "turn_end") {
+      running(false);
+      const sep = add("turn-end", e.stop_reason && e.stop_reason !== "end_turn" && e.stop_reason !== "error" ? `turn ${e.stop_reason}` : "");
+      sep.setAttribute("role", "separator");
+    }
+    else if (e.kind === "error" && /^prompt failed: /.test(e.message || "")) add("agent chat-agent-error", e.message);
     else if (e.kind === "error") add("error", e.message);
-    else if (e.kind === "session") add("end", `session ${e.status}${e.agent_info && e.agent_info.name ? ` · ${e.agent_info.name} ${e.agent_info.version}` : ""}`);
+    else if (e.kind === "session") {
+      running(Boolean(e.busy) && e.status === "running");
+      add("end", `session ${e.status}${e.agent_info && e.agent_info.name ? ` · ${e.agent_info.name} ${e.agent_info.version}` : ""}`);
+    }
     else if (e.kind === "permission_request" && !e.replay) askPermission(e);
     else if (e.kind === "permission_resolved") add("end", permissionLine(e));
     else if (e.kind === "handover") add("handover", `Handover code ${e.code}: pick this session up on another device within ${e.expires_in} s (dashboard → Pick up, or \`manage.py pickup ${e.code}\`).`);
@@ -148,12 +243,18 @@ function openChat(session, { resume = false } = {}) {
       } }));
     }
   };
-  text.addEventListener("keydown", (event) => {
-    if (event.key !== "Enter" || event.shiftKey || !text.value.trim()) return;
-    event.preventDefault();
+  const prompt = () => {
+    if (!text.value.trim()) return;
     send({ type: "prompt", session_id: session.id, text: text.value });
     text.value = "";
+    text.focus();
+  };
+  text.addEventListener("keydown", (event) => {
+    if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
+    event.preventDefault();
+    prompt();
   });
+  sendButton.onclick = prompt;
   cancel.onclick = () => send({ type: "cancel", session_id: session.id });
   text.focus();
   onClose(session, () => ws.close(), () => text.focus());

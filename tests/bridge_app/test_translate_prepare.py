@@ -368,7 +368,11 @@ def test_the_key_can_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) 
     out = prepare(chat("fromenv"), chat_body(model="m"))
     assert out.headers["x-goog-api-key"] == "from-env"
     monkeypatch.delenv("SVC_TEST_PREPARE_KEY")
-    assert "x-goog-api-key" not in prepare(chat("fromenv"), chat_body(model="m")).headers
+    # Unset: svc refuses (401) naming the variable, instead of calling the provider keyless.
+    with pytest.raises(ir.BridgeError) as err:
+        prepare(chat("fromenv"), chat_body(model="m"))
+    assert err.value.status == 401
+    assert "$SVC_TEST_PREPARE_KEY is not set in svc's environment" in err.value.message
 
 
 def test_the_profiles_own_headers_are_added() -> None:

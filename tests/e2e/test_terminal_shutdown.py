@@ -70,6 +70,8 @@ async def test_daemon_stop_kills_every_child_and_restart_marks_them_exited(
     listed = httpx.get(f"{daemon.url}/api/sessions", headers=daemon.owner_headers()).json()
     status = {s["id"]: s["status"] for s in listed}
     assert [status[i] for i in ids] == ["exited", "exited", "exited"]
+    reason = {s["id"]: s["end_reason"] for s in listed}  # not a bare "exited with code 129"
+    assert [reason[i] for i in ids] == ["stopped when svc stopped"] * 3
 
 
 def test_a_stop_that_comes_while_svc_is_still_starting_is_prompt_and_clean(

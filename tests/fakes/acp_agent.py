@@ -10,6 +10,7 @@ commands on that line, separated by " ; ", run one after another:
   crash            says something, then dies mid-turn (exit code 3)
   write <file>     asks permission to edit, writes <file> if allowed
   think <words>    a thought chunk, then the words as a message
+  title <words>    sets the session's title (an ACP session_info_update)
   permission       a tool call, a permission request, then which option came back
   sleep <seconds>  streams a dot every 50 ms until done or cancelled (stop reason `cancelled`)
   wait <seconds>   says nothing until done or cancelled (an agent thinking before its first word)
@@ -116,6 +117,14 @@ class FakeAgent(Agent):
     async def do_echo(self, session_id: str, rest: str) -> str:
         for i, word in enumerate(rest.split()):
             await self.say(session_id, (" " if i else "") + word)
+        return "end_turn"
+
+    async def do_title(self, session_id: str, rest: str) -> str:
+        from acp.schema import SessionInfoUpdate
+
+        assert self.conn is not None
+        update = SessionInfoUpdate(session_update="session_info_update", title=rest)
+        await self.conn.session_update(session_id, update)
         return "end_turn"
 
     async def do_think(self, session_id: str, rest: str) -> str:

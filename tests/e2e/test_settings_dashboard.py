@@ -1,0 +1,185 @@
+"""What a new user hit in the dashboard's settings (tracker: "What a new user hit"), in Debian's
+Chromium against a real daemon:
+
+- a profile whose `api_key_env` variable is unset said "Key: set (hidden)": /api/profiles and the
+  profiles table now say which variable is missing (never a value);
+- profiles could only be edited in settings.json: the dashboard adds and edits them through
+  PATCH /api/settings, keeping unknown keys and stored secrets;
+- the integrations block repeated "not enabled" once per agent and part, and empty lists showed
+  as empty sections: now one line names the agents that are not enabled, and an empty list says
+  so in one short line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.support.daemon import Daemon, migrated_home
+
+MISSING = "SVC_TEST_UNSET_PROFILE_KEY"  # never set anywhere
+PRESENT = "SVC_TEST_SET_PROFILE_KEY"
+SECRET = "sk-literal-SECRET-123"
+OFF = ("claude", "gemini", "opencode", "qwen")
+SETTINGS: dict[str, Any] = {
+    "future_feature": {"keep": True},
+    "profiles": {
+        "openai": {
+            "provider": "openai-chat",
+            "base_url": "https://api.openai.com/v1",
+            "api_key_env": MISSING,
+            "models": ["gpt-x"],
+            "team_note": "an unknown key, kept",
+        },
+        "fromenv": {
+            "provider": "anthropic",
+            "base_url": "https://api.anthropic.com",
+            "api_key_env": PRESENT,
+        },
+        "literal": {
+            "provider": "gemini",
+            "base_url": "https://generativelanguage.googleapis.com",
+            "api_key": SECRET,
+        },
+    },
+    "agents": {
+        **{name: {"enabled": False} for name in OFF},
+        "codex": {"enabled": True},  # installs into the test's own HOME
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def svc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    tmp = tmp_path_factory.mktemp("settings-dashboard")
+    user_home = tmp / "user-home"
+    user_home.mkdir()
+    env = {
+        "HOME": str(user_home),
+        "CLAUDE_CONFIG_DIR": str(user_home / ".claude"),
+        "CODEX_HOME": str(user_home / ".codex"),
+        "GEMINI_CLI_HOME": str(user_home),
+        "QWEN_HOME": str(user_home / ".qwen"),
+        "XDG_CONFIG_HOME": str(user_home / ".config"),
+        PRESENT: "sk-from-env-SECRET",
+    }
+    server = Daemon(migrated_home(tmp / "home", SETTINGS), env=env)
+    server.env.pop(MISSING, None)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def page(browser: Browser, svc: Daemon) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.goto(f"{svc.url}/login?token={svc.owner_token}")
+    expect(page.locator("h1")).to_have_text("svc")
+    # The settings views fill once the agents, workspaces and profiles have come (a busy
+    # machine: a first agent detection takes a while).
+    expect(page.locator("#profiles tbody tr").first).to_be_attached(timeout=45000)
+    yield page
+    context.close()
+
+
+def on_disk(svc: Daemon) -> dict[str, Any]:
+    return json.loads((svc.home / "settings.json").read_text())
+
+
+def test_api_profiles_say_which_variable_is_missing_never_a_value(svc: Daemon) -> None:
+    with httpx.Client(base_url=f"{svc.url}/api", headers=svc.owner_headers(), timeout=10) as c:
+        response = c.get("/profiles")
+        rows = {p["id"]: p for p in response.json()}
+        one = c.get("/profiles/openai").json()
+    assert rows["openai"]["key"] == {"source": "env", "env": MISSING, "set": False}
+    assert rows["openai"]["api_key"] is None  # not "[redacted]": there is no key
+    assert one["key"] == rows["openai"]["key"]
+    assert rows["fromenv"]["key"] == {"source": "env", "env": PRESENT, "set": True}
+    assert rows["literal"]["key"] == {"source": "settings.json", "set": True}
+    assert "SECRET" not in response.text
+
+
+def test_the_profiles_table_says_which_variable_is_missing(page: Page) -> None:
+    key = page.locator('#profiles tr[data-profile="openai"] td').nth(4)
+    expect(key).to_have_text(f"missing: ${MISSING} is not set in svc's environment")
+    expect(page.locator('#profiles tr[data-profile="fromenv"] td').nth(4)).to_have_text(
+        f"from ${PRESENT} (set)"
+    )
+    expect(page.locator('#profiles tr[data-profile="literal"] td').nth(4)).to_have_text(
+        "in settings.json (hidden)"
+    )
+    expect(page.locator("#profiles")).not_to_contain_text("SECRET")
+
+
+def test_a_profile_is_added_and_edited_from_the_dashboard_keeping_unknown_keys(
+    page: Page, svc: Daemon
+) -> None:
+    form = page.locator("#profile-form")
+    form.locator("input[name=profile_id]").fill("local")
+    form.locator("select[name=provider]").select_option("openai-responses")
+    form.locator("input[name=base_url]").fill("http://127.0.0.1:11434/v1")
+    form.locator("input[name=models]").fill("llama3, qwen2")
+    form.locator("input[name=api_key_env]").fill("LOCAL_KEY")
+    form.locator("button[type=submit]").click()
+    expect(page.locator("#profile-status")).to_have_text("saved local")
+    row = page.locator('#profiles tr[data-profile="local"]')
+    expect(row).to_contain_text("openai-responses")
+    expect(row).to_contain_text("llama3, qwen2")
+    expect(row.locator("td").nth(4)).to_have_text(
+        "missing: $LOCAL_KEY is not set in svc's environment"
+    )
+    stored = on_disk(svc)
+    assert stored["profiles"]["local"] == {
+        "provider": "openai-responses",
+        "base_url": "http://127.0.0.1:11434/v1",
+        "models": ["llama3", "qwen2"],
+        "api_key_env": "LOCAL_KEY",
+    }
+    assert stored["future_feature"] == {"keep": True}  # unknown top-level keys kept
+    assert stored["profiles"]["literal"]["api_key"] == SECRET  # redacted secrets kept
+    assert stored["agents"] == SETTINGS["agents"]
+
+    # Edit an existing profile: the form is filled from settings.json; its unknown key stays.
+    page.locator('#profiles tr[data-profile="openai"] button', has_text="Edit").click()
+    expect(form.locator("input[name=base_url]")).to_have_value("https://api.openai.com/v1")
+    expect(form.locator("input[name=api_key_env]")).to_have_value(MISSING)
+    form.locator("input[name=models]").fill("gpt-x, gpt-y")
+    form.locator("button[type=submit]").click()
+    expect(page.locator('#profiles tr[data-profile="openai"]')).to_contain_text("gpt-x, gpt-y")
+    edited = on_disk(svc)["profiles"]["openai"]
+    assert edited["models"] == ["gpt-x", "gpt-y"]
+    assert edited["team_note"] == "an unknown key, kept"
+    assert edited["api_key_env"] == MISSING and "api_key" not in edited
+
+    # A refused edit says why, and settings.json is left as it was.
+    form.locator("input[name=profile_id]").fill("broken")
+    form.locator("input[name=base_url]").fill("ftp://nope")
+    form.locator("button[type=submit]").click()
+    expect(page.locator("#profile-status")).to_contain_text("base_url")
+    assert "broken" not in on_disk(svc)["profiles"]
+
+
+def test_agents_not_enabled_share_one_line_and_empty_lists_say_so(page: Page) -> None:
+    box = page.locator("#integrations-box")
+    expect(page.locator('#integrations tr[data-agent="codex"]')).to_contain_text(
+        re.compile("written|up to date")
+    )
+    line = page.locator("#integrations-disabled")
+    expect(line).to_be_visible()
+    for name in OFF:
+        expect(line).to_contain_text(name)
+        expect(page.locator(f'#integrations tr[data-agent="{name}"]')).to_have_count(0)
+    assert box.inner_text().count("not enabled") + box.inner_text().count("Not enabled") == 1
+    expect(page.locator("#integrations-none")).to_be_hidden()
+    # No workspace registered: one short line, not an empty list.
+    expect(page.locator("#workspaces")).to_be_hidden()
+    expect(page.locator("#settings-box .none-yet").first).to_have_text(
+        "No workspaces yet: register a folder below."
+    )
