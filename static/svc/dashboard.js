@@ -210,7 +210,11 @@ async function createSession(event) {
 
 document.getElementById("new-session").addEventListener("submit", createSession);
 subscribe("/ws/sessions", renderSessions);
-fillPickers().catch((error) => { document.getElementById("new-status").textContent = error.message; });
+// Once every script has run: the settings views listen for the "svc:settings" event this sends,
+// and an answer that came back before their script had run would otherwise be lost.
+document.addEventListener("DOMContentLoaded", () => {
+  fillPickers().catch((error) => { document.getElementById("new-status").textContent = error.message; });
+});
 
 // An edit that broke settings.json is not in force (svc keeps the last good settings): say so
 // here, with the file, the key and the problem, until the file is fixed.
