@@ -101,7 +101,7 @@ async def test_a_stranger_gets_one_reply_with_their_id_and_nothing_else_happens(
     tg.send_text(STRANGER, "echo hello")
     reply = await until_sent(tg, str(STRANGER), chat=STRANGER)
     assert "channels.telegram.allowed_users" in reply[0]["text"]
-    await asyncio.sleep(0.5)
+    await polled_again(tg)  # svc is done with that update: whatever it did is in the log
     assert len(tg.sent(STRANGER)) == 1
     assert await sessions() == []  # no session row, so nothing reached an agent
 
@@ -205,6 +205,22 @@ async def test_a_message_to_a_dead_agent_says_so_and_offers_new(
     assert "/new" in told[0]["text"]
 
 
+async def polled_again(fake: FakeTelegram) -> None:
+    """Until svc asks for updates again after its last message: it has finished with the batch
+    that message answered (it handles one batch before polling for the next)."""
+    since = max(c["t"] for c in fake.calls("sendMessage"))
+    await fake.async_wait_for(
+        lambda: any(c["t"] > since for c in fake.calls("getUpdates")), timeout=30
+    )
+
+
+def _prompts(text: str) -> int:
+    from sessions_app.models import SessionEvent
+
+    events = SessionEvent.objects.filter(kind="user_message_chunk")
+    return sum(e.payload.get("text") == text for e in events)
+
+
 def _only() -> str:
     from channels_app.models import ChannelChat
 
@@ -245,8 +261,9 @@ async def test_the_bot_api_going_away_and_back_loses_and_repeats_nothing(
     await asyncio.to_thread(tg.come_back)
     await wait_status(svc, "telegram", "online", limit=60)
     await until_sent(tg, "— done")
-    await asyncio.sleep(1)
     assert sum("while away" in t for t in texts(tg)) == 1
+    asked = await database_sync_to_async(_prompts)("echo while away")
+    assert asked == 1  # the agent was asked once: the redelivered update was not taken again
 
 
 async def test_a_notification_reaches_the_channels_notify_chat_once(
@@ -262,7 +279,7 @@ async def test_a_notification_reaches_the_channels_notify_chat_once(
                 title="fake asks for permission", body="edit notes.md",
             )  # fmt: skip
             sent = await until_sent(tg, "fake asks for permission")
-            await asyncio.sleep(0.5)
+    # The runtime has stopped (its notifier first): no delivery can follow.
     assert "edit notes.md" in sent[0]["text"]
     assert sum("fake asks for permission" in t for t in texts(tg)) == 1
 
