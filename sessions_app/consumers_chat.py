@@ -16,7 +16,8 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from sessions_app import handover, selectors, services
-from sessions_app.host.acp import AcpSession, ChatSubscription
+from sessions_app.host.acp import AcpSession
+from sessions_app.host.subscription import ChatSubscription
 from svcproject.errors import DomainError
 from svcproject.runtime import current
 

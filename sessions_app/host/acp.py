@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from notifications_app import events as notices
 from sessions_app.host import processes
 from sessions_app.host.activity import Activity
+from sessions_app.host.subscription import ChatSubscription, Deliver, History
 
 if TYPE_CHECKING:
     from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
@@ -38,47 +39,6 @@ EOF_GRACE_S = 0.5  # for an agent to exit by itself once its stdin closes
 
 Store = Callable[[str, str, dict[str, Any]], Awaitable[int]]
 OnExit = Callable[[str, int], Awaitable[None]]
-Deliver = Callable[[dict[str, Any]], None]
-History = Callable[[], Awaitable[list[dict[str, Any]]]]
-
-
-class ChatSubscription:
-    """One client's view of a chat: `replay` (the stored history, each event marked
-    `replay: True`) to send first, then `start()` hands over to live delivery.
-
-    The client subscribes *before* the history is read, so an event stored meanwhile is in the
-    history, in the buffered live events, or in both — and the seq numbers drop the duplicate
-    (the rule lives here, next to the emit lock that gives events their order)."""
-
-    def __init__(self, chat: AcpSession, deliver: Deliver) -> None:
-        self._chat, self._deliver = chat, deliver
-        self._buffered: list[dict[str, Any]] | None = []
-        self.replay: list[dict[str, Any]] = []
-        self._last = 0
-
-    def receive(self, event: dict[str, Any]) -> None:
-        if self._buffered is not None:
-            self._buffered.append(event)
-        else:
-            self._deliver(event)
-
-    def set_history(self, history: list[dict[str, Any]]) -> None:
-        self.replay = [{**event, "replay": True} for event in history]
-        self._last = history[-1]["seq"] if history else 0
-
-    def start(self) -> None:
-        """Live events stored after the history, then the permission requests still waiting for
-        an answer (again, as live events, so a client that reconnects can answer them)."""
-        buffered, self._buffered = self._buffered or [], None
-        for event in buffered:
-            if event["seq"] is None or event["seq"] > self._last:
-                self._deliver(event)
-        for request in self._chat.pending_requests():
-            if request["seq"] <= self._last:
-                self._deliver(request)
-
-    def close(self) -> None:
-        self._chat._subscribers.discard(self.receive)
 
 
 def update_event(update: Any) -> tuple[str, dict[str, Any]]:
