@@ -1,5 +1,5 @@
-"""The process tunnels (cloudflared, tailscale funnel, localtunnel through npx, command) and the
-ngrok tunnel, in-process.
+"""The process tunnels (cloudflared, tailscale funnel, localtunnel through npx, command),
+in-process (ngrok: test_tunnel_ngrok.py).
 
 The process tunnels run against stand-ins (tests/fixtures/tunnel-standins/), put first on PATH:
 each prints what the real tool prints (docs/tunnel-providers.md says where each format was read)
@@ -8,11 +8,7 @@ real one would be a public name (`….trycloudflare.com`, `….ts.net`, `….loc
 are the real formats' and are not widened for tests. So a test checks the URL svc reported
 against what the stand-in printed, and fetches through the relay's loopback port, which the
 stand-in writes to STANDIN_PORT_FILE — the fetch proves the forward, not the public name.
-`command` needs no such step: the relay it runs prints its loopback URL, which is fetched as is.
-
-ngrok's service cannot be reached from here, so the ngrok tests stop at what the SDK's own
-objects show (its error when no session can be made) and at what svc asks of it (through a
-stand-in with the same method names as the SDK's classes)."""
+`command` needs no such step: the relay it runs prints its loopback URL, which is fetched as is."""
 
 from __future__ import annotations
 
@@ -31,9 +27,9 @@ from aiohttp import web
 
 from remote_app.tunnels import process, registry
 from remote_app.tunnels.base import TunnelError
-from remote_app.tunnels.ngrok_tunnel import NgrokTunnel
 from remote_app.tunnels.process import ProcessTunnel
 from svcproject.runtime import Runtime
+from tests.remote_app.tunnel_tasks import stop, until_up
 from tests.support.daemon import free_port
 from tests.support.runtime import running, settings_file, wait_status
 
@@ -90,19 +86,6 @@ async def facts_of(path: Path) -> dict[str, Any]:
 async def fetch(url: str) -> str:
     async with httpx.AsyncClient(timeout=5) as client:
         return (await client.get(url)).text
-
-
-async def until_up(task: asyncio.Task, urls: list[str]) -> None:
-    async with asyncio.timeout(20):
-        while not urls:
-            assert not task.done(), task.exception()
-            await asyncio.sleep(0.02)
-
-
-async def stop(task: asyncio.Task) -> None:
-    task.cancel()
-    async with asyncio.timeout(20):
-        await asyncio.gather(task, return_exceptions=True)
 
 
 def gone(pid: int) -> bool:
@@ -388,132 +371,3 @@ async def test_as_services_one_is_online_and_a_missing_executable_is_an_error_sa
             assert failed["detail"].startswith("cloudflared is not installed (not on PATH)")
             pid = (await facts_of(standins))["pid"]
     await wait_gone(pid)  # svc stopped: the funnel's process with it
-
-
-# ---- ngrok ----------------------------------------------------------------------------------
-
-
-class StandInSDK:
-    """Stands in for the `ngrok` module: records what svc asks of it. Its classes carry only
-    methods the real SDK's classes have (checked below), with the same awaitables."""
-
-    def __init__(self, refuse_endpoint: bool = False) -> None:
-        self.calls: list[tuple[str, ...]] = []
-        self.refuse_endpoint = refuse_endpoint
-        sdk = self
-
-        class Listener:
-            def url(self) -> str:
-                return "https://svc-standin.ngrok-free.app"
-
-            async def close(self) -> None:
-                sdk.calls.append(("listener.close",))
-
-        class HttpListenerBuilder:
-            def domain(self, domain: str) -> HttpListenerBuilder:
-                sdk.calls.append(("domain", domain))
-                return self
-
-            async def listen_and_forward(self, url: str) -> Listener:
-                sdk.calls.append(("listen_and_forward", url))
-                if sdk.refuse_endpoint:
-                    raise ValueError("failed to start listener", "ERR_NGROK_320 domain reserved")
-                return Listener()
-
-        class Session:
-            def http_endpoint(self) -> HttpListenerBuilder:
-                return HttpListenerBuilder()
-
-            async def close(self) -> None:
-                sdk.calls.append(("session.close",))
-
-        class SessionBuilder:
-            def authtoken(self, authtoken: str) -> SessionBuilder:
-                sdk.calls.append(("authtoken", authtoken))
-                return self
-
-            async def connect(self) -> Session:
-                return Session()
-
-        self.SessionBuilder, self.Session = SessionBuilder, Session
-        self.HttpListenerBuilder, self.Listener = HttpListenerBuilder, Listener
-
-
-def test_the_stand_in_sdk_uses_only_what_the_real_sdk_has() -> None:
-    import ngrok
-
-    standin = StandInSDK()
-    for name in ("SessionBuilder", "Session", "HttpListenerBuilder", "Listener"):
-        used = {m for m in vars(getattr(standin, name)) if not m.startswith("_")}
-        assert used <= set(dir(getattr(ngrok, name))), name
-    real = ngrok.SessionBuilder().authtoken("x")  # the real builder chains as svc uses it
-    assert isinstance(real, ngrok.SessionBuilder)
-
-
-@pytest.fixture
-def token(monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv("NGROK_AUTHTOKEN", "2svcStandInToken_notReal")
-    return "2svcStandInToken_notReal"
-
-
-async def test_ngrok_forwards_the_remote_port_and_closes_on_cancel(token: str) -> None:
-    sdk = StandInSDK()
-    tunnel = NgrokTunnel("t", {"provider": "ngrok", "domain": "svc.ngrok.app"}, sdk=sdk)
-    urls: list[str] = []
-    task = asyncio.ensure_future(tunnel.run(4711, urls.append))
-    await until_up(task, urls)
-    assert urls == ["https://svc-standin.ngrok-free.app"]
-    assert sdk.calls == [
-        ("authtoken", token),
-        ("domain", "svc.ngrok.app"),
-        ("listen_and_forward", "http://127.0.0.1:4711"),
-    ]
-    await asyncio.sleep(0.1)
-    assert not task.done()  # it runs until cancelled
-    await stop(task)
-    assert sdk.calls[-2:] == [("listener.close",), ("session.close",)]
-
-
-async def test_ngrok_without_a_domain_takes_the_one_ngrok_gives(token: str) -> None:
-    sdk = StandInSDK()
-    task = asyncio.ensure_future(NgrokTunnel("t", {}, sdk=sdk).run(4711, lambda url: None))
-    async with asyncio.timeout(20):
-        while len(sdk.calls) < 2:
-            await asyncio.sleep(0.01)
-    await stop(task)
-    assert [c[0] for c in sdk.calls] == ["authtoken", "listen_and_forward", "listener.close",
-                                         "session.close"]  # fmt: skip
-
-
-async def test_ngrok_refusing_the_domain_names_the_option(token: str) -> None:
-    tunnel = NgrokTunnel("t", {"domain": "taken.ngrok.app"}, sdk=StandInSDK(refuse_endpoint=True))
-    with pytest.raises(TunnelError, match=r"ERR_NGROK_320 .*; check tunnels\.t\.domain"):
-        await tunnel.run(4711, lambda url: None)
-
-
-async def test_ngrok_without_its_authtoken_says_where_to_get_one(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.delenv("NGROK_AUTHTOKEN", raising=False)
-    monkeypatch.delenv("SVC_TEST_NGROK", raising=False)
-    with pytest.raises(TunnelError, match=r"NGROK_AUTHTOKEN is not set .*dashboard\.ngrok\.com"):
-        await NgrokTunnel("t", {}, sdk=StandInSDK()).run(4711, lambda url: None)
-    with pytest.raises(TunnelError, match="SVC_TEST_NGROK is not set"):
-        await NgrokTunnel("t", {"authtoken_env": "SVC_TEST_NGROK"}).run(4711, lambda url: None)
-
-
-async def test_ngrok_with_the_real_sdk_reports_a_session_it_cannot_make(token: str) -> None:
-    """The real SDK, with a made-up token: offline it cannot connect, online ngrok refuses the
-    token; either way its ValueError becomes an error saying what to check."""
-    async with asyncio.timeout(30):
-        with pytest.raises(TunnelError, match=r"^ngrok: failed to connect session") as failed:
-            await NgrokTunnel("t", {}).run(4711, lambda url: None)
-    assert "check the authtoken in NGROK_AUTHTOKEN" in str(failed.value)
-
-
-async def test_ngrok_without_the_sdk_says_how_to_install_it(
-    monkeypatch: pytest.MonkeyPatch, token: str
-) -> None:
-    monkeypatch.setitem(sys.modules, "ngrok", None)  # `import ngrok` fails as if not installed
-    with pytest.raises(TunnelError, match="pip install ngrok"):
-        await NgrokTunnel("t", {}).run(4711, lambda url: None)
