@@ -31,6 +31,11 @@ static/vendor/.installed: package.json
 	cp node_modules/marked/lib/marked.umd.js static/vendor/marked.js
 	cp node_modules/dompurify/dist/purify.min.js static/vendor/purify.js
 	cp node_modules/@highlightjs/cdn-assets/highlight.min.js static/vendor/highlight.js
+	cp node_modules/preact/dist/preact.mjs static/vendor/preact.js
+	cp node_modules/preact/hooks/dist/hooks.mjs static/vendor/preact-hooks.js
+	cp node_modules/htm/dist/htm.mjs static/vendor/htm.js
+	cp node_modules/uplot/dist/uPlot.esm.js static/vendor/uplot.js
+	cp node_modules/uplot/dist/uPlot.min.css static/vendor/uplot.css
 	@touch $@
 
 assets: static/vendor/.installed

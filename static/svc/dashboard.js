@@ -49,6 +49,7 @@ const svc = {
     return `${Math.floor(seconds / 86400)} d`;
   },
 };
+window.svc = svc;
 
 // Says what to do when svc cannot be reached (or the login is gone); hides itself once it can.
 const banner = {
@@ -63,15 +64,19 @@ const banner = {
   up() { if (!this.node.textContent.startsWith("svc refused")) this.node.hidden = true; },
 };
 
-// A live list: the socket sends the complete list on connect and on every change.
+// A live list: the socket sends the complete list on connect and on every change. Returns a
+// function that closes it for good.
 function subscribe(path, render) {
   let delay = 500;
   let failures = 0;
+  let ws = null;
+  let stopped = false;
   const open = () => {
-    const ws = svc.ws(path);
+    ws = svc.ws(path);
     ws.onopen = () => { delay = 500; failures = 0; banner.up(); };
     ws.onmessage = (event) => render(JSON.parse(event.data));
     ws.onclose = (event) => {
+      if (stopped) return;
       if (event.code === 4401 || event.code === 4403) { banner.loggedOut(event.code); return; }
       if (++failures >= 2) banner.down();
       setTimeout(open, delay);
@@ -79,7 +84,9 @@ function subscribe(path, render) {
     };
   };
   open();
+  return () => { stopped = true; ws.close(); };
 }
+window.subscribe = subscribe;
 
 function listRenderer(id, label) {
   return (items) => document.getElementById(id).replaceChildren(
