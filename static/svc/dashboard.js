@@ -165,6 +165,9 @@ function drawSessions() {
 function renderSessions(items) {
   sessionsView.items = items;
   drawSessions();
+  // The sidebar (app.js, a module that may load later) reads the same list.
+  window.svcSessions = items;
+  document.dispatchEvent(new CustomEvent("svc:sessions", { detail: items }));
 }
 
 // Ages tick without redrawing the rows (a redraw would take the focus off a button).

@@ -3,19 +3,31 @@
 
 // Open sessions are tabs: each keeps its socket while another is shown.
 const views = new Map(); // session id → {view, tab, close(), shown()}
+let currentTab = null;
 
+// Shows the tab `id` in the main pane (the layout switches to the session view).
 function activate(id) {
-  const box = document.getElementById("session-panel");
+  currentTab = id && views.has(id) ? id : null;
   for (const [key, open] of views) {
-    const on = key === id;
+    const on = key === currentTab;
     open.view.hidden = !on;
     open.view.classList.toggle("active", on);
     open.tab.setAttribute("aria-selected", String(on));
-    if (on && open.shown) open.shown();
+    open.tab.tabIndex = on ? 0 : -1;
   }
-  box.hidden = views.size === 0;
-  if (id) box.dataset.sessionId = id;
+  const box = document.getElementById("session-panel");
+  document.getElementById("session-none").hidden = views.size > 0;
+  if (currentTab) box.dataset.sessionId = currentTab;
+  if (window.svcLayout) {
+    window.svcLayout.show(currentTab ? "session" : "sessions");
+    if (currentTab) window.svcLayout.seen(currentTab);
+  }
+  const open = currentTab && views.get(currentTab);
+  if (open && open.shown) open.shown();
 }
+
+// The order of the tabs, the one shown, and a way to show another (the keyboard shortcuts).
+window.svcTabs = { ids: () => [...views.keys()], current: () => currentTab, activate };
 
 function closeView(id) {
   const open = views.get(id);
@@ -30,20 +42,23 @@ function closeView(id) {
 // A new tab and view for `session`, or null when it is open already (its tab is shown).
 function panel(session) {
   if (views.has(session.id)) { activate(session.id); return null; }
-  const box = document.getElementById("session-panel");
   const label = `${session.agent} · ${session.kind} · ${session.id.slice(0, 8)}`;
-  const tab = svc.el("button", { type: "button", role: "tab", className: "session-tab", textContent: label, onclick: () => activate(session.id) });
+  const tab = svc.el("button", { type: "button", role: "tab", className: "session-tab", textContent: label, title: session.title || label, onclick: () => activate(session.id) });
+  tab.dataset.sessionId = session.id;
   const stop = svc.el("button", { type: "button", textContent: "Stop", onclick: () => svc.api("DELETE", `sessions/${session.id}`) });
+  const changes = svc.el("button", { type: "button", textContent: "Changes", title: "What this session changed in its git workspace", onclick: () => { location.hash = `#view=diff&of=sessions/${session.id}`; } });
   const close = svc.el("button", { type: "button", textContent: "Close", onclick: () => closeView(session.id) });
-  const title = svc.el("h2", { textContent: `${session.agent} · ${session.kind} · ${session.workspace}` });
+  const title = svc.el("h2", { textContent: `${session.title ? `${session.title} — ` : ""}${session.agent} · ${session.kind} · ${session.workspace}` });
   const body = svc.el("div", { className: "session-body" });
-  const view = svc.el("div", { className: "session-view", role: "tabpanel", ariaLabel: label }, svc.el("div", { className: "session-head" }, title, stop, close), body);
+  const view = svc.el("div", { className: "session-view", role: "tabpanel", ariaLabel: label }, svc.el("div", { className: "session-head" }, title, changes, stop, close), body);
   view.dataset.sessionId = session.id;
+  tab.id = `tab-${session.id}`;
+  view.setAttribute("aria-labelledby", tab.id);
   document.getElementById("session-tabs").append(tab);
   document.getElementById("session-views").append(view);
   views.set(session.id, { view, tab });
   activate(session.id);
-  box.scrollIntoView({ block: "start" });
+  document.dispatchEvent(new CustomEvent("svc:session-opened", { detail: { id: session.id } }));
   return body;
 }
 
@@ -164,9 +179,25 @@ function renderMarkdown(node, text) {
   if (window.hljs) node.querySelectorAll("pre code").forEach((code) => hljs.highlightElement(code));
 }
 
-function openChat(session, { resume = false } = {}) {
+// Scrolls an open chat to the message that holds event `at` and marks it (a search hit).
+function revealEvent(sessionId, at) {
+  const open = views.get(sessionId);
+  if (!open) return false;
+  const nodes = [...open.view.querySelectorAll(".chat-log [data-seq]")].filter((n) => Number(n.dataset.seq) <= at);
+  const node = nodes.pop();
+  if (!node) return false;
+  open.view.querySelectorAll(".chat-hit").forEach((n) => n.classList.remove("chat-hit"));
+  node.classList.add("chat-hit");
+  node.dataset.hit = String(at);
+  node.scrollIntoView({ block: "center" });
+  return true;
+}
+
+function openChat(session, { resume = false, at = null } = {}) {
   const body = panel(session);
-  if (!body) return;
+  if (!body) { if (at !== null) revealEvent(session.id, at); return; }
+  let pendingAt = at; // the search hit to scroll to once the replay has reached it
+  let eventSeq = null;
   const log = svc.el("div", { className: "chat-log" });
   const text = svc.el("textarea", { rows: 3, placeholder: "Message the agent (Enter sends, Shift+Enter new line)", ariaLabel: "message" });
   const sendButton = svc.el("button", { type: "button", className: "chat-send", textContent: "Send" });
@@ -183,14 +214,31 @@ function openChat(session, { resume = false } = {}) {
   const running = (on) => { cancel.hidden = !on; };
   let bubble = null; // the agent message being streamed: {node, text, pending: a render waits for the next frame}
   const tools = new Map(); // tool call id → its row, updated in place
-  const add = (cls, content) => { const node = svc.el("div", { className: `chat-${cls}`, textContent: content }); log.append(node); log.scrollTop = log.scrollHeight; return node; };
+  const add = (cls, content) => {
+    const node = svc.el("div", { className: `chat-${cls}`, textContent: content });
+    if (eventSeq !== null && eventSeq !== undefined) node.dataset.seq = String(eventSeq);
+    log.append(node);
+    if (pendingAt === null) log.scrollTop = log.scrollHeight;
+    return node;
+  };
   const stream = (chunk) => {
     if (!bubble) bubble = { node: add("agent", ""), text: "", pending: false };
     bubble.text += chunk;
     if (bubble.pending) return;
     bubble.pending = true;
     const shown = bubble;
-    requestAnimationFrame(() => { shown.pending = false; renderMarkdown(shown.node, shown.text); log.scrollTop = log.scrollHeight; });
+    requestAnimationFrame(() => { shown.pending = false; renderMarkdown(shown.node, shown.text); if (pendingAt === null) log.scrollTop = log.scrollHeight; });
+  };
+  // Thoughts stream into one collapsed block per run of thought chunks.
+  let thinking = null;
+  const think = (chunk) => {
+    if (!thinking) {
+      const node = add("thought", "");
+      const text = svc.el("div", { className: "thought-text" });
+      node.append(svc.el("details", {}, svc.el("summary", { textContent: "Thinking" }), text));
+      thinking = text;
+    }
+    thinking.textContent += chunk;
   };
   const tool = (e) => {
     const id = e.toolCallId || e.tool_call_id;
@@ -213,10 +261,19 @@ function openChat(session, { resume = false } = {}) {
   ws.onclose = () => running(false);
   ws.onmessage = (event) => {
     const e = JSON.parse(event.data);
+    eventSeq = e.seq;
+    handle(e);
+    if (pendingAt !== null && e.seq !== null && e.seq !== undefined && e.seq >= pendingAt) {
+      const at = pendingAt;
+      pendingAt = null;
+      requestAnimationFrame(() => revealEvent(session.id, at));
+    }
+  };
+  const handle = (e) => {
     if (e.kind === "agent_message_chunk") { stream(e.text || ""); return; }
-    if (e.kind !== "agent_thought_chunk") bubble = null;
+    if (e.kind !== "agent_thought_chunk") { bubble = null; thinking = null; }
     if (e.kind === "user_message_chunk") { add("user", e.text); running(true); }
-    else if (e.kind === "agent_thought_chunk") add("thought", e.text);
+    else if (e.kind === "agent_thought_chunk") think(e.text || "");
     else if (e.kind === "tool_call" || e.kind === "tool_call_update") tool(e);
     else if (e.kind === "plan") add("plan", (e.entries || []).map((p) => `${p.status === "completed" ? "☑" : "☐"} ${p.content}`).join("\n"));
     else if (e.kind === "turn_end") {
@@ -266,10 +323,7 @@ function permissionLine(e) {
   return `permission ${e.answered ? e.option_id : "refused (no answer)"}`;
 }
 
-function openSession(session) {
-  if (session.kind === "terminal") openTerminal(session); else openChat(session);
+// Opens (or shows) a session's tab; `at` scrolls a chat to that event (a search hit).
+function openSession(session, { at = null } = {}) {
+  if (session.kind === "terminal") openTerminal(session); else openChat(session, { at });
 }
-
-// `#session=<id>` (what `manage.py pickup` prints for a chat) opens that session.
-const linked = new URLSearchParams(location.hash.slice(1)).get("session");
-if (linked) svc.api("GET", `sessions/${linked}`).then(openSession).catch(() => {});

@@ -92,7 +92,7 @@ def test_logout_ends_the_browser_session(browser: Browser, daemon: Daemon) -> No
     page = context.new_page()
     page.goto(f"{daemon.url}/login?token={daemon.owner_token}")
     session = next(c for c in context.cookies() if c["name"] == "svc_session")
-    page.click("form.logout button")
+    page.get_by_role("button", name="Log out").click()
     page.wait_for_load_state()
     assert "Logged out" in page.content()
     page.goto(f"{dashboard_url(daemon)}/")

@@ -14,6 +14,7 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from tests.support.daemon import Daemon, migrated_home
+from tests.support.dashboard import show
 
 TOKEN = "123:ABC"
 SETTINGS = {
@@ -93,8 +94,9 @@ def test_dashboard_channels_section(browser: Browser, server: Daemon) -> None:
         page = context.new_page()
         page.goto(f"{server.url}/login?token={server.owner_token}")  # hands over to the dashboard
         section = page.locator("#channels-box")
+        expect(page.locator("#app-nav a.nav-channels")).to_have_text("Channels")
+        show(page, "channels")
         expect(section.locator("h2")).to_have_text("Channels")
-        expect(page.locator('nav a[href="#channels-box"]')).to_have_text("Channels")
         expect(section.locator(".hint").first).to_contain_text("docs/channels.md")
         expect(page.locator("#settings-box #channels")).to_have_count(0)
 

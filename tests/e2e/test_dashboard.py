@@ -22,6 +22,7 @@ from playwright.sync_api import Browser, Page, expect
 from tests.previews_app.upstream import Upstream
 from tests.sessions_app.termclient import create_session, start_hosting_daemon
 from tests.support.daemon import ROOT, Daemon
+from tests.support.dashboard import show
 from tests.support.mcp import tool
 
 ARTIFACTS = Path(os.environ.get("SVC_TEST_ARTIFACTS", ROOT / "test-artifacts"))
@@ -58,6 +59,7 @@ def run(coroutine):  # type: ignore[no-untyped-def]
 
 
 def start_from_pickers(page: Page, agent: str, workspace: Path, kind: str) -> None:
+    show(page, "sessions")
     page.select_option("#new-agent", agent)
     page.select_option("#new-workspace", str(workspace))
     page.select_option("#new-kind", kind)
@@ -114,6 +116,7 @@ def test_the_dashboard_shows_everything_svc_does(page: Page, host: Daemon, tmp_p
     assert serious_violations(page) == []
 
     # Register the workspace from Settings; it becomes a choice of the picker.
+    show(page, "settings")
     page.fill("#register-workspace input[name=path]", str(workspace))
     page.click("#register-workspace button")
     expect(page.locator(f"#new-workspace option[value='{workspace}']")).to_have_count(1)
@@ -151,6 +154,7 @@ def test_the_dashboard_shows_everything_svc_does(page: Page, host: Daemon, tmp_p
     page.locator(".session-tab", has_text="shell · terminal").first.click()
     expect(page.locator(f"{ACTIVE} .xterm-rows")).to_contain_text("ui-42")
     page.locator(".session-tab", has_text="fake · chat").click()
+    show(page, "sessions")
     page.fill("#pickup-code", code)
     page.click("#pickup button")
     expect(page.locator("#pickup-status")).to_contain_text("picked up fake session")
@@ -160,6 +164,7 @@ def test_the_dashboard_shows_everything_svc_does(page: Page, host: Daemon, tmp_p
         title = f"site on {page.viewport_name}"  # type: ignore[attr-defined]
         httpx.post(f"{host.url}/api/previews", json={"port": upstream.port, "title": title},
                    headers=host.owner_headers()).raise_for_status()  # fmt: skip
+        show(page, "previews")
         card = page.locator("#previews li.card", has_text=title)
         expect(card.locator(".countdown")).to_contain_text("share expires in", timeout=10000)
         before = card.locator(".countdown").inner_text()
@@ -171,6 +176,7 @@ def test_the_dashboard_shows_everything_svc_does(page: Page, host: Daemon, tmp_p
     turn = run(tool(host, "initialize_subagents", mode="parallel", cwd=str(workspace),
                     agents=agents))  # fmt: skip
     run(tool(host, "wait_for_subagents", turn_id=turn["turn_id"], timeout_s=60))
+    show(page, "turns")
     row = page.locator(f"article[data-turn='{turn['turn_id']}'] tr[data-subagent=scout]")
     expect(row).to_contain_text("scouted it")
     expect(row).to_contain_text("done")

@@ -28,6 +28,7 @@ from tests.fakes.fake_provider import FakeProvider
 from tests.sessions_app.termclient import Chat, stop_session
 from tests.support.agents import agent_env, binary, processes_in, run_cli, throwaway_home
 from tests.support.daemon import Daemon, migrated_home
+from tests.support.dashboard import show
 
 MODEL = "fake-model"
 # One profile per provider dialect, all on the fake: each agent's own dialect passes through.
@@ -321,6 +322,7 @@ def test_the_dashboard_panel_shows_each_agent_and_syncs_again(world: World, brow
     page = context.new_page()
     try:
         page.goto(f"{world.daemon.url}/login?token={world.daemon.owner_token}")  # → dashboard
+        show(page, "settings")
         for agent in ("claude", "codex", "gemini", "opencode", "qwen"):
             row = page.locator(f'#integrations tr[data-agent="{agent}"]')
             expect(row).to_contain_text(re.compile("written|up to date"))

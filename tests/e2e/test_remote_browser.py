@@ -23,6 +23,7 @@ from tests.e2e.test_remote_tunnel import PUBLIC_HOST, wait_online
 from tests.previews_app.upstream import Upstream
 from tests.sessions_app.termclient import hosting_settings, shell_env
 from tests.support.daemon import Daemon, free_port, migrated_home
+from tests.support.dashboard import show
 from tests.support.ssh import SSHServer
 
 PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}
@@ -109,12 +110,13 @@ def test_a_phone_pairs_through_the_tunnel_and_types_into_a_terminal(
 
         desk = owner.new_page()
         desk.goto(f"{daemon.url}/login?token={daemon.owner_token}")
+        show(desk, "remote")
         expect(desk.locator("#pairings")).to_contain_text("waiting")  # appears live
         desk.fill("#pair-approve input[name=code]", shown or "")
         desk.click("#pair-approve button")
         expect(desk.locator("#pair-approve-status")).not_to_be_empty()
 
-        expect(page.locator("header h1")).to_have_text("svc", timeout=15000)  # the dashboard
+        expect(page.locator("#sidebar h1")).to_have_text("svc", timeout=15000)  # the dashboard
         assert page.url == public(daemon) + "/"
         page.select_option("#new-agent", "shell")
         page.select_option("#new-workspace", str(workspace))

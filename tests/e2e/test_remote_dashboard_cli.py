@@ -15,6 +15,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.support.daemon import Daemon, migrated_home
+from tests.support.dashboard import show
 
 SETTINGS = {
     "tunnels": {
@@ -111,6 +112,7 @@ def page(browser: Browser, server: Daemon) -> Iterator[Page]:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     page.goto(f"{server.url}/login?token={server.owner_token}")  # hands over to the dashboard
+    show(page, "remote")
     expect(page.locator("#remote-box h2")).to_have_text("Remote access")
     yield page
     context.close()
@@ -173,7 +175,9 @@ def test_remote_dashboard_lists_devices_but_cannot_approve(
         phone.click("#start")
         expect(phone.locator("#code")).to_have_text(re.compile(r"^\d{6}$"))
         server.manage("pair", phone.locator("#code").inner_text())
-        expect(phone.locator("#remote-box h2")).to_have_text("Remote access")  # it reloaded
+        expect(phone.locator("#sidebar h1")).to_have_text("svc")  # it reloaded
+        show(phone, "remote")
+        expect(phone.locator("#remote-box h2")).to_have_text("Remote access")
         expect(phone.locator("#pair-approve")).to_be_hidden()
         expect(phone.locator("#pairings button[data-revoke]")).to_have_count(1)
         expect(phone.locator('#tunnels li[data-tunnel="t1"]')).to_be_visible()

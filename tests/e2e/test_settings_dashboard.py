@@ -22,6 +22,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.support.daemon import Daemon, migrated_home
+from tests.support.dashboard import show
 
 MISSING = "SVC_TEST_UNSET_PROFILE_KEY"  # never set anywhere
 PRESENT = "SVC_TEST_SET_PROFILE_KEY"
@@ -82,6 +83,7 @@ def page(browser: Browser, svc: Daemon) -> Iterator[Page]:
     page = context.new_page()
     page.goto(f"{svc.url}/login?token={svc.owner_token}")
     expect(page.locator("h1")).to_have_text("svc")
+    show(page, "settings")
     # The settings views fill once the agents, workspaces and profiles have come (a busy
     # machine: a first agent detection takes a while).
     expect(page.locator("#profiles tbody tr").first).to_be_attached(timeout=45000)
