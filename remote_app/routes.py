@@ -11,6 +11,10 @@ Route = Literal["refused", "open", "pairing", "dashboard", "paired", "other"]
 _REFUSED = ("/svc/", "/mcp", "/admin", "/login", "/logout")
 _OPEN = ("/static/", "/preview/s/")
 _PAIRED = ("/api/", "/ws", "/preview/u/", "/md-preview/")
+# The dashboard's service worker: public code like /static/, served at the root for its scope
+# (notifications_app/views_sw.py). A share's own root-relative /sw.js still goes to the share:
+# the preview router looks at the Referer before Django's routes.
+SERVICE_WORKER = "/sw.js"
 
 
 def route_of(path: str) -> Route:
@@ -18,7 +22,7 @@ def route_of(path: str) -> Route:
         return "dashboard"
     if path.startswith(_REFUSED):
         return "refused"
-    if path.startswith(_OPEN):
+    if path.startswith(_OPEN) or path == SERVICE_WORKER:
         return "open"
     if path == "/pair" or path.startswith("/pair/"):
         return "pairing"
