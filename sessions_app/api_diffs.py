@@ -1,14 +1,18 @@
 """/api/ views for diff review (contract §10): a session's or a subagent's changes against its base
-commit, and merging or discarding a subagent's branch (sessions_app/diffs.py does the git)."""
+commit, merging or discarding a subagent's branch (sessions_app/diffs.py does the git), and line
+comments sent to the agent as one prompt (sessions_app/diff_comments.py)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from sessions_app import diffs, selectors
+from sessions_app import diff_comments, diffs, selectors
+from sessions_app.models import Session
 from sessions_app.worktrees import GitError
 from svcproject.errors import DomainError, NotFound
 
@@ -56,3 +60,29 @@ class SubagentDiscardView(APIView):
         except GitError as exc:
             raise _git_failed(exc) from exc
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def _comments_sent(request: Request, target: tuple[Session, dict[str, Any]]) -> Response:
+    """202 `{prompt, session_id, comments, resumed}`: the prompt is on its way to the agent."""
+    session, found = target
+    comments = diff_comments.parse(request.data, [f["path"] for f in found["files"]])
+    text = diff_comments.prompt_text(comments, found)
+    sent = diff_comments.send(session, text)
+    body = {"prompt": text, "comments": len(comments), **sent}
+    return Response(body, status=status.HTTP_202_ACCEPTED)
+
+
+class SessionDiffCommentsView(APIView):
+    def post(self, request: Request, session_id: str) -> Response:
+        try:
+            return _comments_sent(request, diff_comments.target_of_session(session_id))
+        except GitError as exc:
+            raise _git_failed(exc) from exc
+
+
+class SubagentDiffCommentsView(APIView):
+    def post(self, request: Request, run_id: str) -> Response:
+        try:
+            return _comments_sent(request, diff_comments.target_of_subagent(run_id))
+        except GitError as exc:
+            raise _git_failed(exc) from exc

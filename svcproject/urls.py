@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from bridge_app import api as bridge_api
 from mcp_app import api as integrations_api
 from notifications_app import api as notifications_api
+from notifications_app import views_sw
 from previews_app import api as previews_api
 from remote_app import api as remote_api
 from remote_app import views as remote_views
@@ -25,7 +26,9 @@ api_patterns = [
     path("sessions", sessions_api.SessionListView.as_view()),
     path("sessions/<str:session_id>", sessions_api.SessionDetailView.as_view()),
     path("sessions/<str:session_id>/diff", api_diffs.SessionDiffView.as_view()),
+    path("sessions/<str:session_id>/diff/comments", api_diffs.SessionDiffCommentsView.as_view()),
     path("subagents/<str:run_id>/diff", api_diffs.SubagentDiffView.as_view()),
+    path("subagents/<str:run_id>/diff/comments", api_diffs.SubagentDiffCommentsView.as_view()),
     path("subagents/<str:run_id>/merge", api_diffs.SubagentMergeView.as_view()),
     path("subagents/<str:run_id>/discard", api_diffs.SubagentDiscardView.as_view()),
     path("handover/pickup", sessions_api.HandoverPickupView.as_view()),
@@ -54,6 +57,7 @@ api_patterns = [
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
+    path("sw.js", views_sw.service_worker, name="service-worker"),
     path("login", browser.login_view, name="login"),
     path("pair", remote_views.pair_page),
     path("pair/start", remote_views.pair_start),

@@ -28,6 +28,7 @@ SCROLLBACK_BYTES = 2 << 20
 READ_SIZE = 64 << 10
 INPUT_LIMIT = 4 << 20
 EOF_GRACE_S = 2.0
+ENTER_AFTER_PASTE_S = 0.15
 
 OnExit = Callable[[str, int], Awaitable[None]]
 
@@ -237,6 +238,23 @@ class PtySession:
         if written < len(data):
             self._pending_input += data[written:]
             self._loop.add_writer(self.master, self._flush_input)
+
+    def paste(self, text: str) -> None:
+        """`text` as if pasted, then Enter. Inside bracketed-paste marks when the program turned
+        them on (`ESC[?2004h`: the agents' TUIs and bash do), so its newlines stay in one message
+        instead of each submitting a line; Enter comes a moment later, as a person's would —
+        TUIs that see it in the same read as the paste take it as part of the paste."""
+        data = text.replace("\r\n", "\n").encode()
+        if self._bracketed_paste():
+            data = b"\x1b[200~" + data + b"\x1b[201~"
+        else:
+            data = data.replace(b"\n", b"\r")
+        self.write(data)
+        self._loop.call_later(ENTER_AFTER_PASTE_S, self.write, b"\r")
+
+    def _bracketed_paste(self) -> bool:
+        seen = self.scrollback.read()
+        return seen.rfind(b"\x1b[?2004h") > seen.rfind(b"\x1b[?2004l")
 
     def _flush_input(self) -> None:
         try:

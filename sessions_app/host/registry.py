@@ -3,7 +3,8 @@
 Consumers, services, the agent-as-API and subagents use only what is here and the public methods
 of the objects it returns:
 
-- terminals: `start_terminal`, `attach_terminal` → a `TerminalView` (write, resize, detach);
+- terminals: `start_terminal`, `attach_terminal` → a `TerminalView` (write, resize, detach),
+  `type_into_terminal`;
 - chats: `start_chat`, `chat(session_id)` → an `AcpSession` (subscribe → replay + live, prompt,
   cancel, answer_permission, permission_mode, busy, agent_info, exited);
 - both: `stop`, `stop_soon` (in the background), `stop_all` (at shutdown).
@@ -92,6 +93,15 @@ class ProcessHost:
         if session is None:
             return None
         return TerminalView(session, session.attach(send_bytes, send_json, flow))
+
+    def type_into_terminal(self, session_id: str, text: str) -> bool:
+        """Type `text` into a running terminal, then Enter, without being one of its viewers
+        (review comments for a terminal agent); False when it is not running."""
+        session = self._terminals.get(session_id)
+        if session is None or session.exited.is_set():
+            return False
+        session.paste(text)
+        return True
 
     def terminal_exit_code(self, session_id: str) -> int | None:
         session = self._terminals.get(session_id)

@@ -1,4 +1,5 @@
-// Subagent turns: each subagent's status, summary, measured changes; open its chat; cancel.
+// Subagent turns: each subagent's status, summary, measured changes; open its chat; review its
+// changes (diff.js, by the subagent's id); cancel.
 // Refreshed whenever /ws/agents/runtime changes (it carries every running turn).
 "use strict";
 
@@ -10,13 +11,17 @@
     return `${c.branch}: ${c.commits} commits, ${c.files_changed} files, +${c.insertions} −${c.deletions}`;
   }
 
+  // Measured changes in a worktree of its own: something to review, merge or discard.
+  const hasChanges = (c) => Boolean(c && c.branch && c.commits !== undefined && (c.commits > 0 || c.files_changed > 0));
+
   function subagentRow(s) {
     const row = svc.el("tr", { className: `status-${s.status}` });
     row.dataset.subagent = s.name;
     row.append(...[s.name, s.agent, s.status].map((v) => svc.el("td", { textContent: v || "" })));
     row.append(...[s.summary, changes(s.changes)].map((v) => svc.el("td", { className: "path", textContent: v || "" })));
     const open = s.session_id ? svc.el("button", { type: "button", textContent: "Open chat", onclick: async () => openChat(await svc.api("GET", `sessions/${s.session_id}`)) }) : null;
-    row.append(svc.el("td", {}, open));
+    const review = hasChanges(s.changes) ? svc.el("button", { type: "button", textContent: "Review changes", ariaLabel: `Review changes of ${s.name}`, onclick: () => { location.hash = `#view=diff&of=subagents/${s.id}`; } }) : null;
+    row.append(svc.el("td", { className: "actions" }, open, review));
     return row;
   }
 
