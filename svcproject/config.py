@@ -12,7 +12,6 @@ import functools
 import json
 import logging
 import os
-import re
 import secrets
 import tempfile
 import threading
@@ -23,6 +22,16 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
+from svcproject.cli.home import (
+    AUTH_MODE,
+    DEFAULT_PORT,
+    PRIVATE,
+    auth_usable_as_is,
+    home_setting,
+    is_browser_host,
+    is_port,
+    is_token,
+)
 from svcproject.settings_schema import (  # noqa: F401 (the typed settings, re-exported)
     ID_PATTERN,
     AgentSpec,
@@ -33,11 +42,11 @@ from svcproject.settings_schema import (  # noqa: F401 (the typed settings, re-e
 )
 
 logger = logging.getLogger(__name__)
-DEFAULT_PORT = 8000
 
 
 def svc_home() -> Path:
-    return _home_for(os.environ.get("SVC_HOME") or str(Path.home() / ".svc"))
+    # The fast command-line client (svcproject.cli) finds the home by the same rule.
+    return _home_for(home_setting())
 
 
 @functools.cache
@@ -48,7 +57,7 @@ def _home_for(value: str) -> Path:
     (home / "logs").mkdir(mode=0o700, exist_ok=True)
     # Logs, the database and settings may hold private data: only the user may enter.
     for folder in (home, home / "logs"):
-        if folder.stat().st_mode & 0o077 and folder.stat().st_uid == os.getuid():
+        if folder.stat().st_mode & PRIVATE and folder.stat().st_uid == os.getuid():
             folder.chmod(0o700)
     return home
 
@@ -272,9 +281,6 @@ def _new_token() -> str:
     return secrets.token_hex(32)
 
 
-_BROWSER_HOST = re.compile(r"^svc-[a-z2-7]{12}\.localhost$")
-
-
 def _new_browser_host() -> str:
     alphabet = "abcdefghijklmnopqrstuvwxyz234567"
     return "svc-" + "".join(secrets.choice(alphabet) for _ in range(12)) + ".localhost"
@@ -292,7 +298,7 @@ def _write_auth(auth: Auth) -> None:
         "browser_host": auth.browser_host,
         "remote_port": auth.remote_port,
     }
-    atomic_write(auth_path(), json.dumps(data, indent=2) + "\n", mode=0o600)
+    atomic_write(auth_path(), json.dumps(data, indent=2) + "\n", mode=AUTH_MODE)
 
 
 _auth_lock = threading.RLock()  # rotate_tokens reads the current auth while holding it
@@ -309,20 +315,18 @@ def load_auth() -> Auth:
                 data = json.loads(path.read_text(encoding="utf-8"))
             except json.JSONDecodeError as exc:
                 raise SettingsError(path, "(file)", f"not valid JSON: {exc}") from exc
+        # The rules are svcproject.cli.home's: the fast client uses the file only when this
+        # function would keep it as it is.
         owner, mcp, port = data.get("owner_token"), data.get("mcp_token"), data.get("port")
         host = data.get("browser_host")
-        tokens_ok = all(isinstance(t, str) and len(t) == 64 for t in (owner, mcp))
-        port_ok = isinstance(port, int) and not isinstance(port, bool) and 0 < port < 65536
-        host_ok = isinstance(host, str) and bool(_BROWSER_HOST.match(host))
-        if not port_ok:
+        if not is_port(port):
             port = _listening_port or _initial_port()
-        if not tokens_ok:
+        if not (is_token(owner) and is_token(mcp)):
             owner, mcp = _new_token(), _new_token()
         remote = data.get("remote_port")
-        remote_ok = isinstance(remote, int) and not isinstance(remote, bool) and 0 <= remote < 65536
-        auth = Auth(port, owner, mcp, host if host_ok else _new_browser_host(),
-                    remote if remote_ok else 0)  # fmt: skip
-        if not (tokens_ok and port_ok and host_ok) or (path.stat().st_mode & 0o777) != 0o600:
+        auth = Auth(port, owner, mcp, host if is_browser_host(host) else _new_browser_host(),
+                    remote if is_port(remote, lowest=0) else 0)  # fmt: skip
+        if not auth_usable_as_is(data) or (path.stat().st_mode & 0o777) != AUTH_MODE:
             _write_auth(auth)
         return auth
 

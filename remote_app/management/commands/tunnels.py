@@ -3,19 +3,18 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 from urllib.parse import quote
 
 from django.core.management.base import CommandError
 
-from sessions_app.management.commands._client import ListCommand, api, table
+from sessions_app.management.commands._client import ListCommand, api
+from svcproject.cli import views
 
 
 class Command(ListCommand):
     help = "List the tunnels of the running svc daemon; `start NAME` / `stop NAME` change one."
-    path = "tunnels"
-    columns = ("name", "provider", "status", "public_url", "started_at", "detail")
+    view = views.TUNNELS
 
     def add_arguments(self, parser: Any) -> None:
         super().add_arguments(parser)
@@ -32,6 +31,6 @@ class Command(ListCommand):
             )
         row = api("POST", f"tunnels/{quote(options['name'], safe='')}/{options['action']}")
         if options["json"]:
-            self.stdout.write(json.dumps(row, indent=2))
+            self.stdout.write(views.json_text(row))
             return
-        self.stdout.write(table([row], self.columns))
+        self.stdout.write(views.table([row], self.columns))

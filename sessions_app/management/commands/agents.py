@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from sessions_app.management.commands._client import ListCommand
+from svcproject.cli import views
 
 
 class Command(ListCommand):
     help = "List the agents of the running svc daemon (built-in and from settings.json)."
-    path = "agents"
-    columns = ("name", "enabled", "executable_found", "source", "command", "acp_command")
+    view = views.AGENTS

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from sessions_app.management.commands._client import ListCommand
+from svcproject.cli import views
 
 
 class Command(ListCommand):
     help = "List the previews of the running svc daemon (owner and share links)."
-    path = "previews"
-    columns = ("slug", "kind", "port", "file", "share_expires_at", "owner_url", "share_url")
+    view = views.PREVIEWS

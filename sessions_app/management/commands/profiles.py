@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from sessions_app.management.commands._client import ListCommand
+from svcproject.cli import views
 
 
 class Command(ListCommand):
     help = "List the model profiles of the running svc daemon (keys are never shown)."
-    path = "profiles"
-    columns = ("id", "provider", "base_url", "models")
+    view = views.PROFILES
