@@ -196,7 +196,9 @@ async function fillPickers() {
   document.getElementById("new-agent").replaceChildren(...usable.map((a) => option(a.name, a.name)));
   const places = workspaces.map((w) => option(w.path, w.name && w.name !== w.path ? `${w.name} — ${w.path}` : w.path));
   document.getElementById("new-workspace").replaceChildren(
-    ...(places.length ? places : [option("", "(register a workspace under Settings)")]));
+    ...(places.length ? places : [option("", "(no workspace yet: add a folder)")]));
+  // First run: the folder is asked for right here, where the session starts.
+  document.getElementById("add-folder").hidden = places.length > 0;
   document.getElementById("new-profile").replaceChildren(option("", "(none)"), ...profiles.map((p) => option(p.id, p.id)));
   document.dispatchEvent(new CustomEvent("svc:settings", { detail: { agents, workspaces, profiles } }));
 }
@@ -219,6 +221,29 @@ async function createSession(event) {
 }
 
 document.getElementById("new-session").addEventListener("submit", createSession);
+
+// Registers a folder from the new-session form and picks it.
+document.getElementById("add-folder").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const form = event.target;
+  const status = document.getElementById("add-folder-status");
+  try {
+    const made = await svc.api("POST", "workspaces", { path: form.path.value });
+    status.textContent = "";
+    form.reset();
+    await fillPickers();
+    document.getElementById("new-workspace").value = made.path;
+    form.hidden = true;
+  } catch (error) {
+    status.textContent = error.message;
+  }
+});
+document.getElementById("add-folder-toggle").addEventListener("click", () => {
+  const form = document.getElementById("add-folder");
+  form.hidden = !form.hidden;
+  document.getElementById("add-folder-why").hidden = document.getElementById("new-workspace").value !== "";
+  if (!form.hidden) form.path.focus();
+});
 subscribe("/ws/sessions", renderSessions);
 // Once every script has run: the settings views listen for the "svc:settings" event this sends,
 // and an answer that came back before their script had run would otherwise be lost.
