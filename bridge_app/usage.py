@@ -169,7 +169,8 @@ KEYS = {
 
 def summary(group_by: str, since: Any = None) -> list[dict[str, Any]]:
     """Rows {<key>, requests, input_tokens, output_tokens, cached_input_tokens,
-    reasoning_tokens, cost_usd}, largest spend first. Unknown `group_by` is a ValueError."""
+    reasoning_tokens, cost_usd} (session rows also `title` and `agent`) in key order. Unknown
+    `group_by` is a ValueError."""
     from django.db.models import Count, Sum
     from django.db.models.functions import TruncDate
 
@@ -205,4 +206,21 @@ def summary(group_by: str, since: Any = None) -> list[dict[str, Any]]:
             r[field] = r[field] or 0
         r["cost_usd"] = round(r["cost_usd"], 6) if r["cost_usd"] is not None else 0.0
         out.append(r)
+    if group_by == "session":
+        _name_sessions(out)
     return out
+
+
+def _name_sessions(rows: list[dict[str, Any]]) -> None:
+    """Each session row's `title` and `agent`, so a table can name the session without asking
+    for every session; empty for a session deleted since its requests were logged."""
+    from sessions_app.models import Session
+
+    named = {
+        str(pk): (title, agent)
+        for pk, title, agent in Session.objects.filter(
+            id__in=[r["session_id"] for r in rows]
+        ).values_list("id", "title", "agent")
+    }
+    for r in rows:
+        r["title"], r["agent"] = named.get(r["session_id"], ("", ""))

@@ -15,6 +15,8 @@ from svcproject.errors import DomainError
 
 class SearchHitOut(serializers.Serializer):
     session_id = serializers.UUIDField()
+    title = serializers.CharField(help_text="the session's title (may be empty)")
+    agent = serializers.CharField()
     seq = serializers.IntegerField()
     kind = serializers.CharField()
     snippet = serializers.CharField(help_text="HTML-escaped text, each hit in <mark>")
@@ -35,8 +37,8 @@ class SearchView(APIView):
             ),
         ],
         responses=SearchHitOut(many=True),
-        description="Hits as {session_id, seq, kind, snippet, created_at}; `snippet` is "
-        "HTML-escaped text with each hit in <mark>.",
+        description="Hits as {session_id, title, agent, seq, kind, snippet, created_at}; "
+        "`snippet` is HTML-escaped text with each hit in <mark>.",
     )
     def get(self, request: Request) -> Response:
         q = request.query_params.get("q", "").strip()

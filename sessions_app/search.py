@@ -39,6 +39,8 @@ POSTGRES_VECTOR = (
 
 class Hit(TypedDict):
     session_id: str
+    title: str  # the session's, so a list of hits can name it without another request
+    agent: str
     seq: int
     kind: str
     snippet: str
@@ -52,7 +54,7 @@ def search(q: str, limit: int = 50) -> list[Hit]:
     if not q:
         return []
     rows = _postgres(q, limit) if connection.vendor == "postgresql" else _sqlite(q, limit)
-    events = SessionEvent.objects.in_bulk([pk for pk, _ in rows])
+    events = SessionEvent.objects.select_related("session").in_bulk([pk for pk, _ in rows])
     hits: list[Hit] = []
     for pk, snippet in rows:
         event = events.get(pk)
@@ -61,6 +63,8 @@ def search(q: str, limit: int = 50) -> list[Hit]:
         hits.append(
             {
                 "session_id": str(event.session_id),
+                "title": event.session.title,
+                "agent": event.session.agent,
                 "seq": event.seq,
                 "kind": event.kind,
                 "snippet": _marked((snippet or "").strip()),

@@ -162,6 +162,10 @@ async def test_a_session_scope_attributes_usage_to_the_session_and_its_turn(
     assert [(r["turn_id"], r["requests"]) for r in by_turn] == [(turn, 1)]
     by_session = (await sync_to_async(grouped)("group_by=session")).json()
     assert {r["session_id"] for r in by_session} == {parent, child}
+    assert {r["session_id"]: (r["title"], r["agent"]) for r in by_session} == {
+        parent: ("", "claude"),
+        child: ("", "codex"),
+    }
     by_profile = (await sync_to_async(grouped)("group_by=profile")).json()
     claude = next(r for r in by_profile if r["profile_id"] == PROFILE["anthropic"])
     assert claude["requests"] == 3

@@ -80,8 +80,9 @@ def test_the_api_answers_hits_for_the_owner_only(api: Client) -> None:
     found = api.get("/api/search", {"q": "flamingo"})
     assert found.status_code == 200, found.content
     [hit] = found.json()
-    assert set(hit) == {"session_id", "seq", "kind", "snippet", "created_at"}
+    assert set(hit) == {"session_id", "title", "agent", "seq", "kind", "snippet", "created_at"}
     assert (hit["session_id"], hit["seq"], hit["kind"]) == (sid, seq, "agent_message_chunk")
+    assert (hit["title"], hit["agent"]) == ("hi", "fake")  # titled by its first prompt
     assert hit["snippet"] == "the <mark>flamingo</mark> stands"
     assert Client().get("/api/search", {"q": "flamingo"}).status_code == 401
     assert api.get("/api/search", {"q": "flamingo", "limit": "1"}).status_code == 200
