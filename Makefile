@@ -7,7 +7,7 @@ PORT ?= 8000
 # The suite's test files run on this many workers (pytest-xdist); a file stays on one worker.
 TEST_WORKERS ?= 2
 
-.PHONY: run test lint format bench venv dev-venv assets test-fixtures agents clean
+.PHONY: run test lint format bench venv dev-venv assets test-fixtures agents clean screenshots
 
 $(VENV)/.base: requirements.txt .python-version
 	@test -x $(PY) || "$$(scripts/find-python.sh)" -m venv $(VENV)
@@ -77,6 +77,11 @@ test: dev-venv assets test-fixtures
 	@scripts/ensure-chromium.sh
 	$(MAKE) --no-print-directory lint
 	SVC_HOME=$$(mktemp -d) $(PY) -m pytest -p tests.support.worker_home -q -n $(TEST_WORKERS) --dist loadfile
+
+# The README's screenshots, taken by the layout test (desktop and phone, light and dark).
+screenshots: dev-venv assets
+	@scripts/ensure-chromium.sh
+	SVC_UPDATE_SCREENSHOTS=1 SVC_HOME=$$(mktemp -d) $(PY) -m pytest -p tests.support.worker_home -q tests/e2e/test_dashboard_layout.py -k every_view
 
 bench: dev-venv assets
 	@scripts/ensure-services.sh

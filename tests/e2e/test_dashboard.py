@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
-import shutil
 import signal
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -26,7 +25,6 @@ from tests.support.dashboard import show
 from tests.support.mcp import tool
 
 ARTIFACTS = Path(os.environ.get("SVC_TEST_ARTIFACTS", ROOT / "test-artifacts"))
-SCREENSHOTS = ROOT / "docs" / "screenshots"  # refreshed with SVC_UPDATE_SCREENSHOTS=1
 ACTIVE = "#session-panel .session-view.active"  # the session tab shown
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 VIEWPORTS = {
@@ -90,9 +88,6 @@ def screenshot(page: Page, name: str) -> Path:
     path = ARTIFACTS / f"{name}-{page.viewport_name}.png"  # type: ignore[attr-defined]
     png = page.screenshot(path=str(path), full_page=True)
     assert not_blank(page, png) > 20, f"{path} is blank"
-    if os.environ.get("SVC_UPDATE_SCREENSHOTS") == "1":
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        shutil.copy(path, SCREENSHOTS / path.name)
     return path
 
 
