@@ -153,6 +153,7 @@ async def test_the_dashboards_pickup_box_opens_the_session(host: Daemon, tmp_pat
         await page.wait_for_function(
             "document.querySelector('#session-panel').innerText.includes('box-42')", timeout=20000
         )
+        await page.click("#app-nav a.nav-sessions")  # back to the view with the box
         await page.fill("#pickup-code", code)  # used: the same clear message as a wrong one
         await page.click("#pickup button")
         await page.wait_for_function(

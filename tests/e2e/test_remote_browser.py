@@ -219,6 +219,6 @@ def test_a_paired_phones_owner_preview_cannot_use_the_remote_session(
             assert probe["popup"] in ("blocked", "no key"), probe
             # The same phone's own dashboard still works: the session itself is fine.
             page.goto(public(daemon) + "/")
-            expect(page.locator("header h1")).to_have_text("svc")
+            expect(page.locator("#sidebar h1")).to_have_text("svc")
         finally:
             phone.close()
