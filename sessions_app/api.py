@@ -10,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from sessions_app import handover, selectors, services, subagents
+from sessions_app import agent_settings, handover, selectors, services, subagents
 
 
 class WorkspaceIn(serializers.Serializer):
@@ -31,7 +31,19 @@ class WorkspaceListView(APIView):
         return Response({**workspace.to_dict(), "created": created}, status=code)
 
 
+class WorkspaceRenameIn(serializers.Serializer):
+    name = serializers.CharField(max_length=200, allow_blank=True)
+
+
 class WorkspaceDetailView(APIView):
+    @extend_schema(request=WorkspaceRenameIn)
+    def patch(self, request: Request, workspace_id: int) -> Response:
+        """Renames (the name lives in the database; settings.json lists paths only)."""
+        data = WorkspaceRenameIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        workspace = services.workspace_rename(workspace_id=workspace_id, **data.validated_data)
+        return Response(workspace.to_dict())
+
     def delete(self, request: Request, workspace_id: int) -> Response:
         services.workspace_delete(workspace_id=workspace_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -40,6 +52,48 @@ class WorkspaceDetailView(APIView):
 class AgentListView(APIView):
     def get(self, request: Request) -> Response:
         return Response([a.to_dict() for a in selectors.agent_list()])
+
+
+def _argv() -> serializers.ListField:
+    return serializers.ListField(
+        child=serializers.CharField(trim_whitespace=False), required=False, default=list
+    )
+
+
+class AgentIn(serializers.Serializer):
+    """An agent entry's known keys (contract §1); omitted or empty ones are removed from it."""
+
+    enabled = serializers.BooleanField(required=False, allow_null=True, default=None)
+    command = _argv()
+    acp_command = _argv()
+    env = serializers.DictField(
+        child=serializers.CharField(allow_blank=True, trim_whitespace=False),
+        required=False,
+        default=dict,
+    )
+
+
+class AgentDetailView(APIView):
+    """PUT writes the agent's entry in settings.json (an override for a built-in), keeping the
+    entry's unknown keys; DELETE removes the entry."""
+
+    def get(self, request: Request, name: str) -> Response:
+        agent = selectors.agent_get(name)
+        if agent is None:
+            raise NotFound(f"no agent {name!r}")
+        return Response(agent.to_dict())
+
+    @extend_schema(request=AgentIn)
+    def put(self, request: Request, name: str) -> Response:
+        data = AgentIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        agent, created = agent_settings.agent_save(name=name, **data.validated_data)
+        code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        return Response(agent.to_dict(), status=code)
+
+    def delete(self, request: Request, name: str) -> Response:
+        agent_settings.agent_remove(name=name)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class SessionIn(serializers.Serializer):

@@ -81,6 +81,10 @@ def agent_list() -> list[Agent]:
     return list(Agent.objects.all())
 
 
+def agent_get(name: str) -> Agent | None:
+    return Agent.objects.filter(name=name).first()
+
+
 def _services(list_name: str) -> list[dict[str, Any]]:
     from svcproject.runtime import current_or_none
 

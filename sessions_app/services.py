@@ -89,6 +89,18 @@ def workspace_register(*, path: str, name: str = "") -> tuple[Workspace, bool]:
     return workspace, created
 
 
+def workspace_rename(*, workspace_id: int, name: str) -> Workspace:
+    """A workspace's name is svc's own (the database's): settings.json lists only paths. A blank
+    name goes back to the folder's name."""
+    with transaction.atomic():
+        workspace = Workspace.objects.select_for_update().filter(pk=workspace_id).first()
+        if workspace is None:
+            raise errors.NotFound(f"no workspace with id {workspace_id}")
+        workspace.name = name.strip() or Path(workspace.path).name
+        workspace.save(update_fields=["name"])
+    return workspace
+
+
 def workspace_delete(*, workspace_id: int) -> None:
     with transaction.atomic():
         workspace = Workspace.objects.filter(pk=workspace_id).first()

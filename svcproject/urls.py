@@ -23,6 +23,7 @@ api_patterns = [
     path("profiles/<str:profile_id>", bridge_api.ProfileDetailView.as_view()),
     path("usage", bridge_api.UsageView.as_view()),
     path("agents", sessions_api.AgentListView.as_view()),
+    path("agents/<str:name>", sessions_api.AgentDetailView.as_view()),
     path("sessions", sessions_api.SessionListView.as_view()),
     path("sessions/<str:session_id>", sessions_api.SessionDetailView.as_view()),
     path("sessions/<str:session_id>/diff", api_diffs.SessionDiffView.as_view()),

@@ -1,5 +1,6 @@
-// Settings views: workspaces (list, register, remove), profiles (keys never shown; add and edit
-// through PATCH /api/settings, so settings.json stays the source of truth), agents.
+// Settings views: the workspace register form and profiles (keys never shown; add and edit
+// through PATCH /api/settings, so settings.json stays the source of truth). The workspaces list
+// and the agents are settings-agents.js's.
 "use strict";
 
 (() => {
@@ -15,6 +16,7 @@
     note.hidden = !empty;
     container.hidden = empty;
   }
+  svc.noneYet = noneYet;  // settings-agents.js says so for workspaces
 
   function rows(tbody, items, cells) {
     document.querySelector(tbody).replaceChildren(...items.map((item) => svc.el("tr", {}, ...cells(item).map((v) => (v instanceof Node ? svc.el("td", {}, v) : svc.el("td", { textContent: v }))))));
@@ -26,14 +28,6 @@
     if (key.source === "env") return key.set ? `from $${key.env} (set)` : `missing: $${key.env} is not set in svc's environment`;
     if (key.source === "settings.json") return "in settings.json (hidden)";
     return "none";
-  }
-
-  function renderWorkspaces(workspaces) {
-    const list = document.getElementById("workspaces");
-    list.replaceChildren(...workspaces.map((w) => svc.el("li", {},
-      `${w.name} — ${w.path} `,
-      svc.el("button", { type: "button", textContent: "Remove", onclick: async () => { await svc.api("DELETE", `workspaces/${w.id}`); fillPickers(); } }))));
-    noneYet(list, workspaces.length === 0, "No workspaces yet: register a folder below.");
   }
 
   // --- the profile form: add a profile, or edit one (its other keys, unknown ones too, are kept)
@@ -88,7 +82,6 @@
   });
 
   document.addEventListener("svc:settings", ({ detail }) => {
-    renderWorkspaces(detail.workspaces);
     rows("#profiles tbody", detail.profiles, (p) => [p.id, p.provider, p.base_url, (p.models || []).join(", "), keyText(p),
       svc.el("button", { type: "button", textContent: "Edit", ariaLabel: `Edit profile ${p.id}`, onclick: () => edit(p.id).catch((e) => { document.getElementById("profile-status").textContent = e.message; }) })]);
     document.querySelectorAll("#profiles tbody tr").forEach((tr, i) => {
@@ -97,7 +90,6 @@
       if (key && key.source === "env" && !key.set) tr.children[4].className = "key-missing";
     });
     noneYet(document.getElementById("profiles").closest(".table-wrap"), detail.profiles.length === 0, "No profiles yet: add one below.");
-    rows("#agents tbody", detail.agents, (a) => [a.name, a.executable_found ? "found" : "not found", a.enabled ? "yes" : "no", a.source]);
   });
 
   document.getElementById("register-workspace").addEventListener("submit", async (event) => {

@@ -5,6 +5,9 @@ Chromium against a real daemon:
   profiles table now say which variable is missing (never a value);
 - profiles could only be edited in settings.json: the dashboard adds and edits them through
   PATCH /api/settings, keeping unknown keys and stored secrets;
+- agents and workspaces could only be edited in settings.json: the dashboard edits and adds
+  agents through PUT /api/agents/{name} (an override entry for a built-in; the entry's unknown
+  keys kept) and renames and removes workspaces (PATCH/DELETE /api/workspaces/{id});
 - the integrations block repeated "not enabled" once per agent and part, and empty lists showed
   as empty sections: now one line names the agents that are not enabled, and an empty list says
   so in one short line.
@@ -15,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -52,6 +56,7 @@ SETTINGS: dict[str, Any] = {
     "agents": {
         **{name: {"enabled": False} for name in OFF},
         "codex": {"enabled": True},  # installs into the test's own HOME
+        "helper": {"command": ["sh"], "enabled": True, "team_note": "an unknown key, kept"},
     },
 }
 
@@ -185,3 +190,137 @@ def test_agents_not_enabled_share_one_line_and_empty_lists_say_so(page: Page) ->
     expect(page.locator("#settings-box .none-yet").first).to_have_text(
         "No workspaces yet: register a folder below."
     )
+
+
+# --- agents and workspaces (these run last: they change the agents and register a folder) ----
+
+
+def save_agent(page: Page, name: str) -> None:
+    page.locator("#agent-form").get_by_role("button", name="Save agent").click()
+    expect(page.locator("#agent-status")).to_have_text(f"saved {name}")
+
+
+def test_an_agent_is_edited_from_the_dashboard_keeping_unknown_keys(
+    page: Page, svc: Daemon
+) -> None:
+    form = page.locator("#agent-form")
+    row = page.locator('#agents tr[data-agent="helper"]')
+    expect(row.locator("td").nth(2)).to_have_text("yes")
+    expect(page.locator("#new-agent option[value=helper]")).to_have_count(1)
+
+    # Disabled: gone from the new-session picker; settings.json keeps the entry's unknown key.
+    row.get_by_role("button", name="Edit agent helper").click()
+    expect(form.locator("input[name=command]")).to_have_value("sh")
+    form.locator("select[name=enabled]").select_option("false")
+    save_agent(page, "helper")
+    expect(row.locator("td").nth(2)).to_have_text("no")
+    expect(page.locator("#new-agent option[value=helper]")).to_have_count(0)
+    assert on_disk(svc)["agents"]["helper"] == {
+        "command": ["sh"],
+        "enabled": False,
+        "team_note": "an unknown key, kept",
+    }
+
+    # Enabled again with another command (a quoted word stays one argument) and a variable.
+    row.get_by_role("button", name="Edit agent helper").click()
+    expect(form.locator("select[name=enabled]")).to_have_value("false")
+    form.locator("select[name=enabled]").select_option("true")
+    form.locator("input[name=command]").fill("sh -c 'exec cat'")
+    form.locator("textarea[name=env]").fill("HELPER_MODE=quiet")
+    save_agent(page, "helper")
+    expect(page.locator("#new-agent option[value=helper]")).to_have_count(1)
+    assert on_disk(svc)["agents"]["helper"] == {
+        "command": ["sh", "-c", "exec cat"],
+        "enabled": True,
+        "env": {"HELPER_MODE": "quiet"},
+        "team_note": "an unknown key, kept",
+    }
+    form.get_by_role("button", name="New agent").click()
+    row.get_by_role("button", name="Edit agent helper").click()
+    expect(form.locator("input[name=command]")).to_have_value("sh -c 'exec cat'")
+    expect(form.locator("textarea[name=env]")).to_have_value("HELPER_MODE=quiet")
+
+    # A built-in: the edit writes an override entry; dropping it brings the defaults back.
+    shell = page.locator('#agents tr[data-agent="shell"]')
+    expect(shell.locator("td").nth(3)).to_have_text("builtin")
+    shell.get_by_role("button", name="Edit agent shell").click()
+    expect(form.locator("input[name=command]")).to_have_attribute(
+        "placeholder", re.compile("^built-in: ")
+    )
+    form.locator("select[name=enabled]").select_option("false")
+    save_agent(page, "shell")
+    expect(shell.locator("td").nth(3)).to_have_text("both")
+    expect(page.locator("#new-agent option[value=shell]")).to_have_count(0)
+    assert on_disk(svc)["agents"]["shell"] == {"enabled": False}
+    form.get_by_role("button", name="Drop its settings.json entry").click()
+    expect(page.locator("#agent-status")).to_have_text("dropped the entry of shell")
+    expect(page.locator("#new-agent option[value=shell]")).to_have_count(1)
+    stored = on_disk(svc)
+    assert "shell" not in stored["agents"]
+    assert stored["future_feature"] == {"keep": True}
+    assert stored["profiles"]["literal"]["api_key"] == SECRET
+
+
+def test_an_agent_added_from_the_form_is_offered_once_enabled(page: Page, svc: Daemon) -> None:
+    form = page.locator("#agent-form")
+    form.get_by_role("button", name="New agent").click()
+    form.locator("input[name=agent_name]").fill("mini")
+    form.locator("select[name=enabled]").select_option("false")
+    form.locator("input[name=command]").fill("sh -c 'exec cat'")
+    save_agent(page, "mini")
+    row = page.locator('#agents tr[data-agent="mini"]')
+    expect(row).to_contain_text("settings")
+    expect(row.locator("td").nth(2)).to_have_text("no")
+    expect(page.locator("#new-agent option[value=mini]")).to_have_count(0)
+    assert on_disk(svc)["agents"]["mini"] == {"command": ["sh", "-c", "exec cat"], "enabled": False}
+
+    row.get_by_role("button", name="Edit agent mini").click()
+    expect(page.locator("#agent-status")).to_have_text("")  # the form is filled again
+    form.locator("select[name=enabled]").select_option("true")
+    save_agent(page, "mini")
+    expect(page.locator("#new-agent option[value=mini]")).to_have_count(1)
+    expect(row.locator("td").nth(2)).to_have_text("yes")
+
+    # Refusals show next to the form; settings.json is left as it was.
+    form.get_by_role("button", name="New agent").click()
+    form.locator("input[name=agent_name]").fill("nocommand")
+    form.get_by_role("button", name="Save agent").click()
+    expect(page.locator("#agent-status")).to_contain_text("give it a command")
+    form.locator("input[name=command]").fill("sh -c 'unclosed")
+    form.get_by_role("button", name="Save agent").click()
+    expect(page.locator("#agent-status")).to_have_text("command: a quote is not closed")
+    form.locator("input[name=command]").fill("sh")
+    form.locator("textarea[name=env]").fill("NOT A NAME=1")
+    form.get_by_role("button", name="Save agent").click()
+    expect(page.locator("#agent-status")).to_contain_text("not a variable name")
+    assert "nocommand" not in on_disk(svc)["agents"]
+
+
+def test_a_workspace_is_renamed_and_removed_from_the_dashboard(
+    page: Page, svc: Daemon, tmp_path: Path
+) -> None:
+    folder = (tmp_path / "proj").resolve()
+    folder.mkdir()
+    page.fill("#register-workspace input[name=path]", str(folder))
+    page.locator("#register-workspace").get_by_role("button", name="Register").click()
+    item = page.locator(f'#workspaces li[data-workspace="{folder}"]')
+    expect(item).to_contain_text(f"proj — {folder}")
+
+    item.get_by_role("button", name="Rename workspace proj").click()
+    item.locator("input[name=name]").fill("Renamed project")
+    item.get_by_role("button", name="Save name").click()
+    expect(item).to_contain_text(f"Renamed project — {folder}")
+    expect(page.locator(f"#new-workspace option[value='{folder}']")).to_have_text(
+        f"Renamed project — {folder}"
+    )
+    # The name is svc's own (its database); settings.json lists the folder by path.
+    assert on_disk(svc)["workspaces"] == [str(folder)]
+    with httpx.Client(base_url=f"{svc.url}/api", headers=svc.owner_headers(), timeout=10) as c:
+        assert [w["name"] for w in c.get("/workspaces").json()] == ["Renamed project"]
+
+    item.get_by_role("button", name="Remove workspace Renamed project").click()
+    expect(item).to_have_count(0)
+    expect(page.locator("#workspaces")).to_be_hidden()
+    expect(page.locator(f"#new-workspace option[value='{folder}']")).to_have_count(0)
+    assert on_disk(svc)["workspaces"] == []
+    assert on_disk(svc)["future_feature"] == {"keep": True}
