@@ -71,7 +71,9 @@ class Room:
         chat = _runtime().host.chat(session_id)
         if chat is None:
             return False
-        self._subscription = await chat.subscribe(self._on_event)
+        # A channel's room is not a dashboard: it never counts as showing the chat, so a turn
+        # that ends with no dashboard tab on it is still notified (contract §15).
+        self._subscription = await chat.subscribe(self._on_event, showing=False)
         self._subscription.start()
         return True
 

@@ -77,7 +77,7 @@ def permission_requested(session_id: str, agent: str, tool_call: dict[str, Any])
 
 
 def turn_ended(session_id: str, agent: str, stop_reason: str) -> None:
-    """A chat turn ended while no client watched the session."""
+    """A chat turn ended while no client showed the session (`AcpSession.shown()`)."""
 
     async def make() -> None:
         label, _, _ = await _label(session_id)

@@ -1,7 +1,10 @@
 """`/ws/chat`: chat clients with hosted ACP agents (contract §7).
 
-One socket may hold several sessions. Everything sent goes through one queue and one writer task,
-so a session's replayed history, its `session` event and its live events arrive in order.
+One socket may hold several sessions. A dashboard page says which of them it shows
+(`{"type": "visible", "session_id", "visible"}`): a turn that ends while no client shows its
+session is notified (contract §15); a socket that never says counts as showing what it opened.
+Everything sent goes through one queue and one writer task, so a session's replayed history, its
+`session` event and its live events arrive in order.
 """
 
 from __future__ import annotations
@@ -61,9 +64,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
             "prompt": self.on_prompt,
             "cancel": self.on_cancel,
             "permission": self.on_permission,
+            "visible": self.on_visible,
         }.get(kind if isinstance(kind, str) else "")
         if handler is None:
-            self.outbox.put_nowait(error("type must be open, prompt, cancel or permission"))
+            known = "open, prompt, cancel, permission or visible"
+            self.outbox.put_nowait(error(f"type must be {known}"))
             return
         try:
             await handler(message)
@@ -174,6 +179,18 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if chat is not None:
             with contextlib.suppress(Exception):
                 await chat.cancel()
+
+    async def on_visible(self, message: dict[str, Any]) -> None:
+        """The page shows this session now, or stops showing it. Only a session this socket
+        holds: a page reports its tabs of exited chats too, and those need no answer (an error
+        event would show in the chat)."""
+        session_id, visible = str(message.get("session_id") or ""), message.get("visible")
+        if not isinstance(visible, bool):
+            self.outbox.put_nowait(error("visible must be true or false", session_id or None))
+            return
+        held = self.subscriptions.get(session_id)
+        if held is not None:
+            held[1].showing = visible
 
     async def on_permission(self, message: dict[str, Any]) -> None:
         request_id, option_id = message.get("request_id"), message.get("option_id")

@@ -84,7 +84,7 @@ class AcpSession:
         self.permission_timeout_s = permission_timeout_s
         self.start_timeout_s = start_timeout_s
         self._store, self._on_exit = store, on_exit
-        self._subscribers: set[Deliver] = set()
+        self._subscribers: set[ChatSubscription] = set()
         self.permission_mode = "ask"  # ask | allow | deny
         self.busy = False
         self.idle = asyncio.Event()  # set between turns: what a queued prompt waits on
@@ -176,14 +176,17 @@ class AcpSession:
         async with self._emit_lock:  # stored order == delivered order
             seq = await self._store(self.session_id, kind, payload) if store else None
             event = self.event(kind, payload, seq)
-            for deliver in list(self._subscribers):
-                deliver(event)
+            for subscription in list(self._subscribers):
+                subscription.receive(event)
         return event
 
-    async def subscribe(self, deliver: Deliver, history: History | None = None) -> ChatSubscription:
-        """A client of this chat; `history` reads the stored events (None: live events only)."""
-        subscription = ChatSubscription(self, deliver)
-        self._subscribers.add(subscription.receive)
+    async def subscribe(
+        self, deliver: Deliver, history: History | None = None, *, showing: bool = True
+    ) -> ChatSubscription:
+        """A client of this chat; `history` reads the stored events (None: live events only);
+        `showing`: whether it counts as showing the chat to a person (see `shown`)."""
+        subscription = ChatSubscription(self, deliver, showing=showing)
+        self._subscribers.add(subscription)
         if history is not None:
             subscription.set_history(await history())
         return subscription
@@ -223,8 +226,14 @@ class AcpSession:
             if not self.exited.is_set():
                 await self._publish_runtime()
 
+    def shown(self) -> bool:
+        """Whether some client shows this chat to a person right now: a dashboard tab showing
+        it, or a client that never said it does not (contract §15). A chat channel never
+        counts — it is not a dashboard; a closed client is no longer subscribed."""
+        return any(subscription.showing for subscription in self._subscribers)
+
     def _turn_ended(self, stop_reason: str) -> None:
-        if not self._subscribers:  # nobody watches this chat now: tell its owner (contract §15)
+        if not self.shown():  # nobody sees this turn end: tell its owner (contract §15)
             notices.turn_ended(self.session_id, self.agent, stop_reason)
 
     async def cancel(self) -> None:

@@ -21,8 +21,13 @@ class ChatSubscription:
     history, in the buffered live events, or in both — and the seq numbers drop the duplicate
     (the rule lives here, next to the emit lock that gives events their order)."""
 
-    def __init__(self, chat: AcpSession, deliver: Deliver) -> None:
+    def __init__(self, chat: AcpSession, deliver: Deliver, *, showing: bool = True) -> None:
         self._chat, self._deliver = chat, deliver
+        # Whether a person sees this chat through this client right now (contract §15: a turn
+        # that ends while no client shows it is notified). A client that never says counts as
+        # showing — an older page, the CLI, an API caller awaiting its own turn — so none of
+        # them gets notifications it did not ask for; a dashboard page says, tab by tab.
+        self.showing = showing
         self._buffered: list[dict[str, Any]] | None = []
         self.replay: list[dict[str, Any]] = []
         self._last = 0
@@ -49,4 +54,4 @@ class ChatSubscription:
                 self._deliver(request)
 
     def close(self) -> None:
-        self._chat._subscribers.discard(self.receive)
+        self._chat._subscribers.discard(self)

@@ -193,6 +193,29 @@ function revealEvent(sessionId, at) {
   return true;
 }
 
+// Calls `report(shown)` now and whenever it changes whether the chat tab `id` (its `view`) is what
+// the person sees: its tab activated or another one (activate() toggles `hidden` on the views),
+// the layout switching to another view (`svc:view`), the browser tab hidden or shown. svc notifies
+// a turn that ends while no page shows its session (contract §15). Returns a function that stops.
+function watchShown(id, view, report) {
+  let last = null;
+  const check = () => {
+    const now = Boolean(window.svcLayout && window.svcTabs) && window.svcLayout.current() === "session"
+      && window.svcTabs.current() === id && document.visibilityState === "visible";
+    if (now !== last) { last = now; report(now); }
+  };
+  const observer = new MutationObserver(check);
+  observer.observe(view, { attributes: true, attributeFilter: ["hidden"] });
+  document.addEventListener("svc:view", check);
+  document.addEventListener("visibilitychange", check);
+  check();
+  return () => {
+    observer.disconnect();
+    document.removeEventListener("svc:view", check);
+    document.removeEventListener("visibilitychange", check);
+  };
+}
+
 function openChat(session, { resume = false, at = null } = {}) {
   const body = panel(session);
   if (!body) { if (at !== null) revealEvent(session.id, at); return; }
@@ -314,7 +337,9 @@ function openChat(session, { resume = false, at = null } = {}) {
   sendButton.onclick = prompt;
   cancel.onclick = () => send({ type: "cancel", session_id: session.id });
   text.focus();
-  onClose(session, () => ws.close(), () => text.focus());
+  // Sent after the `open` (a socket still opening queues it): the server holds the subscription.
+  const unwatch = watchShown(session.id, views.get(session.id).view, (visible) => send({ type: "visible", session_id: session.id, visible }));
+  onClose(session, () => { unwatch(); ws.close(); }, () => text.focus());
 }
 
 function permissionLine(e) {
