@@ -150,6 +150,15 @@ class SessionDetailView(APIView):
         return Response(session.to_dict(), status=code)
 
 
+class SessionLogView(APIView):
+    def get(self, request: Request, session_id: str) -> Response:
+        """The end of the agent's own log (its stderr): what a failed prompt links to."""
+        session = selectors.session_get(_session_id(session_id))
+        if session is None:
+            raise NotFound(f"no session {session_id}")
+        return Response({"session_id": str(session.id), "log": services.agent_log(session.id)})
+
+
 class ChannelListView(APIView):
     def get(self, request: Request) -> Response:
         return Response(selectors.channel_list_dicts())

@@ -36,6 +36,17 @@ def agent_log_tail(session_id: object, size: int = 1500) -> str:
     return " ".join(data.decode("utf-8", "replace").split())
 
 
+def agent_log(session_id: object, size: int = 64 * 1024) -> str:
+    """The last `size` bytes of a chat agent's stderr, as written (the dashboard's "agent log")."""
+    try:
+        with _agent_log_path(session_id).open("rb") as log:
+            log.seek(0, 2)
+            log.seek(max(0, log.tell() - size))
+            return log.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
 def _pid_alive(pid: int | None) -> bool:
     if not pid:
         return False

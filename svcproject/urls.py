@@ -26,6 +26,7 @@ api_patterns = [
     path("agents/<str:name>", sessions_api.AgentDetailView.as_view()),
     path("sessions", sessions_api.SessionListView.as_view()),
     path("sessions/<str:session_id>", sessions_api.SessionDetailView.as_view()),
+    path("sessions/<str:session_id>/log", sessions_api.SessionLogView.as_view()),
     path("sessions/<str:session_id>/diff", api_diffs.SessionDiffView.as_view()),
     path("sessions/<str:session_id>/diff/comments", api_diffs.SessionDiffCommentsView.as_view()),
     path("subagents/<str:run_id>/diff", api_diffs.SubagentDiffView.as_view()),

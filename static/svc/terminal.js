@@ -304,7 +304,7 @@ function openChat(session, { resume = false, at = null } = {}) {
       const sep = add("turn-end", e.stop_reason && e.stop_reason !== "end_turn" && e.stop_reason !== "error" ? `turn ${e.stop_reason}` : "");
       sep.setAttribute("role", "separator");
     }
-    else if (e.kind === "error" && /^prompt failed: /.test(e.message || "")) add("agent chat-agent-error", e.message);
+    else if (e.kind === "error" && /^prompt failed: /.test(e.message || "")) failed(e);
     else if (e.kind === "error") add("error", e.message);
     else if (e.kind === "session") {
       running(Boolean(e.busy) && e.status === "running");
@@ -313,6 +313,20 @@ function openChat(session, { resume = false, at = null } = {}) {
     else if (e.kind === "permission_request" && !e.replay) askPermission(e);
     else if (e.kind === "permission_resolved") add("end", permissionLine(e));
     else if (e.kind === "handover") add("handover", `Handover code ${e.code}: pick this session up on another device within ${e.expires_in} s (dashboard → Pick up, or \`manage.py pickup ${e.code}\`).`);
+  };
+  // A failed prompt: the agent's own words, and its log (its stderr) one click away.
+  const failed = (e) => {
+    const node = add("agent chat-agent-error", e.message);
+    if (!e.log) return;
+    const text = svc.el("pre", { className: "agent-log" });
+    const box = svc.el("details", {}, svc.el("summary", { textContent: "The agent's log" }), text);
+    box.addEventListener("toggle", async () => {
+      if (!box.open || text.textContent) return;
+      text.textContent = "loading…";
+      try { text.textContent = (await svc.api("GET", `sessions/${session.id}/log`)).log || "(the agent wrote nothing on stderr)"; }
+      catch (error) { text.textContent = error.message; }
+    });
+    node.append(box);
   };
   const askPermission = (e) => {
     const box = add("permission", `Allow ${(e.tool_call && e.tool_call.title) || "this action"}? `);

@@ -199,3 +199,25 @@ def test_a_failed_prompt_reads_as_the_agents_own_message(
         expect(page.locator(f"{ACTIVE} button:text('Cancel turn')")).to_be_hidden()
     finally:
         page.context.close()
+
+
+def test_a_prompt_the_agent_refused_shows_its_words_and_its_log(
+    browser: Browser, host: Daemon, workspace: Path
+) -> None:
+    """Agents answer a failed prompt with JSON-RPC's "Internal error" and the reason in `data`:
+    the chat showed "prompt failed: Internal error" and nothing else."""
+    page = open_page(browser, host, workspace, "desktop")
+    try:
+        start(page, "fake", workspace, "chat")
+        box = page.locator(f"{ACTIVE} .chat-input textarea")
+        box.fill("fail the model said: quota exceeded for this key")
+        box.press("Enter")
+        failed = page.locator(f"{ACTIVE} .chat-agent-error")
+        expect(failed).to_contain_text("prompt failed: the model said: quota exceeded for this key")
+        expect(failed).not_to_contain_text("Internal error")
+        failed.locator("summary", has_text="The agent's log").click()
+        expect(failed.locator(".agent-log")).to_contain_text(
+            "fake agent: the model said: quota exceeded for this key"
+        )
+    finally:
+        page.context.close()

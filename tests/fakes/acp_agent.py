@@ -8,6 +8,8 @@ commands on that line, separated by " ; ", run one after another:
   prompts          the prompts this session received so far, as JSON
   pwd              its working directory
   crash            says something, then dies mid-turn (exit code 3)
+  fail <words>     logs the words on stderr and fails the prompt as real agents do: JSON-RPC's
+                   generic "Internal error" with the words in its data
   write <file>     asks permission to edit, writes <file> if allowed
   think <words>    a thought chunk, then the words as a message
   title <words>    sets the session's title (an ACP session_info_update)
@@ -192,6 +194,13 @@ class FakeAgent(Agent):
         await asyncio.sleep(0.05)
         sys.stderr.write("fake agent: crashing on purpose\n")
         os._exit(3)
+
+    async def do_fail(self, session_id: str, rest: str) -> str:
+        sys.stderr.write(f"fake agent: {rest}\n")
+        sys.stderr.flush()
+        from acp import RequestError
+
+        raise RequestError.internal_error({"details": rest})
 
     async def do_write(self, session_id: str, rest: str) -> str:
         assert self.conn is not None
