@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from notifications_app import events as notices
 from sessions_app.host import processes
 from sessions_app.host.activity import Activity
+from sessions_app.host.agent_errors import failure_text
 from sessions_app.host.subscription import ChatSubscription, Deliver, History
 
 if TYPE_CHECKING:
@@ -360,25 +361,6 @@ async def _load_sdk() -> None:
     if "acp.schema" not in sys.modules:
         await asyncio.to_thread(importlib.import_module, "acp.schema")
         await asyncio.to_thread(importlib.import_module, "acp")
-
-
-GENERIC_ERRORS = {"Internal error", "Internal Error"}
-
-
-def failure_text(exc: BaseException) -> str:
-    """A failed prompt in the agent's own words: agents answer JSON-RPC's generic "Internal
-    error" and put what went wrong in the error's `data` (`details`, `message` or a string)."""
-    message = str(exc) or type(exc).__name__
-    data = getattr(exc, "data", None)
-    detail: object = data if isinstance(data, str) else ""
-    if isinstance(data, dict):
-        detail = data.get("details") or data.get("message") or data.get("error") or ""
-        if isinstance(detail, dict):
-            detail = detail.get("message", "")
-    detail = str(detail).strip()
-    if not detail or detail in message:
-        return message
-    return detail if message in GENERIC_ERRORS else f"{message}: {detail}"
 
 
 def _agent_log(path: Path | None) -> BinaryIO:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from acp import RequestError
 
-from sessions_app.host.acp import failure_text
+from sessions_app.host.agent_errors import failure_text
 
 
 @pytest.mark.parametrize(
