@@ -50,6 +50,7 @@ class StreamTranslator:
         self.answer: list[ir.Event] = []  # kept only when this turn is to be remembered
         self.finished: tuple[dict[str, Any], ir.Message] | None = None
         self.meter = Meter(out.provider.NAME)  # the provider's usage, for the request log
+        self.held = b""  # relayed bytes of a frame not yet ended (only when hiding usage)
 
     def _encode(self, ev: ir.Event) -> bytes:
         if self.out.history is not None:
@@ -73,7 +74,7 @@ class StreamTranslator:
     def feed(self, chunk: bytes) -> bytes:
         if self.raw:
             self.meter.scan(chunk)
-            return chunk
+            return self._usage_frames_dropped(chunk) if self.out.hide_usage else chunk
         pieces = []
         for event, data in self.parser.feed(chunk):
             if data == "[DONE]":
@@ -103,7 +104,18 @@ class StreamTranslator:
         resp = self.out.provider.decode_response(data)
         return b"".join(self._encode(ev) for ev in ir.events_of(resp)) + self._finish()
 
+    def _usage_frames_dropped(self, chunk: bytes) -> bytes:
+        """Relayed bytes, less the usage-only chunk the client did not ask for (whole frames:
+        a frame split across reads waits for its end)."""
+        self.held = (self.held + chunk).replace(b"\r\n", b"\n")
+        *frames, self.held = self.held.split(b"\n\n")
+        return b"".join(f + b"\n\n" for f in frames if not _usage_only(f))
+
     def _rewrite(self, event: str, obj: dict[str, Any]) -> bytes:
+        if self.out.hide_usage:
+            if obj.get("usage") and not obj.get("choices"):
+                return b""
+            obj.pop("usage", None)
         self.out.client.rewrite_model(obj, self.out.requested)
         head = f"event: {event}\n" if event else ""
         return f"{head}data: {dumps(obj)}\n\n".encode()
@@ -119,7 +131,8 @@ class StreamTranslator:
                 if self.out.client.NAME == "openai-chat" and not self.raw
                 else b""
             )
-            return tail
+            held, self.held = self.held, b""
+            return (b"" if _usage_only(held) else held) + tail
         return b"".join(self._encode(ev) for ev in self.decoder.close()) + self._finish()
 
     def fail(self, status: int, message: str) -> bytes:
@@ -130,3 +143,8 @@ class StreamTranslator:
         # Relayed bytes may stop mid-frame: a blank line first keeps the error its own event.
         head = b"\n\n" if self.raw and self.out.client.NAME != "gemini" else b""
         return head + self.encoder.encode(ir.Error(status, message))
+
+
+def _usage_only(frame: bytes) -> bool:
+    """OpenAI Chat's last chunk when usage is asked for: no choices, only the usage."""
+    return b'"usage"' in frame and b'"choices":[]' in frame.replace(b" ", b"")

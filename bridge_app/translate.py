@@ -28,6 +28,9 @@ class Outbound:
     stream: bool
     passthrough: bool
     include_usage: bool = True
+    # svc asked the provider for usage the client did not ask for (to meter it, §16): the
+    # usage-only chunk is svc's, not the client's.
+    hide_usage: bool = False
     sse: bool = True
     warnings: list[str] = field(default_factory=list)
     history: list[ir.Message] | None = None  # set when svc must remember this Responses turn
@@ -171,6 +174,11 @@ def prepare(
     include_usage = route.dialect != "openai-chat" or bool(
         (body.get("stream_options") or {}).get("include_usage")
     )
+    hide_usage = passthrough and stream and not include_usage and isinstance(body, dict)
+    if hide_usage:  # an OpenAI Chat stream reports usage only when asked
+        body["model"] = upstream_model
+        body["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
+        payload = body
     return Outbound(
         client=client,
         provider=provider,
@@ -182,6 +190,7 @@ def prepare(
         stream=stream,
         passthrough=passthrough,
         include_usage=include_usage,
+        hide_usage=hide_usage,
         sse=route.sse,
         warnings=warnings,
         history=history if not passthrough else None,

@@ -81,6 +81,44 @@ async def test_bytes_relayed_untouched_are_metered_too(
     assert (row["input_tokens"], row["output_tokens"]) == reported(bridge, dialect, marker)
 
 
+@pytest.mark.parametrize("model", ["fake-model", ALIAS], ids=["relayed", "rewritten"])
+async def test_a_chat_stream_that_did_not_ask_for_usage_is_metered_and_gets_none(
+    bridge: Bridge, svc_runtime: Any, model: str
+) -> None:
+    """OpenAI Chat streams report usage only when `stream_options.include_usage` asks (most
+    agents never do): svc asks the provider itself, meters it, and keeps the usage-only chunk
+    from a client that did not ask for it."""
+    marker = f"unasked-usage-{model}"
+    client = bridge.sdk("openai-chat", PROFILE["openai-chat"])
+    stream = await client.chat.completions.create(
+        model=model, stream=True, messages=[{"role": "user", "content": marker}]
+    )
+    chunks = [chunk async for chunk in stream]
+    sent = bridge.fake.last(marker).body
+    assert sent["stream_options"] == {"include_usage": True}  # svc asked the provider
+    assert chunks and all(c.choices for c in chunks)  # … and kept its answer to itself
+    assert all(c.usage is None for c in chunks)
+    assert "".join(c.choices[0].delta.content or "" for c in chunks)
+    row = await logged(bridge, svc_runtime)
+    assert (row["input_tokens"], row["output_tokens"]) == reported(bridge, "openai-chat", marker)
+    assert row["input_tokens"] > 0
+
+
+async def test_a_chat_stream_that_asked_for_usage_still_gets_it(
+    bridge: Bridge, svc_runtime: Any
+) -> None:
+    marker = "asked-usage"
+    client = bridge.sdk("openai-chat", PROFILE["openai-chat"])
+    stream = await client.chat.completions.create(
+        model="fake-model", stream=True, stream_options={"include_usage": True},
+        messages=[{"role": "user", "content": marker}],
+    )  # fmt: skip
+    chunks = [chunk async for chunk in stream]
+    assert chunks[-1].usage is not None and not chunks[-1].choices
+    inp, out = reported(bridge, "openai-chat", marker)
+    assert (chunks[-1].usage.prompt_tokens, chunks[-1].usage.completion_tokens) == (inp, out)
+
+
 def test_the_meter_reads_cached_and_reasoning_tokens_in_every_dialect() -> None:
     m = usage.Meter("openai-chat")
     m.whole({"usage": {"prompt_tokens": 100, "completion_tokens": 40,
