@@ -1,0 +1,605 @@
+"""The dashboard with 200 sessions listed, in headless Debian Chromium (Playwright, 1280×800):
+first load (bytes, requests, time to interactive) and the time from a list change to the sidebar
+showing it, each beside a baseline measured in the same run.
+
+The list: 200 `shell` sessions created through `POST /api/sessions` in 4 registered workspaces;
+12 stay live, the other 188 are stopped at once (`DELETE …?wait=1`; exited sessions stay
+listed), so the list mixes states without 200 bashes on two cores.
+
+First load, cold (a fresh browser context each time, so an empty cache), interleaved rounds:
+- dashboard: time to interactive = navigation start → the sidebar shows all 200 sessions AND the
+  new-session pickers are filled (`#new-agent option`), read with `performance.now()` in the page
+  by a MutationObserver installed before any of the page's scripts;
+- baseline "assets": a same-origin page (`/static/svc/favicon.svg`) that fetches, in parallel, the
+  very static files the dashboard loaded and runs none of them — the transfer cost of the
+  dashboard's bytes with no app logic, no API calls and no socket;
+- baseline "admin": Django admin's changelist of the same 200 sessions on one page
+  (`/admin/sessions_app/session/?all=`), a server-rendered page of the same list, to its load
+  event end.
+Bytes come from the Chrome DevTools protocol: body = decoded response bytes (`dataReceived`),
+wire = `encodedDataLength` at `loadingFinished` (headers included; svc does not compress, so
+this is also what a phone pays), WS = `/ws…` frame payloads received. Counted until the load
+event plus 0.5 s.
+
+List change → sidebar, with one dashboard open, three series of 30 (sessions of an `idle` agent,
+`sleep 3600`, so no bash start-up shares the server's core — see bench/lists.py): created in the
+workspace whose sidebar group is on top; created in another workspace each time, so its group
+moves to the top (what starting a session in another project does); then the first series
+stopped (a status change, no group moves). Each is timed from just before the API request (the
+bench's `time.time()`) to the page's `Date.now()` when a MutationObserver on `#sidebar-tree` sees
+the new `li` (or its `status-*` class leave the live ones), and to the next animation frame;
+same machine, same clock. Baseline: a bare `websockets` client subscribed to `/ws/sessions` in
+the bench, timed to the first snapshot that shows the same change (the API call plus the
+broadcast: the earliest any client can know).
+The page's own share is split at the frame's arrival in the page and at dashboard.js's
+`svc:sessions` event (parsed, table redrawn; the sidebar renders after it).
+
+The daemon is pinned to core 0, the bench, its socket client and Chromium to core 1.
+
+    .venv/bin/python bench/dashboard.py        (make bench runs it with a temp SVC_HOME)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+from playwright.sync_api import Browser, BrowserContext, CDPSession, Page  # noqa: E402
+from websockets.exceptions import ConnectionClosed  # noqa: E402
+from websockets.sync.client import ClientConnection, connect  # noqa: E402
+
+from tests.sessions_app.termclient import hosting_settings, shell_env  # noqa: E402
+from tests.support.browser import chromium  # noqa: E402
+from tests.support.browser_login import dashboard_url, logged_in  # noqa: E402
+from tests.support.daemon import Daemon, migrated_home  # noqa: E402
+
+SESSIONS = 200
+LIVE_SESSIONS = 12
+WORKSPACES = 4
+LOADS = int(os.environ.get("BENCH_DASHBOARD_LOADS", "10"))
+CHANGES = int(os.environ.get("BENCH_DASHBOARD_CHANGES", "30"))
+GAP_S = 0.15  # after each change: the follow-up snapshot (starting → running) passes first
+SETTLE_MS = 500  # after the load event: late requests (sockets, pickers) still count
+VIEWPORT = {"width": 1280, "height": 800}
+SERVER_CORE, CLIENT_CORE = 0, 1
+SERIES = {
+    "create": "a session created in the workspace whose group is on top",
+    "create, group moves": "created in another workspace, whose group moves to the top",
+    "stop": "a session of the first series stopped (its status changes, no group moves)",
+}
+RENDER_FLAG_MS = 50.0  # the page's own work per snapshot above this is worth a report
+ADMIN_LIST = "/admin/sessions_app/session/?all="  # `all`: every row on one page (≤ 200)
+BLANK = "/static/svc/favicon.svg"
+
+# Installed before any script of the dashboard runs. Watches the page; changes nothing it does:
+# the WebSocket wrapper only adds a listener (registered before the page's `onmessage`, so it
+# sees each frame first) and returns the real socket.
+PROBE = """
+(() => {
+  if (location.pathname !== "/") return;
+  const EXPECTED = %d;
+  const b = window.__bench = { sidebar: 0, pickers: 0, tti: 0, frame: 0, keep: false,
+    frames: [], seen: {}, seenP: {}, ended: {}, endedP: {}, paint: {} };
+  const Native = window.WebSocket;
+  function Probe(url, protocols) {
+    const ws = protocols === undefined ? new Native(url) : new Native(url, protocols);
+    if (new URL(url).pathname === "/ws/sessions") {
+      ws.addEventListener("message", (event) => {
+        if (!b.frame) b.frame = performance.now();
+        if (b.keep) b.frames.push({ t: Date.now(), p: performance.now(), data: event.data });
+      });
+    }
+    return ws;
+  }
+  Probe.prototype = Native.prototype;
+  for (const k of ["CONNECTING", "OPEN", "CLOSING", "CLOSED"]) Probe[k] = Native[k];
+  window.WebSocket = Probe;
+  // dashboard.js dispatches this after it has parsed the frame and redrawn the table, before
+  // the sidebar (Preact) renders; registered first, so it runs before the sidebar's listener.
+  document.addEventListener("svc:sessions", () => {
+    const last = b.frames[b.frames.length - 1];
+    if (b.keep && last && !last.eventP) last.eventP = performance.now();
+  });
+  const observer = new MutationObserver(() => {
+    const now = performance.now();
+    const listed = document.querySelectorAll("#sidebar-tree li[data-session-id]").length;
+    if (!b.sidebar && listed >= EXPECTED) b.sidebar = now;
+    if (!b.pickers && document.querySelector("#new-agent option")) b.pickers = now;
+    if (b.sidebar && b.pickers) { b.tti = Math.max(b.sidebar, b.pickers); observer.disconnect(); }
+  });
+  observer.observe(document, { childList: true, subtree: true });
+})();
+"""
+
+# The list-change watcher, installed once the page shows the list: the first time each session's
+# `li` is in the sidebar, and the first time its class says it is no longer live.
+WATCH = """() => {
+  const b = window.__bench, tree = document.getElementById("sidebar-tree");
+  const live = (li) =>
+    li.classList.contains("status-starting") || li.classList.contains("status-running");
+  const mark = (times, ptimes, key, id) => {
+    times[id] = Date.now(); ptimes[id] = performance.now();
+    requestAnimationFrame(() => { b.paint[key + id] = Date.now(); });
+  };
+  const scan = () => {
+    for (const li of tree.querySelectorAll("li[data-session-id]")) {
+      const id = li.dataset.sessionId;
+      if (!(id in b.seen)) mark(b.seen, b.seenP, "seen:", id);
+      if (!(id in b.ended) && !live(li)) mark(b.ended, b.endedP, "ended:", id);
+    }
+  };
+  scan();
+  new MutationObserver(scan).observe(tree,
+    { childList: true, subtree: true, attributes: true, attributeFilter: ["class"] });
+  b.frames = []; b.keep = true;
+}"""
+
+# After a change was seen: the first frame that carried it into the page, then forget frames.
+FRAME_OF = """([id, ended]) => {
+  const b = window.__bench;
+  const live = (s) => s.status === "starting" || s.status === "running";
+  let hit = null;
+  for (const f of b.frames) {
+    if (!f.data.includes(id)) continue;
+    const s = JSON.parse(f.data).find((x) => x.id === id);
+    if (s && (!ended || !live(s))) { hit = f; break; }
+  }
+  b.frames = [];
+  const key = ended ? "ended:" : "seen:";
+  return { dom: (ended ? b.ended : b.seen)[id], domP: (ended ? b.endedP : b.seenP)[id],
+           paint: b.paint[key + id], frame: hit && hit.t, frameP: hit && hit.p,
+           eventP: hit && hit.eventP, bytes: hit && hit.data.length };
+}"""
+
+# The "assets" baseline: run at the blank page's start, fetches every listed file in parallel.
+FETCH_ALL = """
+(() => {
+  if (location.pathname !== "%s") return;
+  const urls = %s;
+  window.__bench = { done: 0 };
+  Promise.all(urls.map((u) => fetch(u).then((r) => r.arrayBuffer())))
+    .then(() => { window.__bench.done = performance.now(); });
+})();
+"""
+
+LOADED = "() => performance.getEntriesByType('navigation')[0]?.loadEventEnd > 0"
+
+
+# --- processes ---------------------------------------------------------------------------------
+
+
+def pin(pid: int, core: int) -> None:
+    """Every thread: threads started before pinning keep their old affinity."""
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(int(task), {core})
+
+
+def start_svc(tmp: Path) -> Daemon:
+    settings = hosting_settings()
+    # `idle` does no start-up work of its own: the changes measure the list path, not bash.
+    settings["agents"]["idle"] = {"command": ["sleep", "3600"]}
+    home = migrated_home(tmp / "home", settings)
+    svc = Daemon(home, env=shell_env(tmp)).start()
+    assert svc.proc is not None
+    if PINNED:
+        pin(svc.proc.pid, SERVER_CORE)
+    return svc
+
+
+PINNED = (os.cpu_count() or 1) >= 2
+
+
+def populate(svc: Daemon, http: httpx.Client, tmp: Path) -> list[str]:
+    """200 sessions through the API: the first 12 stay live, the rest are stopped."""
+    paths = []
+    for n in range(WORKSPACES):
+        path = tmp / f"project-{n}"
+        path.mkdir()
+        made = http.post(f"{svc.url}/api/workspaces", json={"path": str(path)})
+        assert made.status_code in (200, 201), made.text
+        paths.append(str(path))
+    for n in range(SESSIONS):
+        body = {"agent": "shell", "workspace": paths[n % WORKSPACES], "kind": "terminal"}
+        made = http.post(f"{svc.url}/api/sessions", json=body)
+        assert made.status_code == 201, made.text
+        if n >= LIVE_SESSIONS:
+            sid = made.json()["id"]
+            stopped = http.delete(f"{svc.url}/api/sessions/{sid}", params={"wait": "1"})
+            assert stopped.status_code == 200, stopped.text
+    listed = http.get(f"{svc.url}/api/sessions").json()
+    live = sum(s["status"] in ("starting", "running") for s in listed)
+    assert len(listed) == SESSIONS and live == LIVE_SESSIONS, (len(listed), live)
+    return paths
+
+
+# --- first load ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Traffic:
+    """What one page load moved, from the DevTools protocol's network events."""
+
+    requests: int = 0
+    body: int = 0
+    wire: int = 0
+    ws_in: int = 0
+    static: list[str] = field(default_factory=list)
+
+    def watch(self, cdp: CDPSession) -> None:
+        cdp.on("Network.requestWillBeSent", self._request)
+        cdp.on("Network.dataReceived", self._data)
+        cdp.on("Network.loadingFinished", self._finished)
+        cdp.on("Network.webSocketFrameReceived", self._frame)
+        cdp.send("Network.enable")
+
+    def _request(self, event: dict[str, Any]) -> None:
+        self.requests += 1
+        path = httpx.URL(event["request"]["url"]).path
+        if path.startswith("/static/"):
+            self.static.append(path)
+
+    def _data(self, event: dict[str, Any]) -> None:
+        self.body += event["dataLength"]
+
+    def _finished(self, event: dict[str, Any]) -> None:
+        self.wire += int(event["encodedDataLength"])
+
+    def _frame(self, event: dict[str, Any]) -> None:
+        self.ws_in += len(event["response"]["payloadData"].encode())
+
+
+@dataclass
+class Load:
+    ms: float  # to interactive (dashboard) / all fetched (assets) / load event end (admin)
+    traffic: Traffic
+    parts: dict[str, float] = field(default_factory=dict)
+
+
+def fresh(browser: Browser, cookie: str, base: str, script: str = "") -> tuple[Page, Traffic]:
+    context: BrowserContext = browser.new_context(viewport=VIEWPORT)  # type: ignore[arg-type]
+    context.add_cookies([{"name": "svc_session", "value": cookie, "url": base}])
+    if script:
+        context.add_init_script(script)
+    page = context.new_page()
+    traffic = Traffic()
+    traffic.watch(context.new_cdp_session(page))
+    return page, traffic
+
+
+def settle(page: Page) -> None:
+    page.wait_for_function(LOADED, timeout=60_000)
+    page.wait_for_timeout(SETTLE_MS)  # the sync API delivers the CDP events while it waits
+
+
+def load_dashboard(browser: Browser, cookie: str, base: str) -> Load:
+    page, traffic = fresh(browser, cookie, base, PROBE % SESSIONS)
+    page.goto(f"{base}/", wait_until="commit")
+    page.wait_for_function("() => window.__bench && window.__bench.tti > 0", timeout=60_000)
+    settle(page)
+    marks = page.evaluate(
+        "() => ({ ...window.__bench, dcl: performance.getEntriesByType('navigation')[0]"
+        ".domContentLoadedEventEnd })"
+    )
+    page.context.close()
+    parts = {k: marks[k] for k in ("dcl", "frame", "pickers", "sidebar")}
+    return Load(marks["tti"], traffic, parts)
+
+
+def load_assets(browser: Browser, cookie: str, base: str, static: list[str]) -> Load:
+    page, traffic = fresh(browser, cookie, base, FETCH_ALL % (BLANK, json.dumps(static)))
+    page.goto(f"{base}{BLANK}", wait_until="commit")
+    page.wait_for_function("() => window.__bench && window.__bench.done > 0", timeout=60_000)
+    settle(page)
+    done = page.evaluate("() => window.__bench.done")
+    page.context.close()
+    return Load(done, traffic)
+
+
+def load_admin(browser: Browser, cookie: str, base: str) -> Load:
+    page, traffic = fresh(browser, cookie, base)
+    page.goto(f"{base}{ADMIN_LIST}", wait_until="commit")
+    settle(page)
+    rows = page.locator("#result_list tbody tr").count()
+    assert rows == SESSIONS, f"the admin changelist shows {rows} rows"
+    end = page.evaluate("() => performance.getEntriesByType('navigation')[0].loadEventEnd")
+    page.context.close()
+    return Load(end, traffic)
+
+
+def first_loads(browser: Browser, cookie: str, base: str) -> dict[str, list[Load]]:
+    warm = load_dashboard(browser, cookie, base)  # also warms the daemon's first requests
+    static = sorted(set(warm.traffic.static))
+    load_assets(browser, cookie, base, static)
+    load_admin(browser, cookie, base)
+    loads: dict[str, list[Load]] = {"dashboard": [], "assets": [], "admin": []}
+    for _ in range(LOADS):  # interleaved: a change in the machine's load hits all three
+        loads["dashboard"].append(load_dashboard(browser, cookie, base))
+        loads["assets"].append(load_assets(browser, cookie, base, static))
+        loads["admin"].append(load_admin(browser, cookie, base))
+    return loads
+
+
+# --- list change → sidebar -----------------------------------------------------------------------
+
+
+class BareList:
+    """A bare `/ws/sessions` subscriber. Its reader thread only stamps each frame with the bench's
+    wall clock and keeps it; frames are parsed later by `wait`, off the path being timed, so the
+    bench's own JSON work does not compete with Chromium on the shared core."""
+
+    def __init__(self, svc: Daemon) -> None:
+        self.ws: ClientConnection = connect(
+            f"{svc.ws_url}/ws/sessions",
+            origin=svc.origin,  # type: ignore[arg-type]
+            additional_headers=svc.owner_headers(),
+            max_size=None,
+        )
+        self.frames: list[tuple[float, str]] = []
+        self.arrived = threading.Condition()
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            for text in self.ws:
+                now = time.time() * 1000
+                with self.arrived:
+                    self.frames.append((now, str(text)))
+                    self.arrived.notify_all()
+
+    def mark(self) -> int:
+        with self.arrived:
+            return len(self.frames)
+
+    def wait(self, sid: str, ended: bool, since: int, timeout: float = 30) -> float:
+        """When the first frame after `since` that shows the change arrived."""
+        deadline = time.monotonic() + timeout
+        checked = since
+        while True:
+            with self.arrived:
+                fresh = self.frames[checked:]
+                if not fresh:
+                    left = deadline - time.monotonic()
+                    assert left > 0, f"no /ws/sessions frame showed {sid}"
+                    self.arrived.wait(left)
+                    continue
+            checked += len(fresh)
+            for at, text in fresh:
+                if sid not in text:
+                    continue
+                s = next(x for x in json.loads(text) if x["id"] == sid)
+                if not ended or s["status"] not in ("starting", "running"):
+                    return at
+
+    def close(self) -> None:
+        self.ws.close()
+        self.thread.join(5)
+
+
+@dataclass
+class Changes:
+    api: list[float] = field(default_factory=list)  # the API request itself
+    sidebar: list[float] = field(default_factory=list)  # request sent → li in the sidebar
+    painted: list[float] = field(default_factory=list)  # → the next animation frame
+    bare: list[float] = field(default_factory=list)  # → the bare client's frame
+    in_page: list[float] = field(default_factory=list)  # → the frame reaches the page
+    page_work: list[float] = field(default_factory=list)  # frame in the page → li
+    table: list[float] = field(default_factory=list)  # frame → parsed, table redrawn
+    sidebar_render: list[float] = field(default_factory=list)  # → sidebar rendered
+    bytes: list[int] = field(default_factory=list)
+
+
+def measure_change(page: Page, bare: BareList, into: Changes, act: Any, ended: bool) -> str:
+    since = bare.mark()
+    sent = time.time() * 1000
+    sid = act()
+    into.api.append(time.time() * 1000 - sent)
+    key = "ended" if ended else "seen"
+    page.wait_for_function(
+        "([k, id]) => window.__bench[k][id] && window.__bench.paint[k + ':' + id]",
+        arg=[key, sid],
+        timeout=30_000,
+    )
+    at = page.evaluate(FRAME_OF, [sid, ended])
+    into.sidebar.append(at["dom"] - sent)
+    into.painted.append(at["paint"] - sent)
+    into.bare.append(bare.wait(sid, ended, since) - sent)
+    assert at["frame"] is not None, f"no /ws/sessions frame in the page carried {sid}"
+    into.in_page.append(at["frame"] - sent)
+    into.page_work.append(at["domP"] - at["frameP"])
+    if at["eventP"]:
+        into.table.append(at["eventP"] - at["frameP"])
+        into.sidebar_render.append(at["domP"] - at["eventP"])
+    into.bytes.append(at["bytes"])
+    time.sleep(GAP_S)
+    return sid
+
+
+def list_changes(
+    browser: Browser, cookie: str, base: str, svc: Daemon, http: httpx.Client, paths: list[str]
+) -> dict[str, Changes]:
+    """Three series of CHANGES each; see SERIES."""
+    page, _ = fresh(browser, cookie, base, PROBE % SESSIONS)
+    page.goto(f"{base}/", wait_until="commit")
+    page.wait_for_function("() => window.__bench && window.__bench.tti > 0", timeout=60_000)
+    settle(page)
+    page.evaluate(WATCH)
+    bare = BareList(svc)
+    series = {name: Changes() for name in SERIES}
+
+    def create(workspace: str) -> str:
+        body = {"agent": "idle", "workspace": workspace, "kind": "terminal"}
+        made = http.post(f"{svc.url}/api/sessions", json=body)
+        assert made.status_code == 201, made.text
+        return made.json()["id"]
+
+    def stop(sid: str) -> str:
+        answer = http.delete(f"{svc.url}/api/sessions/{sid}")
+        assert answer.status_code in (200, 202), answer.text
+        return sid
+
+    try:
+        # Not measured: puts the first workspace's group on top for the "same group" series.
+        measure_change(page, bare, Changes(), lambda: create(paths[0]), ended=False)
+        top = [
+            measure_change(page, bare, series["create"], lambda: create(paths[0]), ended=False)
+            for _ in range(CHANGES)
+        ]
+        for n in range(CHANGES):  # each in another workspace than the last: its group moves up
+            where = paths[1 + n % (WORKSPACES - 1)]
+            measure_change(page, bare, series["create, group moves"], lambda w=where: create(w),
+                           ended=False)  # fmt: skip
+        # The top group is now the last moved one: these stops change a status, not the order.
+        for sid in top:
+            measure_change(page, bare, series["stop"], lambda s=sid: stop(s), ended=True)
+    finally:
+        bare.close()
+        page.context.close()
+    return series
+
+
+# --- report --------------------------------------------------------------------------------------
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest rank: with 10 loads, p99 is the worst of them."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def p50(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def report_loads(loads: dict[str, list[Load]]) -> None:
+    names = {
+        "dashboard": "dashboard, to interactive",
+        "assets": "assets only (same files, fetched)",
+        "admin": "admin changelist, 200 rows, load end",
+    }
+    base = loads["dashboard"]
+    print(f"First load, cold, {VIEWPORT['width']}×{VIEWPORT['height']}, n={LOADS} each:")
+    print(
+        f"  {'page':<38} {'req':>4} {'body KB':>8} {'wire KB':>8} {'WS KB':>6}"
+        f" {'p50 ms':>7} {'p99 ms':>7} {'dash/this p50':>13} {'p99':>5}"
+    )
+    for key, runs in loads.items():
+        times = [r.ms for r in runs]
+        mean = {
+            attr: statistics.mean(getattr(r.traffic, attr) for r in runs)
+            for attr in ("requests", "body", "wire", "ws_in")
+        }
+        dash = [r.ms for r in base]
+        worst = percentile(dash, 0.99) / percentile(times, 0.99)
+        ratio = (
+            f" {p50(dash) / p50(times):12.2f}× {worst:4.2f}×"
+            if key != "dashboard"
+            else f" {'—':>13} {'—':>5}"
+        )
+        print(
+            f"  {names[key]:<38} {mean['requests']:4.0f} {mean['body'] / 1024:8.1f}"
+            f" {mean['wire'] / 1024:8.1f} {mean['ws_in'] / 1024:6.1f}"
+            f" {p50(times):7.1f} {percentile(times, 0.99):7.1f}{ratio}"
+        )
+    wire = statistics.mean(r.traffic.wire + r.traffic.ws_in for r in base)
+    for key in ("assets", "admin"):
+        other = statistics.mean(r.traffic.wire + r.traffic.ws_in for r in loads[key])
+        print(f"  bytes (wire + WS), dashboard / {key}: {wire / other:.2f}×")
+    parts = {k: [r.parts[k] for r in base] for k in base[0].parts}
+    print(
+        "  dashboard, p50 from navigation start: "
+        + ", ".join(f"{k} {p50(v):.1f} ms" for k, v in parts.items())
+        + f"; first snapshot → 200 in the sidebar p50 "
+        f"{p50([r.parts['sidebar'] - r.parts['frame'] for r in base]):.1f} ms"
+    )
+
+
+def report_changes(series: dict[str, Changes], snapshot: int) -> None:
+    listed = SESSIONS + 1 + 2 * CHANGES
+    print(
+        f"List change → sidebar, one dashboard open ({SESSIONS}→{listed} listed, a snapshot"
+        f" ≈ {snapshot / 1024:.0f} KB), n={CHANGES} each, ms from just before the API request,"
+        " p50 / p99:"
+    )
+    for name, what in SERIES.items():
+        print(f"  {name}: {what}")
+    print(f"  {'':<38}" + "".join(f" {name:>21}" for name in series))
+    rows = (
+        ("the API request itself", "api"),
+        ("bare /ws/sessions client (baseline)", "bare"),
+        ("frame reaches the page", "in_page"),
+        ("sidebar shows it (DOM)", "sidebar"),
+        ("sidebar, next animation frame", "painted"),
+        ("page work: frame in page → sidebar", "page_work"),
+        ("  parse + sessions table redraw", "table"),
+        ("  sidebar render (Preact)", "sidebar_render"),
+    )
+    for label, attr in rows:
+        cells = []
+        for c in series.values():
+            values = getattr(c, attr)
+            cells.append(f"{p50(values):9.1f} / {percentile(values, 0.99):7.1f}" if values else "—")
+        print(f"  {label:<38}" + "".join(f" {cell:>21}" for cell in cells))
+    ratios = []
+    for c in series.values():
+        worst = percentile(c.sidebar, 0.99) / percentile(c.bare, 0.99)
+        ratios.append(f"{p50(c.sidebar) / p50(c.bare):8.2f}× / {worst:5.2f}×")
+    print(f"  {'sidebar / bare client':<38}" + "".join(f" {r:>21}" for r in ratios))
+    for name, c in series.items():
+        work = percentile(c.page_work, 0.99)
+        if p50(c.page_work) > RENDER_FLAG_MS or work > RENDER_FLAG_MS:
+            print(f"  {name}: the page's own work per snapshot, p50 {p50(c.page_work):.1f} ms,"
+                  f" p99 {work:.1f} ms (flag: {RENDER_FLAG_MS:.0f} ms)")  # fmt: skip
+
+
+def main() -> None:
+    if PINNED:
+        os.sched_setaffinity(0, {CLIENT_CORE})  # inherited by Playwright's driver and Chromium
+    tmp = Path(tempfile.mkdtemp(prefix="svc-bench-dashboard-"))
+    started = time.monotonic()
+    svc = start_svc(tmp)
+    try:
+        with httpx.Client(headers=svc.owner_headers(), timeout=60) as http:
+            paths = populate(svc, http, tmp)
+            print(
+                f"{SESSIONS} sessions listed in {WORKSPACES} workspaces, created through the API:"
+                f" {LIVE_SESSIONS} live shells, {SESSIONS - LIVE_SESSIONS} shells stopped"
+                f" ({time.monotonic() - started:.0f} s)"
+            )
+            with logged_in(svc) as browser_http:
+                cookie = browser_http.cookies["svc_session"]
+            base = dashboard_url(svc)
+            with chromium() as browser:
+                loads = first_loads(browser, cookie, base)
+                series = list_changes(browser, cookie, base, svc, http, paths)
+            snapshot = len(http.get(f"{svc.url}/api/sessions").content)
+    finally:
+        svc.stop()
+    load = os.getloadavg()
+    print(
+        f"machine: {os.cpu_count()} cores, load average {load[0]:.1f} / {load[1]:.1f};"
+        f" daemon pinned to core {SERVER_CORE}, bench + Chromium to core {CLIENT_CORE}"
+        if PINNED
+        else f"machine: {os.cpu_count()} core, nothing pinned"
+    )
+    report_loads(loads)
+    report_changes(series, snapshot)
+    print(f"total {time.monotonic() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
