@@ -190,7 +190,7 @@ function Sidebar() {
   document.title = waiting.size ? `(${waiting.size}) svc` : "svc";
   if (!items.length) return html`<p class="hint side-empty">No sessions yet: start one from <a href="#view=sessions">Sessions</a>.</p>`;
   return html`${grouped(items, workspaces).map((group) => html`
-    <details class="side-group" open>
+    <details class="side-group" key=${group.path} open>
       <summary title=${group.path}>${group.label} <span class="side-count">${group.sessions.length}</span></summary>
       <ul>${group.sessions.map((s) => html`<${SessionItem} key=${s.id} s=${s} waiting=${waiting.get(s.id)} current=${s.id === current} />`)}</ul>
     </details>`)}`;

@@ -155,7 +155,11 @@ function sessionRow(s) {
   return row;
 }
 
+// The table is drawn only while its view is shown (a snapshot comes on every change; the sidebar
+// is what a person sees meanwhile), and once more when the view comes back.
 function drawSessions() {
+  if (document.getElementById("sessions-box").hidden) { sessionsView.stale = true; return; }
+  sessionsView.stale = false;
   const shown = sessionsView.items.filter(sessionShown);
   const empty = sessionsView.items.length ? "No session matches the filter." : "No sessions yet.";
   document.querySelector("#sessions tbody").replaceChildren(...(shown.length ? shown.map(sessionRow)
@@ -183,6 +187,7 @@ function watchSessionFilters() {
   if (q) q.addEventListener("input", () => { sessionsView.q = q.value; drawSessions(); });
 }
 watchSessionFilters();
+document.addEventListener("svc:view", (event) => { if (event.detail.view === "sessions" && sessionsView.stale) drawSessions(); });
 
 // --- new session pickers --------------------------------------------------------------------------
 

@@ -2,7 +2,9 @@
 // model, all from GET /api/usage. The API's days are UTC days and its cost is `cost_usd`, so the
 // page counts days in UTC and shows cost in USD.
 import { html, render, useEffect, useMemo, useRef, useState, svc, hashParams } from "/static/svc/ui.js";
-import uPlot from "uplot";
+// uPlot loads with the first chart, not with the page (most loads never show this view).
+let uPlotLoading = null;
+const loadUPlot = () => (uPlotLoading ||= import("uplot").then((module) => module.default));
 
 function stylesheet(href) {
   if (document.querySelector(`link[rel="stylesheet"][href="${href}"]`)) return;
@@ -88,7 +90,7 @@ function chartHeight(width) {
   return Math.round(Math.max(180, Math.min(300, width * 0.55)));
 }
 
-function options(width, c) {
+function options(uPlot, width, c) {
   const axis = { stroke: c.fg, grid: { stroke: c.line, width: 1 }, ticks: { stroke: c.line, width: 1 } };
   return {
     width,
@@ -127,20 +129,28 @@ function Chart({ data, label }) {
     return () => query.removeEventListener("change", changed);
   }, []);
 
+  const latestCols = useRef(cols);
+  latestCols.current = cols;
   useEffect(() => {
     const node = box.current;
     const width = () => Math.max(200, Math.floor(node.clientWidth));
-    const chart = new uPlot(options(width(), colours()), cols, node);
-    plot.current = chart;
-    node.dataset.series = String(chart.series.length); // x and the drawn series, for tests
-    // A hidden view measures 0 wide: resize only to a real width, when it is shown again.
-    const observer = new ResizeObserver(() => {
-      if (node.clientWidth > 0 && Math.floor(node.clientWidth) !== chart.width) {
-        chart.setSize({ width: width(), height: chartHeight(width()) });
-      }
+    let chart = null;
+    let observer = null;
+    let gone = false;
+    loadUPlot().then((uPlot) => {
+      if (gone) return;
+      chart = new uPlot(options(uPlot, width(), colours()), latestCols.current, node);
+      plot.current = chart;
+      node.dataset.series = String(chart.series.length); // x and the drawn series, for tests
+      // A hidden view measures 0 wide: resize only to a real width, when it is shown again.
+      observer = new ResizeObserver(() => {
+        if (node.clientWidth > 0 && Math.floor(node.clientWidth) !== chart.width) {
+          chart.setSize({ width: width(), height: chartHeight(width()) });
+        }
+      });
+      observer.observe(node);
     });
-    observer.observe(node);
-    return () => { observer.disconnect(); chart.destroy(); plot.current = null; };
+    return () => { gone = true; if (observer) observer.disconnect(); if (chart) chart.destroy(); plot.current = null; };
   }, [scheme, data.days]);
 
   useEffect(() => { if (plot.current) plot.current.setData(cols); }, [cols]);
@@ -215,7 +225,7 @@ function Usage() {
   }
 
   useEffect(() => {
-    if (shown() || !data) refresh();
+    if (shown()) refresh(); // a hidden view loads when it is shown (svc:view below)
     const whenShown = (event) => { if (event.detail && event.detail.view === "usage") refresh(); };
     const onHash = () => { if (hashParams().get("view") === "usage") refresh(); };
     const onVisible = () => { if (shown()) refresh(); };

@@ -127,7 +127,12 @@ def test_the_dashboard_shows_everything_svc_does(page: Page, host: Daemon, tmp_p
 
     # The live list follows a session created through the API, without a reload.
     made = create_session(host, workspace)
-    expect(page.locator(f"#sessions tr[data-session-id='{made['id']}']")).to_contain_text("running")
+    # (the sidebar's list; on a phone it is the sessions view's table, drawn when shown)
+    listed = f"#sidebar-tree li[data-session-id='{made['id']}']"
+    if page.viewport_name == "phone":  # type: ignore[attr-defined]
+        show(page, "sessions")
+        listed = f"#sessions tr[data-session-id='{made['id']}']"
+    expect(page.locator(listed)).to_contain_text("running")
 
     # A chat with the scripted agent: a streamed answer, then a permission answered here.
     start_from_pickers(page, "fake", workspace, "chat")
