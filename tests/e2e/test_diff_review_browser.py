@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,19 +21,15 @@ from playwright.sync_api import Browser, Page, expect
 from tests.e2e.test_dashboard import screenshot, serious_violations
 from tests.sessions_app.termclient import Chat, start_hosting_daemon
 from tests.support.daemon import Daemon
+from tests.support.git import feature_repo, git
 from tests.support.mcp import tool
 
-GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.test"]
 TASKS = {  # subagent → what the scripted agent does (commit <file> <lines>)
     "ff": "commit ff.py 3",
     "mc": "commit mc.txt 4",
     "cf": "commit README.md 2",  # rewrites a file the base branch will change too
     "dc": "commit dc.txt 5",
 }
-
-
-def git(cwd: Path | str, *args: str) -> str:
-    return subprocess.run([*GIT, *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
 
 
 def run(coroutine: Any) -> Any:
@@ -64,17 +59,7 @@ def page(browser: Browser, host: Daemon) -> Iterator[Page]:
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A clean repository whose HEAD is a feature branch one commit ahead of main."""
-    path = tmp_path / "repo"
-    path.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    (path / "README.md").write_text("hello\n")
-    git(path, "add", ".")
-    git(path, "commit", "-qm", "first")
-    git(path, "checkout", "-qb", "feature")
-    (path / "feature.txt").write_text("only on the feature branch\n")
-    git(path, "add", ".")
-    git(path, "commit", "-qm", "feature")
-    return path.resolve()
+    return feature_repo(tmp_path / "repo")
 
 
 def page_counts(page: Page) -> list[tuple[str, str, str]]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -18,9 +17,8 @@ import pytest
 
 from tests.sessions_app.termclient import Chat, hosting_settings, open_ws, shell_env
 from tests.support.daemon import Daemon, migrated_home
+from tests.support.git import feature_repo, git
 from tests.support.mcp import mcp_client, tool
-
-GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.test"]
 
 
 @pytest.fixture(scope="module")
@@ -36,24 +34,10 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     server.stop()
 
 
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run([*GIT, *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A clean repository whose HEAD is a feature branch one commit ahead of main."""
-    path = tmp_path / "repo"
-    path.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    (path / "README.md").write_text("hello\n")
-    git(path, "add", ".")
-    git(path, "commit", "-qm", "first")
-    git(path, "checkout", "-qb", "feature")
-    (path / "feature.txt").write_text("only on the feature branch\n")
-    git(path, "add", ".")
-    git(path, "commit", "-qm", "feature")
-    return path
+    return feature_repo(tmp_path / "repo")
 
 
 async def tool_error(daemon: Daemon, name: str, **arguments: Any) -> str:

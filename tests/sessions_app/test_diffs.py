@@ -20,7 +20,7 @@ from sessions_app.models import Session, Subagent, SubagentTurn
 from svcproject import config
 from svcproject.errors import Conflict, DomainError, NotFound
 from tests.sessions_app.termclient import hosting_settings
-from tests.sessions_app.test_turn_create import git
+from tests.support.git import feature_repo, git
 from tests.support.runtime import running, settings_file
 
 pytestmark = pytest.mark.django_db
@@ -35,18 +35,8 @@ def fake_agent() -> Iterator[None]:
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A clean repository on branch `feature` (one commit ahead of main)."""
-    path = tmp_path / "repo"
-    path.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    (path / "README.md").write_text("hello\nworld\n")
-    (path / "gone.txt").write_text("to be deleted\n")
-    git(path, "add", ".")
-    git(path, "commit", "-qm", "first")
-    git(path, "checkout", "-qb", "feature")
-    (path / "feature.txt").write_text("feature\n")
-    git(path, "add", ".")
-    git(path, "commit", "-qm", "feature")
-    return path.resolve()
+    on_main = {"README.md": "hello\nworld\n", "gone.txt": "to be deleted\n"}
+    return feature_repo(tmp_path / "repo", on_main)
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ the `starting` session every subagent gets before its agent runs."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,11 +16,10 @@ from sessions_app.models import Session, Subagent, SubagentTurn
 from svcproject import config
 from svcproject.errors import DomainError
 from tests.sessions_app.termclient import hosting_settings
+from tests.support.git import git
 from tests.support.runtime import settings_file
 
 pytestmark = pytest.mark.django_db
-
-GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.test"]
 
 
 @pytest.fixture(autouse=True)
@@ -31,10 +29,6 @@ def fake_agent() -> Iterator[None]:
     settings["agents"]["off"] = {"acp_command": [sys.executable, "-c", "pass"], "enabled": False}
     with settings_file(settings):
         yield
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run([*GIT, *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
 
 
 def branches(repo: Path) -> list[str]:
