@@ -22,7 +22,7 @@ from sessions_app.models import Session, SessionEvent, Subagent
 from svcproject import config
 from svcproject.errors import DomainError
 from tests.sessions_app.termclient import hosting_settings
-from tests.sessions_app.test_turn_create import git
+from tests.support.git import git
 from tests.support.runtime import running, settings_file
 
 PATCH_FILES = ["app.py", "old.txt"]
