@@ -5,7 +5,9 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 # The suite's test files run on this many workers (pytest-xdist); a file stays on one worker.
-TEST_WORKERS ?= 2
+# Three on two cores: a third of the time a test waits (a daemon starting, a browser, a real
+# timer), and the third worker fills it (docs/performance.md).
+TEST_WORKERS ?= 3
 
 .PHONY: run test lint format bench venv dev-venv assets test-fixtures agents clean screenshots
 
