@@ -4,7 +4,8 @@
 import { html, render, useEffect, useMemo, useRef, useState, svc, hashParams } from "/static/svc/ui.js";
 // uPlot loads with the first chart, not with the page (most loads never show this view).
 let uPlotLoading = null;
-const loadUPlot = () => (uPlotLoading ||= import("uplot").then((module) => module.default));
+let uPlotLoaded = null; // once here, charts are made in the same task (no moment without one)
+const loadUPlot = () => (uPlotLoading ||= import("uplot").then((module) => (uPlotLoaded = module.default)));
 
 function stylesheet(href) {
   if (document.querySelector(`link[rel="stylesheet"][href="${href}"]`)) return;
@@ -137,7 +138,7 @@ function Chart({ data, label }) {
     let chart = null;
     let observer = null;
     let gone = false;
-    loadUPlot().then((uPlot) => {
+    const make = (uPlot) => {
       if (gone) return;
       chart = new uPlot(options(uPlot, width(), colours()), latestCols.current, node);
       plot.current = chart;
@@ -149,7 +150,9 @@ function Chart({ data, label }) {
         }
       });
       observer.observe(node);
-    });
+    };
+    if (uPlotLoaded) make(uPlotLoaded);
+    else loadUPlot().then(make);
     return () => { gone = true; if (observer) observer.disconnect(); if (chart) chart.destroy(); plot.current = null; };
   }, [scheme, data.days]);
 
