@@ -114,9 +114,12 @@ def test_every_view_in_both_schemes(
                 f"#sessions tr[data-session-id='{chat['id']}'] button", has_text="Open chat"
             ).click()
         chat_said(page, f"layout in {scheme}")
-        for view in VIEWS + (["more"] if size == "phone" else []):
+        for view in ["session", "diff", *VIEWS] + (["more"] if size == "phone" else []):
             if view == "session" and size == "desktop":
                 page.locator(".session-tab").first.click()  # the tabs stay above every view
+            elif view == "diff":  # reached from a session's "Changes" (not a git folder here)
+                page.locator(f"{ACTIVE} .session-head button", has_text="Changes").click()
+                expect(page.locator("#diff")).not_to_be_empty()
             else:
                 show(page, view)
             shown = page.locator("#views > [data-view]:visible")
