@@ -24,8 +24,8 @@ from asgiref.sync import sync_to_async
 
 from bridge_app import ir, services
 from bridge_app.routes import Route
+from sessions_app import agent_logs
 from sessions_app import services as session_services
-from sessions_app.services import agent_log_tail
 from svcproject import config
 from svcproject.errors import DomainError
 
@@ -73,7 +73,7 @@ class Conversation:
 
     async def with_agent_log(self, message: str) -> str:
         """The failure, with the end of what the agent itself wrote to stderr."""
-        tail = await sync_to_async(agent_log_tail)(self.session_id)
+        tail = await sync_to_async(agent_logs.tail)(self.session_id)
         return f"{message}; the agent wrote: {tail}" if tail else message
 
 

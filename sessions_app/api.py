@@ -10,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from sessions_app import agent_settings, handover, selectors, services, subagents
+from sessions_app import agent_logs, agent_settings, handover, selectors, services, subagents
 
 
 class WorkspaceIn(serializers.Serializer):
@@ -156,7 +156,7 @@ class SessionLogView(APIView):
         session = selectors.session_get(_session_id(session_id))
         if session is None:
             raise NotFound(f"no session {session_id}")
-        return Response({"session_id": str(session.id), "log": services.agent_log(session.id)})
+        return Response({"session_id": str(session.id), "log": agent_logs.read(session.id)})
 
 
 class ChannelListView(APIView):

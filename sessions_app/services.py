@@ -13,6 +13,7 @@ from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from django.db import transaction
 
+from sessions_app import agent_logs
 from sessions_app import agents as agent_registry
 from sessions_app.models import Session, Workspace
 from svcproject import config, errors
@@ -21,30 +22,6 @@ from svcproject.runtime import current
 
 if TYPE_CHECKING:
     from sessions_app.host.registry import ProcessHost
-
-
-def _agent_log_path(session_id: object) -> Path:
-    return config.svc_home() / "logs" / f"agent-{session_id}.log"
-
-
-def agent_log_tail(session_id: object, size: int = 1500) -> str:
-    """The end of what a chat agent wrote on stderr, on one line: why it failed, in its words."""
-    try:
-        data = _agent_log_path(session_id).read_bytes()[-size:]
-    except OSError:
-        return ""
-    return " ".join(data.decode("utf-8", "replace").split())
-
-
-def agent_log(session_id: object, size: int = 64 * 1024) -> str:
-    """The last `size` bytes of a chat agent's stderr, as written (the dashboard's "agent log")."""
-    try:
-        with _agent_log_path(session_id).open("rb") as log:
-            log.seek(0, 2)
-            log.seek(max(0, log.tell() - size))
-            return log.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
 
 
 def _pid_alive(pid: int | None) -> bool:
@@ -258,7 +235,7 @@ async def _start_process(
         return pid, ""
     return await _host().start_chat(
         str(session.id), agent=session.agent, argv=launch.argv, env=launch.env, cwd=launch.cwd,
-        store=_store_event, on_exit=_on_process_exit, stderr_path=_agent_log_path(session.id),
+        store=_store_event, on_exit=_on_process_exit, stderr_path=agent_logs.path(session.id),
         permission_timeout_s=config.knobs().permission_timeout_s,
         start_timeout_s=config.knobs().agent_start_timeout_s,
     )  # fmt: skip
@@ -290,7 +267,7 @@ async def asession_resume(*, session_id: str) -> Session:
         pid, agent_session_id = await _host().start_chat(
             str(session.id), agent=session.agent, argv=launch.argv, env=launch.env,
             cwd=launch.cwd, store=_store_event, on_exit=_on_process_exit,
-            resume_id=session.agent_session_id, stderr_path=_agent_log_path(session.id),
+            resume_id=session.agent_session_id, stderr_path=agent_logs.path(session.id),
             permission_timeout_s=config.knobs().permission_timeout_s,
             start_timeout_s=config.knobs().agent_start_timeout_s,
         )  # fmt: skip

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from asgiref.sync import sync_to_async
 
 from notifications_app import events as notices
-from sessions_app import services, subagent_reports, subagents, worktrees
+from sessions_app import agent_logs, services, subagent_reports, subagents, worktrees
 from sessions_app.models import Subagent, SubagentTurn
 from svcproject import config
 from svcproject.errors import DomainError
@@ -279,7 +279,7 @@ async def _prompt_or_exit(chat: Any, text: str) -> str:
 
 
 def _exited_summary(session_id: str, code: int | None) -> str:
-    tail = services.agent_log_tail(session_id, 300)
+    tail = agent_logs.tail(session_id, 300)
     said = f"the agent exited with code {code}" if code is not None else "the agent exited"
     return f"{said}: {tail}" if tail else said
 
