@@ -24,6 +24,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.support.machine import pin  # noqa: E402
+
 N_SEQUENTIAL = int(os.environ.get("BENCH_N", "1000"))  # p99 = the 10th worst, not the 3rd
 N_CONCURRENT = int(os.environ.get("BENCH_N32", "3000"))
 CONCURRENCY = 32
@@ -78,13 +80,6 @@ rawproxy = RawProxy()
 
 
 SERVER_CORE, CLIENT_CORE = 0, 1
-
-
-def pin(pid: int, core: int) -> None:
-    """Every thread of `pid` (threads started before pinning keep their old affinity)."""
-    for task in os.listdir(f"/proc/{pid}/task"):
-        with contextlib.suppress(OSError):
-            os.sched_setaffinity(int(task), {core})
 
 
 def _free_port() -> int:

@@ -25,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.support.machine import percentile  # noqa: E402
 from tests.support.daemon import Daemon, migrated_home  # noqa: E402
 
 FAST_RUNS = int(os.environ.get("BENCH_CLI_RUNS", "20"))
@@ -40,11 +41,6 @@ def wall_times(command: list[str], env: dict[str, str], runs: int) -> list[float
         times.append(time.perf_counter() - started)
         assert done.returncode == 0, done.stderr.decode(errors="replace")
     return times
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def main() -> None:

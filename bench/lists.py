@@ -12,7 +12,6 @@ HTTP POST, sends a fixed text frame to each of its 50 WebSocket clients.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import statistics
@@ -26,6 +25,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench.support.machine import pin  # noqa: E402
 
 CLIENTS = 50
 CHANGES = int(os.environ.get("BENCH_CHANGES", "40"))
@@ -65,13 +66,6 @@ raw = RawBroadcast()
 
 
 # --- processes ---------------------------------------------------------------------------------
-
-
-def pin(pid: int, core: int) -> None:
-    """Every thread: threads started before pinning keep their old affinity."""
-    for task in os.listdir(f"/proc/{pid}/task"):
-        with contextlib.suppress(OSError):
-            os.sched_setaffinity(int(task), {core})
 
 
 def start_raw() -> tuple[subprocess.Popen, int]:

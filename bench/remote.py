@@ -25,7 +25,6 @@ import asyncio
 import contextlib
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -37,6 +36,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.support.machine import pin  # noqa: E402
+
 PATH = "/static/svc/pair.js"
 SECONDS = float(os.environ.get("BENCH_SECONDS", "1.2"))  # one c=16 run of one target
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "6"))
@@ -44,52 +45,10 @@ N_SEQUENTIAL = int(os.environ.get("BENCH_N", "300"))  # c=1 requests per target
 KEYSTROKES = int(os.environ.get("BENCH_KEYS", "200"))
 CONCURRENCY = 16
 SERVER_CORE, CLIENT_CORE = 0, 1
-
-
-# --- the bare peer (`bench/remote.py --serve-bare CONFIG`) --------------------------------------
-
-
-async def serve_bare(config: dict) -> None:
-    """aiohttp serving static/ at /static/, and a reverse forward of it over SSH, in one loop."""
-    import asyncssh
-    from aiohttp import web
-
-    app = web.Application()
-    app.router.add_static("/static/", ROOT / "static")
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    http_port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    conn = await asyncssh.connect(
-        "127.0.0.1",
-        config["ssh_port"],
-        username="svc-test",
-        client_keys=[config["key_file"]],
-        known_hosts=config["known_hosts"],
-        agent_path=None,
-    )
-    listener = await conn.forward_remote_port(
-        "127.0.0.1", config["remote_port"], "127.0.0.1", http_port
-    )
-    print(f"ready {http_port} {listener.get_port()}", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    conn.close()
-    await runner.cleanup()
+BARE_PEER = ROOT / "bench" / "support" / "bare_static_peer.py"
 
 
 # --- processes ---------------------------------------------------------------------------------
-
-
-def pin(pid: int, core: int) -> None:
-    """Every thread: threads started before pinning keep their old affinity."""
-    for task in os.listdir(f"/proc/{pid}/task"):
-        with contextlib.suppress(OSError):
-            os.sched_setaffinity(int(task), {core})
 
 
 def cpu_seconds(pid: int) -> float:
@@ -110,7 +69,7 @@ def start_bare(ssh: Any) -> tuple[subprocess.Popen, int, int]:
     }
     # Its own session, as svc's daemon has (autogroup scheduling: see bench/mcp_calls.py).
     proc = subprocess.Popen(
-        [sys.executable, __file__, "--serve-bare", json.dumps(config)],
+        [sys.executable, str(BARE_PEER), json.dumps(config)],
         cwd=ROOT, stdout=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
     assert proc.stdout is not None
@@ -427,7 +386,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--serve-bare":
-        asyncio.run(serve_bare(json.loads(sys.argv[2])))
-    else:
-        main()
+    main()

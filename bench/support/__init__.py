@@ -1,0 +1,1 @@
+"""What several benchmarks share; not itself a benchmark (make bench runs bench/*.py only)."""
