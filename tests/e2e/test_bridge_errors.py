@@ -4,7 +4,7 @@ flushed as it comes, and a client that disconnects cancelling the provider reque
 
 Status codes and error bodies in each dialect and upstream failures (415/400/404/503, 429, 502,
 504, 5xx, mid-stream errors, capability dropping, the request log) are tested in-process through
-the bridge's ASGI app: tests/bridge_app/test_bridge_errors_inprocess.py."""
+the bridge's ASGI app: tests/bridge_app/exchange/test_bridge_errors_inprocess.py."""
 
 from __future__ import annotations
 

@@ -24,12 +24,7 @@ from google.genai import types
 
 from bridge_app import upstream, views
 from bridge_app.requestlog import RequestLog
-from tests.bridge_app.test_exchange import (  # noqa: F401 (fixtures)
-    ALIAS,
-    bridge_profiles,
-    fake,
-    upstream_client,
-)
+from tests.bridge_app.exchange.harness import ALIAS
 from tests.fakes.fake_provider import FakeProvider
 
 ORIGIN = "http://127.0.0.1:8000"  # the Host the client sends: a loopback one, as the gate wants
@@ -63,7 +58,7 @@ async def http() -> AsyncIterator[httpx2.AsyncClient]:
 
 
 @pytest.fixture
-def bridge(http: httpx2.AsyncClient, fake: FakeProvider) -> tuple[Any, FakeProvider]:  # noqa: F811
+def bridge(http: httpx2.AsyncClient, fake: FakeProvider) -> tuple[Any, FakeProvider]:
     """What the live tests' `bridge` was (the daemon, the fake), with the app's client instead."""
     return http, fake
 

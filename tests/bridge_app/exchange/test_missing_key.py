@@ -14,18 +14,12 @@ import pytest
 from google.genai import errors as genai_errors
 
 from svcproject import config
-from tests.bridge_app.test_bridge_errors_inprocess import (  # noqa: F401 (fixtures)
+from tests.bridge_app.exchange.harness import ALIAS, profiles_for
+from tests.bridge_app.exchange.test_bridge_errors_inprocess import (  # noqa: F401 (fixtures)
     bridge,
     http,
     request_rows,
     sdk,
-)
-from tests.bridge_app.test_exchange import (  # noqa: F401 (fixtures)
-    ALIAS,
-    bridge_profiles,
-    fake,
-    profiles_for,
-    upstream_client,
 )
 
 VAR = "SVC_TEST_MISSING_PROFILE_KEY"
@@ -33,7 +27,7 @@ SAYS = f"${VAR} is not set in svc's environment"
 
 
 @pytest.fixture(autouse=True)
-def keyless_profiles(bridge_profiles: Any, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+def keyless_profiles(bridge_profiles: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each dialect's profile, its key named by an environment variable that is not set."""
     monkeypatch.delenv(VAR, raising=False)
     profiles = profiles_for(bridge_profiles)

@@ -2,176 +2,35 @@
 the fake provider on a loopback port — without a daemon. A `Route` and an `Incoming` in, a
 `Reply` out: translated or relayed answers and streams, 429 retries honouring Retry-After,
 upstream failures in the client's dialect, an unreachable or silent provider, a client that
-leaves, model lists, token counts, and the Responses turns svc remembers."""
+leaves. Model lists, token counts and remembered Responses turns: test_exchange_local.py."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 import json
-import socket
 import time
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 
-from bridge_app import exchange, ir, routes, upstream
-from bridge_app.streams import SSEParser
-from svcproject import config
+from bridge_app import ir, upstream
+from tests.bridge_app.exchange.harness import (
+    ALIAS,
+    body_for,
+    call,
+    closed,
+    closed_port,
+    frames,
+    generate,
+    read,
+    recorded,
+    route,
+    sent,
+    whole,
+)
 from tests.fakes.bridge_fake_plan import PNG
-from tests.fakes.fake_provider import FakeProvider, Recorded
-
-ALIAS = "client-model"  # what clients ask for; the profiles map it to the fake's "fake-model"
-PROFILE = {
-    "openai-chat": "chat",
-    "openai-responses": "responses",
-    "anthropic": "claude",
-    "gemini": "gemini",
-}
-
-
-def closed_port() -> int:
-    """A loopback port nothing listens on."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def profiles_for(fake: FakeProvider) -> dict[str, Any]:
-    profiles = {
-        name: {
-            "provider": dialect,
-            "base_url": fake.base_url(dialect),
-            "api_key": f"profile-key-{dialect}",
-            "models": ["fake-model"],
-            "model_aliases": {ALIAS: "fake-model"},
-        }
-        for dialect, name in PROFILE.items()
-    }
-    down = f"http://127.0.0.1:{closed_port()}"
-    profiles["noimg"] = {**profiles["chat"], "capabilities": {"image_input": False}}
-    profiles["down"] = {**profiles["chat"], "base_url": f"{down}/v1"}
-    profiles["claude-down"] = {**profiles["claude"], "base_url": down}
-    return profiles
-
-
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeProvider]:
-    server = FakeProvider().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(autouse=True)
-def bridge_profiles(fake: FakeProvider) -> Iterator[FakeProvider]:
-    """This worker's settings.json names the fake's profiles for the test; what was there before
-    comes back after."""
-    path = config.settings_path()
-    before = path.read_text() if path.exists() else ""
-    config.write_settings({"profiles": profiles_for(fake)})
-    yield fake
-    config.write_settings(json.loads(before) if before.strip() else {})
-
-
-@pytest.fixture(autouse=True)
-async def upstream_client(svc_runtime: Any) -> AsyncIterator[None]:
-    """The runtime's provider client is made on first use in this test's loop: close it there."""
-    yield
-    await svc_runtime.upstream.aclose()
-
-
-def route(
-    client: str,
-    profile: str | None = None,
-    *,
-    stream: bool = False,
-    sse: bool = True,
-    tail: str = "",
-) -> routes.Route:
-    profile = profile or PROFILE[client]
-    base = f"/svc/local-api/{profile}/tests/{client}"
-    query = b""
-    if not tail:
-        tail = {
-            "openai-chat": "v1/chat/completions",
-            "openai-responses": "v1/responses",
-            "anthropic": "v1/messages",
-        }.get(client, "")
-    if client == "gemini" and not tail:
-        method = "streamGenerateContent" if stream else "generateContent"
-        tail, query = f"v1beta/models/{ALIAS}:{method}", b"alt=sse" if sse else b""
-    parsed = routes.parse(f"{base}/{tail}", query)
-    assert parsed is not None
-    return parsed
-
-
-def body_for(client: str, text: str, stream: bool = False, **extra: Any) -> dict[str, Any]:
-    """A minimal request in the client's dialect (Gemini's stream flag is its URL)."""
-    if client == "gemini":
-        return {"contents": [{"role": "user", "parts": [{"text": text}]}], **extra}
-    flag = {"stream": True} if stream else {}
-    if client == "openai-responses":
-        return {"model": ALIAS, "input": text, **flag, **extra}
-    body = {"model": ALIAS, "messages": [{"role": "user", "content": text}], **flag, **extra}
-    return {"max_tokens": 50, **body} if client == "anthropic" else body
-
-
-async def generate(
-    r: routes.Route, body: dict[str, Any], log: dict[str, Any] | None = None
-) -> exchange.Reply:
-    return await exchange.generate(r, exchange.Incoming(body, json.dumps(body)), log)
-
-
-async def call(
-    client: str,
-    text: str,
-    profile: str | None = None,
-    *,
-    stream: bool = False,
-    sse: bool = True,
-    **extra: Any,
-) -> exchange.Reply:
-    r = route(client, profile, stream=stream, sse=sse)
-    return await generate(r, body_for(client, text, stream, **extra))
-
-
-async def read(reply: exchange.Reply) -> bytes:
-    assert reply.chunks is not None, "not a stream"
-    return b"".join([chunk async for chunk in reply.chunks])
-
-
-def whole(reply: exchange.Reply) -> Any:
-    assert reply.chunks is None, "a stream"
-    return json.loads(reply.body) if isinstance(reply.body, bytes) else reply.body
-
-
-def frames(raw: bytes) -> list[tuple[str, Any]]:
-    return [(e, json.loads(d)) for e, d in SSEParser().feed(raw) if d != "[DONE]"]
-
-
-def sent(fake: FakeProvider, marker: str) -> list[Recorded]:
-    return [rec for rec in fake.requests if marker in json.dumps(rec.body)]
-
-
-async def closed(fake: FakeProvider, marker: str, timeout: float = 5.0) -> Recorded:
-    """The provider's record of the request once the connection to it ended (or the deadline)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        rec = fake.last(marker)
-        if rec.closed_at is not None or rec.finished:
-            return rec
-        await asyncio.sleep(0.01)
-    return fake.last(marker)
-
-
-async def recorded(fake: FakeProvider, marker: str, timeout: float = 5.0) -> Recorded:
-    deadline = time.monotonic() + timeout
-    while not sent(fake, marker):
-        assert time.monotonic() < deadline, f"the provider never got {marker!r}"
-        await asyncio.sleep(0.01)
-    return fake.last(marker)
-
+from tests.fakes.fake_provider import FakeProvider
 
 # --- whole answers -----------------------------------------------------------------------------
 
@@ -439,118 +298,3 @@ async def test_cancelling_a_whole_answer_closes_the_provider_connection(fake: Fa
     left = time.monotonic()
     rec = await closed(fake, marker)
     assert rec.closed_at is not None and rec.closed_at - left < 1.0
-
-
-# --- what needs no model call ------------------------------------------------------------------
-
-
-def test_model_lists_name_aliases_first_in_the_clients_shape() -> None:
-    listed = exchange.models(route("anthropic", tail="v1/models"))
-    assert [m["id"] for m in whole(listed)["data"]] == [ALIAS, "fake-model"]
-    assert whole(listed)["has_more"] is False
-    gemini = whole(exchange.models(route("gemini", "chat", tail="v1beta/models")))
-    assert [m["name"] for m in gemini["models"]] == [f"models/{ALIAS}", "models/fake-model"]
-    one = whole(exchange.models(route("openai-chat", "claude", tail=f"v1/models/{ALIAS}")))
-    assert one == {"id": ALIAS, "object": "model", "created": 0, "owned_by": "svc"}
-
-
-@pytest.mark.parametrize(
-    ("client", "tail"),
-    [("openai-chat", "v1/models/gpt-unknown"), ("gemini", "v1beta/models/gpt-unknown")],
-)
-def test_a_model_the_profile_does_not_serve_is_404(client: str, tail: str) -> None:
-    with pytest.raises(ir.BridgeError) as err:
-        exchange.models(route(client, tail=tail))
-    assert err.value.status == 404 and "gpt-unknown" in err.value.message
-
-
-def test_models_of_an_unknown_profile_are_404() -> None:
-    with pytest.raises(ir.BridgeError) as err:
-        exchange.models(route("openai-chat", "nope", tail="v1/models"))
-    assert err.value.status == 404
-
-
-async def test_tokens_are_counted_by_a_provider_of_the_same_dialect(fake: FakeProvider) -> None:
-    body = body_for("anthropic", "xt-1")
-    reply = await exchange.count_tokens(route("anthropic", tail="v1/messages/count_tokens"), body)
-    assert whole(reply) == {"input_tokens": 42}  # the fake's count, not an estimate
-    rec = fake.last("xt-1")
-    assert rec.path == "/v1/messages/count_tokens" and rec.body["model"] == "fake-model"
-    gemini = route("gemini", tail=f"v1beta/models/{ALIAS}:countTokens")
-    assert whole(await exchange.count_tokens(gemini, body_for("gemini", "xt-2"))) == {
-        "totalTokens": 42
-    }
-    assert fake.last("xt-2").path.endswith("/models/fake-model:countTokens")
-
-
-@pytest.mark.parametrize(
-    ("client", "profile", "tail"),
-    [
-        ("openai-responses", "claude", "v1/responses/input_tokens"),  # another dialect: estimated
-        ("anthropic", "claude-down", "v1/messages/count_tokens"),  # its endpoint fails: estimated
-    ],
-)
-async def test_tokens_are_estimated_when_the_provider_cannot_count(
-    client: str, profile: str, tail: str
-) -> None:
-    text = "x" * 400
-    reply = await exchange.count_tokens(route(client, profile, tail=tail), body_for(client, text))
-    count = whole(reply)["input_tokens"]
-    assert count == 100  # about four characters a token
-
-
-# --- Responses turns svc remembers -------------------------------------------------------------
-
-
-def stored_route(response_id: str) -> routes.Route:
-    return route("openai-responses", "claude", tail=f"v1/responses/{response_id}")
-
-
-async def test_a_translated_responses_turn_is_remembered_recalled_and_deleted(
-    fake: FakeProvider,
-) -> None:
-    first = whole(await call("openai-responses", "xm-1 first", "claude"))
-    assert first["id"].startswith("resp_") and first["model"] == ALIAS
-    assert whole(exchange.stored_response(stored_route(first["id"]), "GET")) == first
-    second = await call(
-        "openai-responses", "xm-1 second", "claude", previous_response_id=first["id"]
-    )
-    assert second.status == 200
-    history = fake.last("xm-1 second").body["messages"]
-    assert [m["role"] for m in history] == ["user", "assistant", "user"]
-    assert history[0]["content"][0]["text"] == "xm-1 first"
-    gone = exchange.stored_response(stored_route(first["id"]), "DELETE")
-    assert whole(gone) == {"id": first["id"], "object": "response.deleted", "deleted": True}
-    with pytest.raises(ir.BridgeError) as err:
-        exchange.stored_response(stored_route(first["id"]), "GET")
-    assert err.value.status == 404
-
-
-async def test_a_streamed_responses_turn_is_remembered_as_the_client_saw_it() -> None:
-    raw = await read(await call("openai-responses", "xm-2", "gemini", stream=True))
-    final = frames(raw)[-1][1]
-    assert final["type"] == "response.completed"
-    stored = whole(exchange.stored_response(stored_route(final["response"]["id"]), "GET"))
-    assert stored == final["response"]
-
-
-async def test_store_false_and_passthrough_turns_are_not_remembered() -> None:
-    unstored = whole(await call("openai-responses", "xm-3", "claude", store=False))
-    passed = whole(await call("openai-responses", "xm-4", "responses"))
-    for response_id in (unstored["id"], passed["id"]):
-        with pytest.raises(ir.BridgeError) as err:
-            exchange.stored_response(stored_route(response_id), "GET")
-        assert err.value.status == 404
-
-
-async def test_an_unknown_previous_response_is_404_before_any_call(fake: FakeProvider) -> None:
-    with pytest.raises(ir.BridgeError) as err:
-        await call("openai-responses", "xm-5", "claude", previous_response_id="resp_nope")
-    assert err.value.status == 404 and "resp_nope" in err.value.message
-    assert not sent(fake, "xm-5")
-
-
-def test_stored_responses_answer_get_and_delete_only() -> None:
-    with pytest.raises(ir.BridgeError) as err:
-        exchange.stored_response(stored_route("resp_x"), "POST")
-    assert err.value.status == 405
