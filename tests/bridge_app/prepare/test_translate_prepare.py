@@ -1,101 +1,27 @@
 """`translate.prepare`: a route, the client's decoded body and a profile in settings.json in, the
 outbound request out (docs/bridge.md, "Behaviour where the contract is silent"): which model goes
 upstream, passthrough or translation, content dropped for what the model cannot take, and the
-upstream headers built from the profile alone (the client's key never leaves svc)."""
+Responses turns svc remembers. Where the request goes and with which headers:
+test_upstream_headers.py."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from bridge_app import bodies, dialects, ir, routes, translate
-from svcproject import config
-
-P = "/svc/local-api/{profile}/tests"
-PNG = "data:image/png;base64,AAAA"
-
-
-def _profile(provider: str, base_url: str, key: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "provider": provider,
-        "base_url": base_url,
-        "api_key": key,
-        "models": ["up-model", "up-model-2"],
-        "model_aliases": {"client-model": "up-model"},
-        **extra,
-    }
-
-
-PROFILES = {
-    "chat": _profile("openai-chat", "https://chat.example/v1", "key-chat"),
-    "responses": _profile("openai-responses", "https://resp.example/v1", "key-resp"),
-    "claude": _profile("anthropic", "https://claude.example", "key-claude"),
-    "gemini": _profile("gemini", "https://gemini.example", "key-gemini"),
-    "gemini-v1": _profile("gemini", "https://gemini.example/v1", "key-gemini"),
-    "open": {"provider": "openai-chat", "base_url": "https://open.example/v1/"},  # any model
-    "noimg": _profile(
-        "openai-chat", "https://chat.example/v1", "k", capabilities={"image_input": False}
-    ),
-    "notools": _profile("anthropic", "https://claude.example", "k", capabilities={"tools": False}),
-    "extra": _profile("anthropic", "https://claude.example", "k", headers={"x-team": "blue"}),
-    "fromenv": {
-        "provider": "gemini",
-        "base_url": "https://gemini.example",
-        "api_key_env": "SVC_TEST_PREPARE_KEY",
-    },
-}
-
-
-@pytest.fixture(autouse=True)
-def profiles() -> Iterator[None]:
-    """The profiles above in this worker's settings.json; whatever was there comes back after."""
-    path = config.settings_path()
-    before = path.read_text() if path.exists() else ""
-    config.write_settings({"profiles": PROFILES})
-    yield
-    config.write_settings(json.loads(before) if before.strip() else {})
-
-
-def route(profile: str, dialect: str, tail: str, query: bytes = b"") -> routes.Route:
-    parsed = routes.parse(f"{P.format(profile=profile)}/{dialect}/{tail}", query)
-    assert parsed is not None
-    return parsed
-
-
-def chat(profile: str = "chat") -> routes.Route:
-    return route(profile, "openai-chat", "v1/chat/completions")
-
-
-def messages(profile: str = "claude") -> routes.Route:
-    return route(profile, "anthropic", "v1/messages")
-
-
-def responses(profile: str = "responses") -> routes.Route:
-    return route(profile, "openai-responses", "v1/responses")
-
-
-def gemini(profile: str, model: str, stream: bool = False, sse: bool = True) -> routes.Route:
-    method = "streamGenerateContent" if stream else "generateContent"
-    return route(profile, "gemini", f"v1beta/models/{model}:{method}", b"alt=sse" if sse else b"")
-
-
-def chat_body(text: str = "hi", model: str = "client-model", **extra: Any) -> dict[str, Any]:
-    return {"model": model, "messages": [{"role": "user", "content": text}], **extra}
-
-
-def prepare(r: routes.Route, body: dict[str, Any], **kw: Any) -> translate.Outbound:
-    return translate.prepare(r, body, json.dumps(body), **kw)
-
-
-def sent(out: translate.Outbound) -> dict[str, Any]:
-    """The body that would go upstream, as the provider would parse it."""
-    body = out.take_body()
-    raw = body.whole() if isinstance(body, bodies.JsonBody) else bytes(body)
-    return json.loads(raw)
-
+from bridge_app import bodies, ir, translate
+from tests.bridge_app.prepare.harness import (
+    PNG,
+    chat,
+    chat_body,
+    gemini,
+    messages,
+    prepare,
+    responses,
+    sent,
+)
 
 # --- model ids ---------------------------------------------------------------------------------
 
@@ -296,97 +222,6 @@ def test_a_capable_target_keeps_images() -> None:
         "type": "image",
         "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"},
     }
-
-
-# --- where, and with which headers ---------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("profile", "stream", "url", "auth"),
-    [
-        (
-            "chat",
-            False,
-            "https://chat.example/v1/chat/completions",
-            {"authorization": "Bearer key-chat"},
-        ),
-        (
-            "responses",
-            True,
-            "https://resp.example/v1/responses",
-            {"authorization": "Bearer key-resp"},
-        ),
-        (
-            "claude",
-            False,
-            "https://claude.example/v1/messages",
-            {"x-api-key": "key-claude", "anthropic-version": "2023-06-01"},
-        ),
-        (
-            "gemini",
-            False,
-            "https://gemini.example/v1beta/models/up-model:generateContent",
-            {"x-goog-api-key": "key-gemini"},
-        ),
-        (
-            "gemini-v1",
-            True,
-            "https://gemini.example/v1/models/up-model:streamGenerateContent?alt=sse",
-            {"x-goog-api-key": "key-gemini"},
-        ),
-    ],
-)
-def test_each_provider_gets_its_url_and_only_the_profiles_key(
-    profile: str, stream: bool, url: str, auth: dict[str, str]
-) -> None:
-    out = prepare(chat(profile), chat_body(stream=stream))
-    assert out.url == url
-    # Built from scratch: exactly these, nothing the client sent (its key above all).
-    accept = "text/event-stream" if stream else "application/json"
-    assert out.headers == {"content-type": "application/json", "accept": accept, **auth}
-
-
-def test_anthropic_without_a_key_still_sends_its_version_and_no_empty_key() -> None:
-    config.update_settings(
-        {"profiles": {**PROFILES, "keyless": {"provider": "anthropic", "base_url": "http://x"}}}
-    )
-    out = prepare(chat("keyless"), chat_body(model="any"))
-    assert out.headers == {
-        "content-type": "application/json",
-        "accept": "application/json",
-        "anthropic-version": "2023-06-01",
-    }
-
-
-def test_a_profile_without_any_key_sends_no_auth_header() -> None:
-    out = prepare(chat("open"), chat_body(model="m"))
-    assert out.headers == {"content-type": "application/json", "accept": "application/json"}
-
-
-def test_the_key_can_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SVC_TEST_PREPARE_KEY", "from-env")
-    out = prepare(chat("fromenv"), chat_body(model="m"))
-    assert out.headers["x-goog-api-key"] == "from-env"
-    monkeypatch.delenv("SVC_TEST_PREPARE_KEY")
-    # Unset: svc refuses (401) naming the variable, instead of calling the provider keyless.
-    with pytest.raises(ir.BridgeError) as err:
-        prepare(chat("fromenv"), chat_body(model="m"))
-    assert err.value.status == 401
-    assert "$SVC_TEST_PREPARE_KEY is not set in svc's environment" in err.value.message
-
-
-def test_the_profiles_own_headers_are_added() -> None:
-    out = prepare(
-        messages("extra"),
-        {"model": "client-model", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]},
-    )
-    assert out.headers["x-team"] == "blue" and out.headers["x-api-key"] == "k"
-
-
-def test_codecs_are_the_clients_and_the_providers() -> None:
-    out = prepare(responses("gemini"), {"model": "client-model", "input": "hi"})
-    assert out.client is dialects.get("openai-responses")
-    assert out.provider is dialects.get("gemini")
 
 
 # --- Responses state (svc remembers turns it translated) -----------------------------------------
