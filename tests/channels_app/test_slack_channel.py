@@ -72,6 +72,8 @@ async def test_a_message_starts_a_session_and_the_answer_streams_into_its_thread
         lambda: [m for m in thread_of(slack, asked) if "again" in m["text"]], timeout=30
     )
     assert await session_count() == 1
+    # The reply can reach the thread before the envelope's ack reaches Slack: wait for the acks.
+    await slack.wait_for_async(slack.settled, timeout=10)
     slack.assert_acked_once()
 
 
