@@ -1,0 +1,242 @@
+"""What a test does in the fake Slack: the workspace's users and channels, and what a user does
+(posts, replies in a thread, clicks a button, uploads a file)."""
+
+from __future__ import annotations
+
+import copy
+import secrets
+import time
+import uuid
+from typing import Any
+
+from tests.fakes.slack_records import _channel_type, _element, _rich_text
+
+
+class Controls:
+    """Part of FakeSlack (slack_api.py)."""
+
+    # --- directory -------------------------------------------------------------------------
+
+    def add_channel(self, channel: str, name: str | None = None, **extra: Any) -> dict:
+        with self._lock:
+            if channel not in self._channels:
+                is_im = channel.startswith("D")
+                self._channels[channel] = {
+                    "id": channel,
+                    "name": name or channel.lower(),
+                    "is_channel": channel.startswith("C"),
+                    "is_group": channel.startswith("G"),
+                    "is_im": is_im,
+                    "is_mpim": False,
+                    "is_private": not channel.startswith("C"),
+                    "is_archived": False,
+                    "is_general": name == "general",
+                    "is_member": True,
+                    "created": int(time.time()),
+                    "creator": "U1",
+                    "context_team_id": self.team_id,
+                    **extra,
+                }
+                self._messages.setdefault(channel, [])
+            return copy.deepcopy(self._channels[channel])
+
+    def add_user(self, user: str, name: str | None = None, **extra: Any) -> dict:
+        with self._lock:
+            if user not in self._users:
+                name = name or user.lower()
+                self._users[user] = {
+                    "id": user,
+                    "team_id": self.team_id,
+                    "name": name,
+                    "real_name": name.title(),
+                    "deleted": False,
+                    "is_bot": False,
+                    "is_admin": False,
+                    "tz": "Europe/Paris",
+                    "tz_offset": 3600,
+                    "profile": {
+                        "real_name": name.title(),
+                        "display_name": name,
+                        "email": f"{name}@example.com",
+                        "team": self.team_id,
+                    },
+                    **extra,
+                }
+            return copy.deepcopy(self._users[user])
+
+    def add_file(
+        self,
+        name: str,
+        content: bytes,
+        mimetype: str = "text/plain",
+        user: str = "U1",
+        title: str | None = None,
+    ) -> dict:
+        """A file as a user uploaded it; pass the result to post_message(files=[...])."""
+        with self._lock:
+            self.add_user(user)
+            fid = f"F{next(self._ids):08d}"
+            base = f"{self.url}/files-pri/{self.team_id}-{fid}"
+            info = {
+                "id": fid,
+                "created": int(time.time()),
+                "timestamp": int(time.time()),
+                "name": name,
+                "title": title or name,
+                "mimetype": mimetype,
+                "filetype": name.rsplit(".", 1)[-1] if "." in name else "binary",
+                "pretty_type": mimetype,
+                "user": user,
+                "user_team": self.team_id,
+                "editable": False,
+                "size": len(content),
+                "mode": "hosted",
+                "is_external": False,
+                "external_type": "",
+                "is_public": True,
+                "public_url_shared": False,
+                "display_as_bot": False,
+                "username": "",
+                "url_private": f"{base}/{name}",
+                "url_private_download": f"{base}/download/{name}",
+                "permalink": f"https://{self.team_domain}.slack.com/files/{user}/{fid}/{name}",
+                "channels": [],
+                "groups": [],
+                "ims": [],
+            }
+            self._files[fid] = info
+            self._file_bodies[fid] = content
+            return copy.deepcopy(info)
+
+    # --- what a user does ------------------------------------------------------------------
+
+    def post_message(
+        self,
+        user: str,
+        text: str,
+        channel: str = "C1",
+        thread_ts: str | None = None,
+        files: list[Any] | None = None,
+    ) -> str:
+        """A user posts in `channel` (or in the thread `thread_ts`); returns the message ts.
+        Emits a `message` event, and an `app_mention` too when the text mentions the bot."""
+        with self._lock:
+            self.add_user(user)
+            chan = self.add_channel(channel)
+            ts = self._new_ts()
+            msg: dict[str, Any] = {
+                "type": "message",
+                "user": user,
+                "text": text,
+                "ts": ts,
+                "team": self.team_id,
+                "client_msg_id": str(uuid.uuid4()),
+                "blocks": [_rich_text(text)],
+            }
+            if thread_ts:
+                msg["thread_ts"] = thread_ts
+                parent = self._find(channel, thread_ts)
+                if parent is not None:
+                    msg["parent_user_id"] = parent.get("user")
+                    parent.setdefault("thread_ts", thread_ts)
+                    parent["reply_count"] = parent.get("reply_count", 0) + 1
+            if files:
+                msg["subtype"] = "file_share"
+                msg["upload"] = False
+                msg["display_as_bot"] = False
+                msg["files"] = [self._file_for(f, user, channel) for f in files]
+            self._messages[channel].append(msg)
+            event = {**copy.deepcopy(msg), "channel": channel, "event_ts": ts}
+            event["channel_type"] = _channel_type(chan)
+            if "message" in self.subscriptions:
+                self._enqueue_event(event)
+            mentioned = f"<@{self.bot_user_id}>" in text
+            if mentioned and "app_mention" in self.subscriptions and not chan["is_im"]:
+                mention = {k: v for k, v in event.items() if k != "channel_type"}
+                mention["type"] = "app_mention"
+                mention.pop("subtype", None)
+                self._enqueue_event(mention)
+        self._wake()
+        return ts
+
+    def click(
+        self,
+        user: str,
+        channel: str,
+        message_ts: str,
+        action_id: str,
+        value: str | None = None,
+    ) -> str:
+        """A user clicks the element `action_id` of the bot's message `message_ts`: a
+        `block_actions` interaction. `value` defaults to the element's own. Returns the
+        interaction key (see `envelopes_for`)."""
+        with self._lock:
+            self.add_user(user)
+            msg = self._find(channel, message_ts)
+            if msg is None:
+                raise KeyError(f"no message {message_ts} in {channel}")
+            element, block_id = _element(msg.get("blocks") or [], action_id)
+            if element is None:
+                raise KeyError(f"message {message_ts} has no element with action_id {action_id}")
+            now_ts = self._new_ts()
+            action: dict[str, Any] = {
+                "type": element.get("type", "button"),
+                "action_id": action_id,
+                "block_id": block_id,
+                "action_ts": now_ts,
+            }
+            if "text" in element:
+                action["text"] = element["text"]
+            chosen = value if value is not None else element.get("value")
+            if chosen is not None:
+                action["value"] = chosen
+            key = f"I{next(self._ids):08d}"
+            payload = {
+                "type": "block_actions",
+                "user": self._user_ref(user),
+                "api_app_id": self.app_id,
+                "token": self.verification_token,
+                "container": {
+                    "type": "message",
+                    "message_ts": message_ts,
+                    "channel_id": channel,
+                    "is_ephemeral": False,
+                },
+                "trigger_id": f"{next(self._ids)}.{secrets.token_hex(8)}",
+                "team": {"id": self.team_id, "domain": self.team_domain},
+                "enterprise": None,
+                "is_enterprise_install": False,
+                "channel": {"id": channel, "name": self._channels[channel]["name"]},
+                "message": copy.deepcopy(msg),
+                "state": {"values": {}},
+                "response_url": self._response_url(channel, user, message_ts),
+                "actions": [action],
+            }
+            self._enqueue(key, "interactive", payload, accepts_response_payload=False)
+        self._wake()
+        return key
+
+    def slash(self, user: str, command: str, text: str = "", channel: str = "C1") -> str:
+        """A user runs `/command text` in `channel`: a `slash_commands` envelope."""
+        with self._lock:
+            self.add_user(user)
+            chan = self.add_channel(channel)
+            key = f"I{next(self._ids):08d}"
+            payload = {
+                "token": self.verification_token,
+                "team_id": self.team_id,
+                "team_domain": self.team_domain,
+                "channel_id": channel,
+                "channel_name": chan["name"],
+                "user_id": user,
+                "user_name": self._users[user]["name"],
+                "command": command,
+                "text": text,
+                "api_app_id": self.app_id,
+                "is_enterprise_install": "false",
+                "response_url": self._response_url(channel, user, None),
+                "trigger_id": f"{next(self._ids)}.{secrets.token_hex(8)}",
+            }
+            self._enqueue(key, "slash_commands", payload, accepts_response_payload=True)
+        self._wake()
+        return key
