@@ -13,7 +13,6 @@ import asyncio
 import json
 import os
 import re
-import select
 import shutil
 import subprocess
 import time
@@ -27,6 +26,7 @@ import pytest
 from tests.sessions_app.termclient import create_session, start_hosting_daemon
 from tests.support.daemon import PYTHON, ROOT, Daemon, free_port, migrated_home
 from tests.support.mcp import tool
+from tests.support.pty import run_in_pty
 
 FAST = [
     ["status"], ["status", "--json"], ["sessions"], ["sessions", "--live"],
@@ -126,32 +126,6 @@ def manage(home: Path, *args: str) -> Run:
     return Run(result.returncode, result.stdout, result.stderr, [])
 
 
-def in_pty(command: list[str], env: dict[str, str], timeout: float = 60) -> tuple[int, str]:
-    """A command on a real terminal (stdin, stdout and stderr a tty): its exit code and output."""
-    master, slave = os.openpty()
-    proc = subprocess.Popen(command, stdin=slave, stdout=slave, stderr=slave, env=env,
-                            start_new_session=True)  # fmt: skip
-    os.close(slave)
-    seen = b""
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            if select.select([master], [], [], 0.2)[0]:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:  # EIO: every writer has closed the terminal
-                    break
-                if not chunk:
-                    break
-                seen += chunk
-            elif proc.poll() is not None:
-                break
-        return proc.wait(10), seen.decode(errors="replace")
-    finally:
-        proc.kill()
-        os.close(master)
-
-
 def stopped_home(tmp: Path) -> Path:
     """A home whose auth.json names a port nothing listens on."""
     home = migrated_home(tmp / "home")
@@ -162,7 +136,7 @@ def stopped_home(tmp: Path) -> Path:
 
 
 def test_status_on_a_terminal_answers_without_importing_django(clone: Path, host: Daemon) -> None:
-    code, output = in_pty([str(clone / "bin" / "svc"), "status"], env_for(host.home))
+    code, output = run_in_pty([str(clone / "bin" / "svc"), "status"], env_for(host.home))
     text, imports = split_imports(output)
     assert code == 0, output
     assert imports and django_imports(imports) == [], django_imports(imports)
@@ -205,10 +179,10 @@ def test_a_stopped_daemon_is_one_line_and_exit_1_as_before(clone: Path, tmp_path
 
 def test_a_stopped_daemon_on_a_terminal_is_the_same_red_line(clone: Path, tmp_path: Path) -> None:
     home = stopped_home(tmp_path)
-    code, output = in_pty([str(clone / "bin" / "svc"), "status"], env_for(home))
+    code, output = run_in_pty([str(clone / "bin" / "svc"), "status"], env_for(home))
     text, imports = split_imports(output)
     assert django_imports(imports) == []
-    slow_code, slow = in_pty([PYTHON, str(ROOT / "manage.py"), "status"], env_for(home))
+    slow_code, slow = run_in_pty([PYTHON, str(ROOT / "manage.py"), "status"], env_for(home))
     assert (code, text) == (slow_code, slow) == (1, slow)
     assert text.startswith("\x1b[31;1mCommandError: svc is not running at ")
 

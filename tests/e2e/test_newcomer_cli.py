@@ -7,10 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import select
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +19,7 @@ from playwright.sync_api import Browser, expect
 from tests.sessions_app.termclient import start_hosting_daemon
 from tests.support.daemon import ROOT, Daemon
 from tests.support.mcp import tool
+from tests.support.pty import run_in_pty
 
 SVC = ROOT / "bin" / "svc"
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"  # no .venv/bin: `python3` is the system's
@@ -73,37 +72,11 @@ def test_bin_svc_says_to_run_make_run_when_the_venv_is_missing(tmp_path: Path) -
     assert result.stdout == ""
 
 
-def run_in_pty(command: list[str], env: dict[str, str], timeout: float = 60) -> tuple[int, str]:
-    """A command on a real terminal (stdin, stdout and stderr a tty), all of its output."""
-    master, slave = os.openpty()
-    proc = subprocess.Popen(command, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=ROOT,
-                            start_new_session=True)  # fmt: skip
-    os.close(slave)
-    seen = b""
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            if select.select([master], [], [], 0.2)[0]:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:  # EIO: the command closed the terminal (it exited)
-                    break
-                if not chunk:
-                    break
-                seen += chunk
-            elif proc.poll() is not None:
-                break
-        return proc.wait(10), seen.decode(errors="replace")
-    finally:
-        proc.kill()
-        os.close(master)
-
-
 @pytest.mark.parametrize("command", [["status"], ["sessions"], ["turns"]], ids=lambda c: c[0])
 def test_a_command_on_a_terminal_never_prints_the_login_url(
     host: Daemon, command: list[str]
 ) -> None:
-    code, output = run_in_pty([str(SVC), *command], outside_the_venv(host))
+    code, output = run_in_pty([str(SVC), *command], outside_the_venv(host), cwd=ROOT)
     assert code == 0, output
     assert "/login?token=" not in output and host.owner_token not in output
     assert "Open the dashboard" not in output
