@@ -5,12 +5,6 @@
 // Shown for `#view=diff&of=sessions/<id>` or `#view=diff&of=subagents/<id>`.
 import { html, render, useState, useEffect, useMemo, useRef, useCallback, useHash, svc } from "/static/svc/ui.js";
 
-if (!document.querySelector('link[data-svc="diff-css"]')) {
-  const link = Object.assign(document.createElement("link"), { rel: "stylesheet", href: "/static/svc/diff.css" });
-  link.dataset.svc = "diff-css";
-  document.head.append(link);
-}
-
 const OF = /^(sessions|subagents)\/[A-Za-z0-9-]+$/;
 const OPEN_LINES = 1500; // files are shown open until this many diff lines; the rest start collapsed
 const MINUS = "\u2212";

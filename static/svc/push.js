@@ -198,11 +198,6 @@ function SettingsSwitch() {
 // --- start ---------------------------------------------------------------------------------------------
 
 function mount() {
-  const css = document.createElement("link");
-  css.rel = "stylesheet";
-  css.href = "/static/svc/push.css";
-  document.head.append(css);
-
   const offer = document.createElement("div");
   offer.id = "push-offer";
   // At the top of the main pane, in the flow: it pushes the view down rather than covering the

@@ -2,12 +2,6 @@
 // links to `#session=<id>&at=<seq>`: the session view opens there and scrolls to that event.
 import { html, render, useEffect, useRef, useState, svc, hashParams } from "/static/svc/ui.js";
 
-function stylesheet(href) {
-  if (document.querySelector(`link[rel="stylesheet"][href="${href}"]`)) return;
-  document.head.append(Object.assign(document.createElement("link"), { rel: "stylesheet", href }));
-}
-stylesheet("/static/svc/search.css");
-
 const DEBOUNCE_MS = 250;
 const LIMIT = 50;
 const KINDS = {

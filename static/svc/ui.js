@@ -24,10 +24,3 @@ export function useHash() {
   }, []);
   return params;
 }
-
-// A live list (/ws/…) as component state: the full list on connect and on every change.
-export function useLiveList(path) {
-  const [items, setItems] = useState(null);
-  useEffect(() => window.subscribe(path, setItems), [path]);
-  return items;
-}

@@ -7,12 +7,6 @@ let uPlotLoading = null;
 let uPlotLoaded = null; // once here, charts are made in the same task (no moment without one)
 const loadUPlot = () => (uPlotLoading ||= import("uplot").then((module) => (uPlotLoaded = module.default)));
 
-function stylesheet(href) {
-  if (document.querySelector(`link[rel="stylesheet"][href="${href}"]`)) return;
-  document.head.append(Object.assign(document.createElement("link"), { rel: "stylesheet", href }));
-}
-stylesheet("/static/vendor/uplot.css");
-stylesheet("/static/svc/usage.css");
 
 const RANGES = [7, 30, 90];
 const REFRESH_MS = 30_000;
