@@ -12,8 +12,6 @@ subagent still working on its task, is a 409.
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import logging
 import re
 from dataclasses import dataclass
@@ -31,8 +29,6 @@ MAX_TEXT_CHARS = 10_000
 SIDES = ("new", "old")
 QUOTE_CHARS = 300  # a quoted line longer than this is cut: the agent can read the file
 _HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
-_delivering: set[asyncio.Task] = set()  # the prompts on their way, kept from the collector
-_resume_lock: asyncio.Lock | None = None
 
 
 @dataclass(frozen=True)
@@ -179,34 +175,28 @@ async def asend(session: Session, text: str) -> dict[str, Any]:
         raise Conflict(
             f"session {sid} is driven by its API client (agent-as-API): not prompted here"
         )
-    chat, resumed = host.chat(sid), False
-    if chat is None:
-        chat, resumed = await _resumed(session)
-    task = asyncio.get_running_loop().create_task(
-        _prompt(chat, text), context=contextvars.Context()
-    )
-    _delivering.add(task)
-    task.add_done_callback(_delivering.discard)
+    resumed = False
+    if host.chat(sid) is None:
+        await _resume(session)
+        resumed = True
+    if not host.prompt_soon(sid, text):
+        raise Conflict(f"session {sid}'s agent exited before the comments reached it")
     return {"session_id": sid, "delivered": "prompt", "resumed": resumed}
 
 
-async def _resumed(session: Session) -> tuple[Any, bool]:
-    """The ended chat's agent started again (one resume at a time: two comments sent at once
-    must not start it twice)."""
-    global _resume_lock
-    if _resume_lock is None:
-        _resume_lock = asyncio.Lock()
+async def _resume(session: Session) -> None:
+    """The ended chat's agent started again, under the rules it worked by."""
     sid = str(session.id)
-    async with _resume_lock:
-        if (chat := current().host.chat(sid)) is not None:
-            return chat, False
+    host = current().host
+    async with host.resume_lock:
+        if host.chat(sid) is not None:
+            return
         await services.asession_resume(session_id=sid)
-        chat = current().host.chat(sid)
+        chat = host.chat(sid)
         if chat is None:
             raise Conflict(f"session {sid}'s agent exited right after it was resumed")
         if session.kind == Session.Kind.SUBAGENT:
             chat.permission_mode = await _subagent_policy(sid)
-        return chat, True
 
 
 async def _subagent_policy(session_id: str) -> str:
@@ -218,16 +208,6 @@ async def _subagent_policy(session_id: str) -> str:
         lambda: Subagent.objects.select_related("turn").filter(session_id=session_id).first()
     )()
     return "deny" if run is None or run.turn.mode == "brainstorming" else "allow"
-
-
-async def _prompt(chat: Any, text: str) -> None:
-    # A turn already under way (the person typing in the chat) goes first, as on a channel.
-    while chat.busy:
-        await chat.idle.wait()
-    try:
-        await chat.prompt(text)
-    except Exception:
-        logger.exception("review comments for session %s could not be sent", chat.session_id)
 
 
 def send(session: Session, text: str) -> dict[str, Any]:

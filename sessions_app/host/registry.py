@@ -57,6 +57,9 @@ class ProcessHost:
         self._ended: collections.deque[str] = collections.deque()
         self._chats: dict[str, AcpSession] = {}
         self._stopping: set[asyncio.Task] = set()
+        self._prompting: set[asyncio.Task] = set()  # prompts waiting for their chat's turn
+        # One resume at a time: two requests that find a chat ended must not start it twice.
+        self.resume_lock = asyncio.Lock()
         self._stopped_by: dict[str, str] = {}  # who asked a session to stop ("svc", "user")
 
     # --- terminals -----------------------------------------------------------------------------
@@ -161,6 +164,19 @@ class ProcessHost:
             return True
         return False
 
+    def prompt_soon(self, session_id: str, text: str) -> bool:
+        """Send `text` as the chat's next prompt, after the turn it is in, and return at once;
+        False when svc hosts no such chat."""
+        chat = self._chats.get(session_id)
+        if chat is None:
+            return False
+        task = asyncio.get_running_loop().create_task(
+            _prompt_when_idle(chat, text), context=contextvars.Context()
+        )
+        self._prompting.add(task)
+        task.add_done_callback(self._prompting.discard)
+        return True
+
     async def stop_soon(self, session_id: str, *, by: str = "") -> bool:
         """Start stopping a hosted session and return at once (its on_exit records the end);
         False when svc hosts no such process."""
@@ -188,3 +204,13 @@ class ProcessHost:
         await asyncio.gather(*(s.stop() for s in sessions), return_exceptions=True)
         await asyncio.gather(*self._stopping, return_exceptions=True)
         return len(sessions)
+
+
+async def _prompt_when_idle(chat: AcpSession, text: str) -> None:
+    # A turn already under way (the person typing in the chat) goes first, as on a channel.
+    while chat.busy:
+        await chat.idle.wait()
+    try:
+        await chat.prompt(text)
+    except Exception:
+        logger.exception("a prompt for session %s could not be sent", chat.session_id)

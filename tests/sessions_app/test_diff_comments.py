@@ -180,9 +180,11 @@ def test_api_refuses_a_subagent_still_on_its_task(api: Client, repo: Path) -> No
 # --- delivery ------------------------------------------------------------------------------------
 
 
-async def delivered() -> None:
-    """Every prompt asend handed on has been through its turn."""
-    await asyncio.wait_for(asyncio.gather(*diff_comments._delivering), 20)
+async def delivered(session_id: str, turns: int) -> None:
+    """The chat has ended `turns` turns (asend hands the prompt on and returns at once)."""
+    async with asyncio.timeout(20):
+        while len(await events(session_id, "turn_end")) < turns:
+            await asyncio.sleep(0.02)
 
 
 async def events(session_id: str, kind: str, after_seq: int = 0) -> list[SessionEvent]:
@@ -203,7 +205,7 @@ async def test_a_chat_agent_gets_one_prompt_and_an_ended_chat_is_resumed(repo: P
         text = diff_comments.prompt_text(comments, found)
         sent = await diff_comments.asend(session, text)
         assert sent == {"session_id": sid, "delivered": "prompt", "resumed": False}
-        await delivered()
+        await delivered(sid, 1)
         said = await events(sid, "user_message_chunk")
         assert [e.payload["text"] for e in said] == [text]  # one prompt, both comments
         # What the agent itself received, in its own words (the fake's `prompts` command).
@@ -224,7 +226,7 @@ async def test_a_chat_agent_gets_one_prompt_and_an_ended_chat_is_resumed(repo: P
         assert rt.host.chat(sid) is None
         again = await diff_comments.asend(session, "Review of your changes: app.py:3 y?")
         assert again["resumed"] is True and rt.host.chat(sid) is not None
-        await delivered()
+        await delivered(sid, 3)
         assert (await events(sid, "user_message_chunk"))[-1].payload["text"].endswith("app.py:3 y?")
         await services.asession_stop(session_id=sid)
 
