@@ -19,7 +19,6 @@ from tests.fakes.slack_records import (
     SIGN_IN_PAGE,
     Call,
     _blocks,
-    _channel_type,
     _err,
     _page,
 )
@@ -359,52 +358,3 @@ class WebApi:
                 )
         self._wake()
         return web.json_response({"ok": True})
-
-    # --- helpers ---------------------------------------------------------------------------
-
-    def _echo(self, event: dict, channel: str) -> None:
-        """Slack sends an app the message events of its own posts too (bolt skips them)."""
-        if self.echo_own_messages and "message" in self.subscriptions:
-            event["channel_type"] = _channel_type(self._channels[channel])
-            self._enqueue_event(event)
-
-    def _new_ts(self) -> str:
-        us = max(int(time.time() * 1_000_000), self._last_ts_us + 1)
-        self._last_ts_us = us
-        return f"{us // 1_000_000}.{us % 1_000_000:06d}"
-
-    def _find(self, channel: str, ts: str) -> dict | None:
-        for msg in self._messages.get(channel, []):
-            if msg["ts"] == ts:
-                return msg
-        return None
-
-    def _channel_id(self, ref: Any) -> str | None:
-        if not isinstance(ref, str) or not ref:
-            return None
-        if ref in self._channels:
-            return ref
-        name = ref.lstrip("#")
-        for cid, info in self._channels.items():
-            if info["name"] == name:
-                return cid
-        return None
-
-    def _user_ref(self, user: str) -> dict:
-        name = self._users[user]["name"]
-        return {"id": user, "username": name, "name": name, "team_id": self.team_id}
-
-    def _response_url(self, channel: str, user: str, message_ts: str | None) -> str:
-        key = secrets.token_hex(12)
-        self._response_urls[key] = {"channel": channel, "user": user, "message_ts": message_ts}
-        return f"{self.url}/actions/{key}"
-
-    def _file_for(self, ref: Any, user: str, channel: str) -> dict:
-        if isinstance(ref, dict):
-            info = self._files[ref["id"]]
-        else:
-            name, content, *rest = ref
-            mimetype = rest[0] if rest else "text/plain"
-            info = self._files[self.add_file(name, content, mimetype, user)["id"]]
-        info["channels"] = sorted(set(info["channels"]) | {channel})
-        return copy.deepcopy(info)
