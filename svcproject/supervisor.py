@@ -96,7 +96,9 @@ class Supervisor:
         await self.remove(service.name)
         self._services[service.name] = service
         self._keys[service.name] = service.settings_key(settings)
-        self.states[service.name] = ServiceState(service.name, service.list_name)
+        # Starting from the moment it is added: whoever reads the state next (the API that
+        # started it answers with its row) must not see "stopped" before its task has run.
+        self.states[service.name] = ServiceState(service.name, service.list_name, "starting")
         self._tasks[service.name] = asyncio.get_running_loop().create_task(
             self._supervise(service), name=f"svc service {service.name}"
         )

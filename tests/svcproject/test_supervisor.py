@@ -85,6 +85,15 @@ async def test_a_failing_service_restarts_with_backoff_and_leaves_its_neighbour_
     assert supervisor.states == {}
 
 
+async def test_a_service_reads_as_starting_the_moment_it_is_added() -> None:
+    """`POST /api/tunnels/t1/start` answers with the row right after adding the service: it said
+    "stopped" when the service's task had not run yet (seen once in CI)."""
+    supervisor = Supervisor(Published())
+    await supervisor.add(Steady("tunnel", "tunnels"), {})
+    assert supervisor.states["tunnel"].status == "starting"  # before the task has run
+    await supervisor.stop()
+
+
 async def test_a_settings_change_restarts_only_the_services_it_touches() -> None:
     supervisor = Supervisor(Published())
     tunnel, channel = Steady("tunnel", "tunnels"), Steady("channel", "channels")
