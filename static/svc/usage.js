@@ -148,7 +148,7 @@ function Chart({ data, label }) {
     if (uPlotLoaded) make(uPlotLoaded);
     else loadUPlot().then(make);
     return () => { gone = true; if (observer) observer.disconnect(); if (chart) chart.destroy(); plot.current = null; };
-  }, [scheme, data.days]);
+  }, [scheme]); // a new range is new data (setData below), not a new chart
 
   useEffect(() => { if (plot.current) plot.current.setData(cols); }, [cols]);
 
