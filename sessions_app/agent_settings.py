@@ -46,30 +46,32 @@ def agent_save(
     for key in env or {}:
         if not ENV_NAME.match(key):
             raise DomainError(f"env: {key!r} is not a variable name (letters, digits and '_')")
-    agents = _declared()
-    created = name not in agents
-    entry = dict(agents[name]) if isinstance(agents.get(name), dict) else {}
-    known = {"enabled": enabled, "command": command, "acp_command": acp_command, "env": env}
-    for key, value in known.items():
-        if value is None or value == [] or value == {}:
-            entry.pop(key, None)
-        else:
-            entry[key] = value
-    if not is_builtin(name) and not (entry.get("command") or entry.get("acp_command")):
-        raise DomainError(
-            f"agent {name!r} is not a built-in one: give it a command (interactive terminal) "
-            f"or an acp_command (ACP on stdio)"
-        )
-    agents[name] = entry
-    settings_services.settings_update(changes={"agents": agents})
+    with settings_services.SETTINGS_LOCK:  # read, change and write as one
+        agents = _declared()
+        created = name not in agents
+        entry = dict(agents[name]) if isinstance(agents.get(name), dict) else {}
+        known = {"enabled": enabled, "command": command, "acp_command": acp_command, "env": env}
+        for key, value in known.items():
+            if value is None or value == [] or value == {}:
+                entry.pop(key, None)
+            else:
+                entry[key] = value
+        if not is_builtin(name) and not (entry.get("command") or entry.get("acp_command")):
+            raise DomainError(
+                f"agent {name!r} is not a built-in one: give it a command (interactive terminal) "
+                f"or an acp_command (ACP on stdio)"
+            )
+        agents[name] = entry
+        settings_services.settings_update(changes={"agents": agents})
     return Agent.objects.get(name=name), created
 
 
 def agent_remove(*, name: str) -> None:
     """Drop the agent's entry from settings.json: a built-in goes back to its defaults, an agent
     declared there goes away."""
-    agents = _declared()
-    if name not in agents:
-        raise NotFound(f"agent {name!r} has no entry in settings.json")
-    del agents[name]
-    settings_services.settings_update(changes={"agents": agents})
+    with settings_services.SETTINGS_LOCK:
+        agents = _declared()
+        if name not in agents:
+            raise NotFound(f"agent {name!r} has no entry in settings.json")
+        del agents[name]
+        settings_services.settings_update(changes={"agents": agents})

@@ -7,6 +7,7 @@ the agents' MCP entries follow the tokens), so they belong to the project, not t
 from __future__ import annotations
 
 import copy
+import threading
 from typing import Any
 
 from svcproject import config
@@ -80,19 +81,27 @@ def _keep_secrets(new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
     return new
 
 
+# One writer and one mirror of settings.json at a time, across the threads that do either (the
+# API's, the settings watcher's): a mirror that read the file before a write must not land
+# after the write's own mirror, and two edits must not both start from the same file.
+SETTINGS_LOCK = threading.RLock()
+
+
 def settings_replace(*, raw: Any) -> config.Settings:
     """Replace settings.json (validated; redacted secrets keep their stored value) and mirror it."""
     if not isinstance(raw, dict):
         raise DomainError("settings must be a JSON object")
-    config.write_settings(_keep_secrets(copy.deepcopy(raw), config.current_settings().raw))
-    return settings_sync()
+    with SETTINGS_LOCK:
+        config.write_settings(_keep_secrets(copy.deepcopy(raw), config.current_settings().raw))
+        return settings_sync()
 
 
 def settings_update(*, changes: Any) -> config.Settings:
     """Replace the named top-level keys, keeping every other key (unknown ones included)."""
     if not isinstance(changes, dict):
         raise DomainError("settings must be a JSON object")
-    return settings_replace(raw={**config.current_settings().raw, **changes})
+    with SETTINGS_LOCK:
+        return settings_replace(raw={**config.current_settings().raw, **changes})
 
 
 def settings_sync() -> config.Settings:
@@ -101,14 +110,15 @@ def settings_sync() -> config.Settings:
     from mcp_app import integrations
     from sessions_app import mirrors
 
-    settings = config.current_settings()
-    bridge_services.profiles_sync(settings)
-    mirrors.agents_sync(settings)
-    mirrors.workspaces_sync(settings)
-    mirrors.channels_sync(settings)
-    mirrors.tunnels_sync(settings)
-    integrations.integrations_sync()
-    return settings
+    with SETTINGS_LOCK:
+        settings = config.current_settings()
+        bridge_services.profiles_sync(settings)
+        mirrors.agents_sync(settings)
+        mirrors.workspaces_sync(settings)
+        mirrors.channels_sync(settings)
+        mirrors.tunnels_sync(settings)
+        integrations.integrations_sync()
+        return settings
 
 
 def tokens_rotate() -> config.Auth:

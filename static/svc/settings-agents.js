@@ -83,8 +83,11 @@
     form.acp_command.placeholder = row && row.builtin ? `built-in: ${shown(row.acp_command) || "none"}` : "argv speaking ACP on stdio";
   }
 
+  // The form says it is loading until the agent's entry has come: what is typed meanwhile would
+  // be overwritten by it.
   async function edit(name) {
-    const settings = await svc.api("GET", "settings");
+    form.setAttribute("aria-busy", "true");
+    const settings = await svc.api("GET", "settings").finally(() => form.removeAttribute("aria-busy"));
     const entry = (settings.agents || {})[name] || {};
     form.reset();
     form.agent_name.value = name;

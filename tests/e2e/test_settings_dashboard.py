@@ -195,6 +195,15 @@ def test_agents_not_enabled_share_one_line_and_empty_lists_say_so(page: Page) ->
 # --- agents and workspaces (these run last: they change the agents and register a folder) ----
 
 
+def edit_agent(page: Page, name: str) -> None:
+    """Edit, then wait for the form to hold the agent's entry (it loads it from svc)."""
+    page.locator(f'#agents tr[data-agent="{name}"]').get_by_role(
+        "button", name=f"Edit agent {name}"
+    ).click()
+    expect(page.locator("#agent-form")).not_to_have_attribute("aria-busy", "true")
+    expect(page.locator("#agent-form input[name=agent_name]")).to_have_value(name)
+
+
 def save_agent(page: Page, name: str) -> None:
     page.locator("#agent-form").get_by_role("button", name="Save agent").click()
     expect(page.locator("#agent-status")).to_have_text(f"saved {name}")
@@ -209,7 +218,7 @@ def test_an_agent_is_edited_from_the_dashboard_keeping_unknown_keys(
     expect(page.locator("#new-agent option[value=helper]")).to_have_count(1)
 
     # Disabled: gone from the new-session picker; settings.json keeps the entry's unknown key.
-    row.get_by_role("button", name="Edit agent helper").click()
+    edit_agent(page, "helper")
     expect(form.locator("input[name=command]")).to_have_value("sh")
     form.locator("select[name=enabled]").select_option("false")
     save_agent(page, "helper")
@@ -222,7 +231,7 @@ def test_an_agent_is_edited_from_the_dashboard_keeping_unknown_keys(
     }
 
     # Enabled again with another command (a quoted word stays one argument) and a variable.
-    row.get_by_role("button", name="Edit agent helper").click()
+    edit_agent(page, "helper")
     expect(form.locator("select[name=enabled]")).to_have_value("false")
     form.locator("select[name=enabled]").select_option("true")
     form.locator("input[name=command]").fill("sh -c 'exec cat'")
@@ -236,14 +245,14 @@ def test_an_agent_is_edited_from_the_dashboard_keeping_unknown_keys(
         "team_note": "an unknown key, kept",
     }
     form.get_by_role("button", name="New agent").click()
-    row.get_by_role("button", name="Edit agent helper").click()
+    edit_agent(page, "helper")
     expect(form.locator("input[name=command]")).to_have_value("sh -c 'exec cat'")
     expect(form.locator("textarea[name=env]")).to_have_value("HELPER_MODE=quiet")
 
     # A built-in: the edit writes an override entry; dropping it brings the defaults back.
     shell = page.locator('#agents tr[data-agent="shell"]')
     expect(shell.locator("td").nth(3)).to_have_text("builtin")
-    shell.get_by_role("button", name="Edit agent shell").click()
+    edit_agent(page, "shell")
     expect(form.locator("input[name=command]")).to_have_attribute(
         "placeholder", re.compile("^built-in: ")
     )
@@ -274,7 +283,7 @@ def test_an_agent_added_from_the_form_is_offered_once_enabled(page: Page, svc: D
     expect(page.locator("#new-agent option[value=mini]")).to_have_count(0)
     assert on_disk(svc)["agents"]["mini"] == {"command": ["sh", "-c", "exec cat"], "enabled": False}
 
-    row.get_by_role("button", name="Edit agent mini").click()
+    edit_agent(page, "mini")
     expect(page.locator("#agent-status")).to_have_text("")  # the form is filled again
     form.locator("select[name=enabled]").select_option("true")
     save_agent(page, "mini")
