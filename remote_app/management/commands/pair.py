@@ -7,15 +7,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.core.management.base import BaseCommand
-
-from sessions_app.management.commands._client import api, table
+from sessions_app.management.commands._client import ClientCommand, api, table
 
 DEVICES = ("id", "device", "host", "first_seen", "last_seen")
 REQUESTS = ("id", "device", "host", "created_at", "expires_at")
 
 
-class Command(BaseCommand):
+class Command(ClientCommand):
     help = "Approve a pairing code shown on a remote browser; --list, --pending, --revoke, --deny."
 
     def add_arguments(self, parser: Any) -> None:

@@ -34,7 +34,15 @@ def api(method: str, path: str, json: Any = None) -> Any:
         raise CommandError(str(exc)) from exc
 
 
-class ListCommand(BaseCommand):
+class ClientCommand(BaseCommand):
+    """A command that only talks to the running daemon. Django's system checks (URLconf, views,
+    models: about half of such a command's CPU) check this process's configuration, which the
+    daemon checked when it started; the client has nothing of its own for them to check."""
+
+    requires_system_checks: list[str] = []
+
+
+class ListCommand(ClientCommand):
     """A command that prints one /api/ list: a table, or the JSON itself with --json. `view`: the
     list as svcproject.cli.views defines it for both client paths; a command without one sets
     `path` and `columns` itself."""

@@ -23,12 +23,12 @@ from django.core.management.base import BaseCommand, CommandError
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from sessions_app.management.commands._client import api, base_url, headers
+from sessions_app.management.commands._client import ClientCommand, api, base_url, headers
 
 DETACH = b"\x1d"  # Ctrl-]
 
 
-class Command(BaseCommand):
+class Command(ClientCommand):
     help = "Attach this terminal to a hosted terminal session (Ctrl-] detaches)."
 
     def add_arguments(self, parser: Any) -> None:

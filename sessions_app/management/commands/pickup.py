@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand
-
-from sessions_app.management.commands._client import api
+from sessions_app.management.commands._client import ClientCommand, api
 from sessions_app.management.commands.attach import attach_terminal, finish
 from svcproject import browser
 
 
-class Command(BaseCommand):
+class Command(ClientCommand):
     help = "Pick up a handed-over session by its 4-character code, then attach to it."
 
     def add_arguments(self, parser: Any) -> None:

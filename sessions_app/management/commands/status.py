@@ -5,13 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand
-
-from sessions_app.management.commands._client import api, base_url
+from sessions_app.management.commands._client import ClientCommand, api, base_url
 from svcproject.cli import views
 
 
-class Command(BaseCommand):
+class Command(ClientCommand):
     help = "Show whether the svc daemon is running and what it hosts."
 
     def add_arguments(self, parser: Any) -> None:
