@@ -93,16 +93,19 @@ DATABASES = {"default": _database()}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 
-def _channel_layers() -> dict:
-    if KNOBS.redis_url:
+# A consumer waits for its next message with BZPOPMIN for channels-redis's 5 s; redis-py 8 also
+# gives up reading a reply after 5 s by default, so an empty wait's answer, arriving a moment
+# late on a busy machine, ended the WebSocket with 1011. Reads may take this long instead.
+REDIS_READ_TIMEOUT_S = 30
+
+
+def channel_layers(redis_url: str | None, prefix: str) -> dict:
+    if redis_url:
+        host = {"address": redis_url, "socket_timeout": REDIS_READ_TIMEOUT_S}
         return {
             "default": {
                 "BACKEND": "channels_redis.core.RedisChannelLayer",
-                "CONFIG": {
-                    "hosts": [KNOBS.redis_url],
-                    "prefix": KNOBS.redis_prefix,
-                    "capacity": 1000,
-                },
+                "CONFIG": {"hosts": [host], "prefix": prefix, "capacity": 1000},
             }
         }
     # Capacity well above a burst of changes: a full channel silently drops group messages.
@@ -111,7 +114,7 @@ def _channel_layers() -> dict:
     }
 
 
-CHANNEL_LAYERS = _channel_layers()
+CHANNEL_LAYERS = channel_layers(KNOBS.redis_url, KNOBS.redis_prefix)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
