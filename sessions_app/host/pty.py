@@ -162,11 +162,12 @@ class PtySession:
         """While paused, a full viewer that sent nothing for STALL_S stops holding the PTY back —
         but only when another viewer is waiting on it. When every viewer is behind (one client,
         or a loaded machine starving all readers) the PTY simply waits, as a real terminal does,
-        and a momentarily slow reader never loses output."""
+        and a momentarily slow reader never loses output. A viewer already let go (lagging)
+        waits for nothing: it takes output again only once its own socket drains."""
         while self._paused:
             before = {v: v.sent for v in self.viewers if v.full}
             await asyncio.sleep(STALL_S)
-            if any(not v.full for v in self.viewers):
+            if any(not v.full and not v.lagging for v in self.viewers):
                 for viewer, sent in before.items():
                     if viewer.full and viewer.sent == sent:
                         viewer.drop_behind()

@@ -47,3 +47,31 @@ async def test_when_every_viewer_is_behind_nobody_is_dropped_and_nothing_is_lost
     assert ended == [7]
     for viewer in viewers:
         await session.detach(viewer)
+
+
+async def test_a_viewer_already_let_go_waits_for_nothing_so_a_slow_reader_loses_nothing() -> None:
+    """A viewer that skipped ahead takes output only once its socket drains; it is not one
+    waiting on the reader that is behind, so that reader is not dropped (the 20 MB flood test
+    lost bytes so on a loaded machine)."""
+    ended: list[int] = []
+    session = await start(ended)
+    socks = [FakeSocket(), FakeSocket()]
+    viewers = [session.attach(s.send_bytes, s.send_json, s) for s in socks]
+    for sock in socks:
+        sock.stalled = True
+    session.write(FLOOD)
+    deadline = asyncio.get_running_loop().time() + 10
+    while not all(v.full for v in viewers):
+        assert asyncio.get_running_loop().time() < deadline, "the viewers' queues never filled"
+        await asyncio.sleep(0.01)
+    viewers[1].drop_behind()  # let go, as when it stalled while the other was reading
+    await asyncio.sleep(3 * fanout.STALL_S)  # the reader still sends nothing meanwhile
+    assert not viewers[0].lagging
+    socks[0].stalled = False
+    while b"done-42" not in socks[0].data():
+        await asyncio.sleep(0.01)
+    assert socks[0].data().count(b"A") == 8_000_000
+    session.write(b"exit 7\n")
+    await asyncio.wait_for(session.exited.wait(), 5)
+    for viewer in viewers:
+        await session.detach(viewer)
