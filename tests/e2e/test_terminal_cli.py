@@ -51,16 +51,22 @@ def test_status_says_when_the_daemon_is_down(tmp_path: Path) -> None:
     assert "svc is not running at" in result.stderr
 
 
-def read_until(fd: int, needle: bytes, timeout: float = 10) -> bytes:
+def read_for(fd: int, needle: bytes, timeout: float) -> bytes:
+    """What `fd` says until `needle` has come or `timeout` is over, whichever is first."""
     seen = b""
     deadline = time.monotonic() + timeout
-    while needle not in seen:
-        assert time.monotonic() < deadline, f"{needle!r} not seen in {seen[-300:]!r}"
+    while needle not in seen and time.monotonic() < deadline:
         if select.select([fd], [], [], 0.1)[0]:
             try:
                 seen += os.read(fd, 65536)
             except OSError:
                 break
+    return seen
+
+
+def read_until(fd: int, needle: bytes, timeout: float = 10) -> bytes:
+    seen = read_for(fd, needle, timeout)
+    assert needle in seen, f"{needle!r} not seen in {seen[-300:]!r}"
     return seen
 
 
@@ -93,6 +99,16 @@ class CliInPty:
         os.write(self.master, keys)
         return read_until(self.master, expect)
 
+    def wait_for_size(self, size: bytes, timeout: float = 20) -> None:
+        """The new size travels as a signal, a message to svc and an ioctl on the session's PTY,
+        while typed keys may overtake it: ask `stty size` until the session reports it."""
+        deadline = time.monotonic() + timeout
+        seen = b""
+        while size not in seen:
+            assert time.monotonic() < deadline, f"{size!r} never reported: {seen[-300:]!r}"
+            os.write(self.master, b"stty size\r")
+            seen = read_for(self.master, size, 1)
+
     def close(self) -> None:
         self.proc.kill()
         os.close(self.master)
@@ -116,8 +132,7 @@ def test_the_cli_is_a_real_terminal_typing_resize_detach_and_exit_codes(
         cli.type(b"echo cli-$((2*21))\r", b"cli-42")  # typing works
         cli.type(b"stty size\r", b"30 100")  # the size it started with
         cli.resize(40, 120)
-        time.sleep(0.3)  # the resize message travels to svc and the session's PTY
-        cli.type(b"stty size\r", b"40 120")
+        cli.wait_for_size(b"40 120")
         cli.type(b"\x1d", b"detached")
         assert cli.proc.wait(10) == 0
     finally:
