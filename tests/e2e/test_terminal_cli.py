@@ -51,22 +51,16 @@ def test_status_says_when_the_daemon_is_down(tmp_path: Path) -> None:
     assert "svc is not running at" in result.stderr
 
 
-def read_for(fd: int, needle: bytes, timeout: float) -> bytes:
-    """What `fd` says until `needle` has come or `timeout` is over, whichever is first."""
+def read_until(fd: int, needle: bytes, timeout: float = 10) -> bytes:
     seen = b""
     deadline = time.monotonic() + timeout
-    while needle not in seen and time.monotonic() < deadline:
+    while needle not in seen:
+        assert time.monotonic() < deadline, f"{needle!r} not seen in {seen[-300:]!r}"
         if select.select([fd], [], [], 0.1)[0]:
             try:
                 seen += os.read(fd, 65536)
             except OSError:
                 break
-    return seen
-
-
-def read_until(fd: int, needle: bytes, timeout: float = 10) -> bytes:
-    seen = read_for(fd, needle, timeout)
-    assert needle in seen, f"{needle!r} not seen in {seen[-300:]!r}"
     return seen
 
 
@@ -88,26 +82,17 @@ class CliInPty:
             assert time.monotonic() < deadline, f"{args[0]} never put the terminal in raw mode"
             time.sleep(0.02)
 
-    def resize(self, rows: int, cols: int) -> None:
+    def resize(self, rows: int, cols: int, *, tell: bool = True) -> None:
         """What a terminal emulator does: set the size, and the kernel tells the foreground
-        process group (SIGWINCH) — here the CLI, which has its own session."""
+        process group (SIGWINCH) — here the CLI, which has its own session. `tell=False`: a
+        signal the CLI has not handled yet when the next keys come."""
         fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-        if getattr(self, "proc", None) is not None:
+        if tell and getattr(self, "proc", None) is not None:
             self.proc.send_signal(signal.SIGWINCH)
 
     def type(self, keys: bytes, expect: bytes) -> bytes:
         os.write(self.master, keys)
         return read_until(self.master, expect)
-
-    def wait_for_size(self, size: bytes, timeout: float = 20) -> None:
-        """The new size travels as a signal, a message to svc and an ioctl on the session's PTY,
-        while typed keys may overtake it: ask `stty size` until the session reports it."""
-        deadline = time.monotonic() + timeout
-        seen = b""
-        while size not in seen:
-            assert time.monotonic() < deadline, f"{size!r} never reported: {seen[-300:]!r}"
-            os.write(self.master, b"stty size\r")
-            seen = read_for(self.master, size, 1)
 
     def close(self) -> None:
         self.proc.kill()
@@ -131,8 +116,10 @@ def test_the_cli_is_a_real_terminal_typing_resize_detach_and_exit_codes(
     try:
         cli.type(b"echo cli-$((2*21))\r", b"cli-42")  # typing works
         cli.type(b"stty size\r", b"30 100")  # the size it started with
-        cli.resize(40, 120)
-        cli.wait_for_size(b"40 120")
+        cli.resize(40, 120)  # and type at once: the keys must not overtake the new size
+        cli.type(b"stty size\r", b"40 120")
+        cli.resize(50, 130, tell=False)
+        cli.type(b"stty size\r", b"50 130")
         cli.type(b"\x1d", b"detached")
         assert cli.proc.wait(10) == 0
     finally:

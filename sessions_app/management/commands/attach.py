@@ -73,9 +73,10 @@ async def _attach(session_id: str) -> Ended:
     async with connect(url, additional_headers=headers(), max_size=None) as ws:
         loop = asyncio.get_running_loop()
         detached = loop.create_future()
-        await _send_size(ws)
-        loop.add_signal_handler(signal.SIGWINCH, lambda: loop.create_task(_send_size(ws)))
-        loop.add_reader(sys.stdin.fileno(), _forward_keys, ws, detached)
+        size = SizeFollower(ws)
+        size.send_if_changed()
+        loop.add_signal_handler(signal.SIGWINCH, size.send_if_changed)
+        loop.add_reader(sys.stdin.fileno(), _forward_keys, ws, size, detached)
         try:
             output = loop.create_task(_print_output(ws))
             done, _ = await asyncio.wait({output, detached}, return_when=asyncio.FIRST_COMPLETED)
@@ -87,12 +88,14 @@ async def _attach(session_id: str) -> Ended:
             loop.remove_signal_handler(signal.SIGWINCH)
 
 
-def _forward_keys(ws: ClientConnection, detached: asyncio.Future) -> None:
+def _forward_keys(ws: ClientConnection, size: SizeFollower, detached: asyncio.Future) -> None:
     data = os.read(sys.stdin.fileno(), 4096)
     if DETACH in data or not data:
         if not detached.done():
             detached.set_result(True)
         return
+    # Keys typed after a resize reach the session after it, even when SIGWINCH is handled late.
+    size.send_if_changed()
     asyncio.get_running_loop().create_task(ws.send(data))
 
 
@@ -107,10 +110,23 @@ def _terminal_size() -> os.terminal_size:
     return shutil.get_terminal_size()
 
 
-async def _send_size(ws: ClientConnection) -> None:
-    size = _terminal_size()
-    with contextlib.suppress(ConnectionClosed):
-        await ws.send(json.dumps({"type": "resize", "cols": size.columns, "rows": size.lines}))
+class SizeFollower:
+    """Tells the session this terminal's size whenever it differs from what was last sent."""
+
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
+        self.sent: os.terminal_size | None = None
+
+    def send_if_changed(self) -> None:
+        size = _terminal_size()
+        if size != self.sent:
+            self.sent = size
+            resize = {"type": "resize", "cols": size.columns, "rows": size.lines}
+            asyncio.get_running_loop().create_task(self._send(json.dumps(resize)))
+
+    async def _send(self, message: str) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            await self.ws.send(message)
 
 
 async def _print_output(ws: ClientConnection) -> Ended:
