@@ -42,17 +42,18 @@ class Files:
             return stored
         return uploads.get(field_name)
 
+    def _sent_caption(self, params: dict[str, str]) -> dict[str, Any]:
+        """The caption a send method's parameters give, as message fields (none without one)."""
+        content: dict[str, Any] = {}
+        caption, parse_mode = params.get("caption", ""), params.get("parse_mode", "")
+        self._add_caption(content, caption, parse_mode, params.get("caption_entities", ""))
+        return content
+
     def m_send_document(self, params: dict[str, str], uploads: dict[str, Upload]) -> dict:
         source = self._input_file("document", params, uploads)
         if source is None:
             raise bad("There is no document in the request")
-        content: dict[str, Any] = {}
-        self._add_caption(
-            content,
-            params.get("caption", ""),
-            params.get("parse_mode", ""),
-            params.get("caption_entities", ""),
-        )
+        content = self._sent_caption(params)
         destination = self._destination(params)
         if isinstance(source, Upload):
             document = self._store_document(source.data, source.file_name, source.content_type)
@@ -69,13 +70,7 @@ class Files:
         source = self._input_file("photo", params, uploads)
         if source is None:
             raise bad("There is no photo in the request")
-        content: dict[str, Any] = {}
-        self._add_caption(
-            content,
-            params.get("caption", ""),
-            params.get("parse_mode", ""),
-            params.get("caption_entities", ""),
-        )
+        content = self._sent_caption(params)
         destination = self._destination(params)
         sizes = self._store_photo(source.data)
         message_content = {"photo": sizes, **content}
