@@ -134,12 +134,7 @@ class Controls:
                 "blocks": [_rich_text(text)],
             }
             if thread_ts:
-                msg["thread_ts"] = thread_ts
-                parent = self._find(channel, thread_ts)
-                if parent is not None:
-                    msg["parent_user_id"] = parent.get("user")
-                    parent.setdefault("thread_ts", thread_ts)
-                    parent["reply_count"] = parent.get("reply_count", 0) + 1
+                self._link_reply(channel, msg, thread_ts)
             if files:
                 msg["subtype"] = "file_share"
                 msg["upload"] = False
@@ -253,6 +248,15 @@ class Controls:
         us = max(int(time.time() * 1_000_000), self._last_ts_us + 1)
         self._last_ts_us = us
         return f"{us // 1_000_000}.{us % 1_000_000:06d}"
+
+    def _link_reply(self, channel: str, msg: dict, thread_ts: str) -> None:
+        """Make `msg` a reply in the thread of `thread_ts`, counted on its parent as Slack does."""
+        msg["thread_ts"] = thread_ts
+        parent = self._find(channel, thread_ts)
+        if parent is not None:
+            msg["parent_user_id"] = parent.get("user")
+            parent.setdefault("thread_ts", thread_ts)
+            parent["reply_count"] = parent.get("reply_count", 0) + 1
 
     def _find(self, channel: str, ts: str) -> dict | None:
         for msg in self._messages.get(channel, []):

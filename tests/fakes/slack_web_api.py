@@ -126,17 +126,13 @@ class WebApi:
             msg["blocks"] = blocks
         thread_ts = p.get("thread_ts")
         if thread_ts:
-            msg["thread_ts"] = thread_ts
-            parent = self._find(channel, thread_ts)
-            if parent is not None:
-                msg["parent_user_id"] = parent.get("user")
-                parent.setdefault("thread_ts", thread_ts)
-                parent["reply_count"] = parent.get("reply_count", 0) + 1
+            self._link_reply(channel, msg, thread_ts)
         self._messages[channel].append(msg)
         self._echo({**copy.deepcopy(msg), "channel": channel, "event_ts": ts}, channel)
         return {"ok": True, "channel": channel, "ts": ts, "message": copy.deepcopy(msg)}
 
-    def _m_chat_update(self, p: dict) -> dict:
+    def _own_message(self, p: dict, refusal: str) -> tuple[str, dict] | dict:
+        """The channel and the bot's own message that `p` names, or the error Slack answers."""
         channel = self._channel_id(p.get("channel"))
         if channel is None:
             return _err("channel_not_found")
@@ -144,7 +140,14 @@ class WebApi:
         if msg is None:
             return _err("message_not_found")
         if msg.get("bot_id") != self.bot_id:
-            return _err("cant_update_message")
+            return _err(refusal)
+        return channel, msg
+
+    def _m_chat_update(self, p: dict) -> dict:
+        found = self._own_message(p, "cant_update_message")
+        if isinstance(found, dict):
+            return found
+        channel, msg = found
         blocks, err = _blocks(p.get("blocks"))
         if err:
             return _err(err)
@@ -192,14 +195,10 @@ class WebApi:
         self._echo(event, channel)
 
     def _m_chat_delete(self, p: dict) -> dict:
-        channel = self._channel_id(p.get("channel"))
-        if channel is None:
-            return _err("channel_not_found")
-        msg = self._find(channel, p.get("ts") or "")
-        if msg is None:
-            return _err("message_not_found")
-        if msg.get("bot_id") != self.bot_id:
-            return _err("cant_delete_message")
+        found = self._own_message(p, "cant_delete_message")
+        if isinstance(found, dict):
+            return found
+        channel, msg = found
         self._messages[channel].remove(msg)
         return {"ok": True, "channel": channel, "ts": msg["ts"]}
 
