@@ -115,7 +115,7 @@ def started_svc(tmp: Path, prefix: str) -> Iterator[World]:
         # Other keys, which a settings change must keep; the five agents are enabled by PATH.
         settings = {"workspaces": [str(workspace)], "integrations": {"mcp_auto_install": True}}
         svc_home = migrated_home(tmp, settings)
-        daemon = QuietDaemon(svc_home, env=agent_env(home))
+        daemon = QuietDaemon(svc_home, env=agent_env(home), cold=True)  # as `make run` starts it
         try:
             daemon.start()
             yield World(home, workspace, daemon, time.monotonic())

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import httpx
 
+from tests.support.warm_start import WarmProcess, warm_popen
+
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 
@@ -62,9 +64,10 @@ class Daemon:
     home: Path
     port: int = field(default_factory=free_port)
     env: dict[str, str] = field(default_factory=dict)
-    proc: subprocess.Popen | None = None
+    proc: subprocess.Popen | WarmProcess | None = None
     log_path: Path | None = None
     wrapper: tuple[str, ...] = ()  # a command the daemon is started through (IGNORING_SIGNALS)
+    cold: bool = False  # exec a fresh interpreter, as `make run` does (tests.support.warm_start)
 
     @property
     def url(self) -> str:
@@ -100,28 +103,24 @@ class Daemon:
     def start(self, timeout: float = 30) -> Daemon:
         self.log_path = self.home / "logs" / "daemon-stdout.log"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = self.log_path.open("ab")
-        self.proc = subprocess.Popen(
-            # What `make run` starts: daphne's runserver, whose access log goes through svc's
-            # logging (and so through its token redaction).
-            [
-                *self.wrapper,
-                PYTHON,
-                str(ROOT / "manage.py"),
-                "runserver",
-                "--noreload",
-                # Django's system checks (~0.35 s of CPU per start) run in `make run`, which
-                # tests/e2e/test_newcomer.py starts as a newcomer does; here every test's own
-                # daemon would repeat them.
-                "--skip-checks",
-                f"127.0.0.1:{self.port}",
-            ],
-            cwd=ROOT,
-            env=self.process_env(),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        # What `make run` starts: daphne's runserver, whose access log goes through svc's
+        # logging (and so through its token redaction). Django's system checks (~0.35 s of CPU
+        # per start) run in `make run`, which tests/e2e/test_newcomer.py starts as a newcomer
+        # does; here every test's own daemon would repeat them.
+        argv = [str(ROOT / "manage.py"), "runserver", "--noreload", "--skip-checks"]
+        argv.append(f"127.0.0.1:{self.port}")
+        if self.cold or self.wrapper:
+            with self.log_path.open("ab") as log:
+                self.proc = subprocess.Popen(
+                    [*self.wrapper, PYTHON, *argv],
+                    cwd=ROOT,
+                    env=self.process_env(),
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+        else:
+            self.proc = warm_popen(argv, env=self.process_env(), cwd=ROOT, log=self.log_path)
         self._wait_ready(timeout)
         return self
 
