@@ -1,4 +1,10 @@
-"""A small ACP agent on stdio, written with the agent-client-protocol SDK, for svc's tests.
+"""A small ACP agent on stdio for svc's tests: JSON-RPC 2.0, one JSON object per line.
+
+It speaks the wire format itself instead of through the agent-client-protocol SDK: the SDK's
+import builds its schema's pydantic models (~0.55 s of CPU), and the suite starts this agent
+about 150 times. svc's side is the SDK's client, which validates every message this agent sends
+against that schema, and the real agents' tests (tests/e2e/test_real_agents*.py) speak the same
+protocol through their own implementations; the shapes here are the SDK's serialised forms.
 
 What it does depends on the prompt's last line (earlier lines are context it ignores); several
 commands on that line, separated by " ; ", run one after another:
@@ -40,67 +46,140 @@ import time
 import uuid
 from typing import Any
 
-from acp import (
-    PROTOCOL_VERSION,
-    Agent,
-    InitializeResponse,
-    NewSessionResponse,
-    PromptResponse,
-    plan_entry,
-    run_agent,
-    start_tool_call,
-    update_agent_message_text,
-    update_agent_thought_text,
-    update_plan,
-    update_tool_call,
-)
-from acp.interfaces import Client
-from acp.schema import (
-    AgentCapabilities,
-    Implementation,
-    LoadSessionResponse,
-    PermissionOption,
-    ToolCallUpdate,
-)
+PROTOCOL_VERSION = 1
+LINE_LIMIT = 64 * 1024 * 1024  # a prompt with a large pasted file is one line
 
 
-class FakeAgent(Agent):
+class RequestError(Exception):
+    """A JSON-RPC error answered to the request being handled."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.error = {"code": code, "message": message, **({"data": data} if data else {})}
+
+
+class Connection:
+    """JSON-RPC over stdio: requests from svc run as tasks (a cancel arrives mid-prompt), and
+    the agent's own requests (permission) wait for svc's answer."""
+
+    def __init__(self, agent: FakeAgent) -> None:
+        self.agent = agent
+        self.writer: asyncio.StreamWriter | None = None
+        self.pending: dict[int, asyncio.Future] = {}
+        self.next_id = 0
+        self.tasks: set[asyncio.Task] = set()
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=LINE_LIMIT)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        transport, protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, sys.stdout
+        )
+        self.writer = asyncio.StreamWriter(transport, protocol, None, loop)
+        while line := await reader.readline():
+            if line.strip():
+                self.received(json.loads(line))
+
+    def received(self, message: dict[str, Any]) -> None:
+        if "method" not in message:  # an answer to one of the agent's requests
+            future = self.pending.pop(message.get("id"), None)
+            if future is not None and not future.done():
+                future.set_result(message)
+            return
+        task = asyncio.ensure_future(self.handle(message))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def handle(self, message: dict[str, Any]) -> None:
+        handler = METHODS.get(message["method"])
+        try:
+            if handler is None:
+                raise RequestError(-32601, "Method not found", {"method": message["method"]})
+            result = await handler(self.agent, message.get("params") or {})
+            reply: dict[str, Any] = {"result": result if result is not None else {}}
+        except RequestError as error:
+            reply = {"error": error.error}
+        except Exception as error:  # what the SDK answers for an agent's own bug
+            reply = {"error": RequestError(-32603, "Internal error", {"details": str(error)}).error}
+        if "id" in message:
+            await self.send({"jsonrpc": "2.0", "id": message["id"], **reply})
+
+    async def send(self, message: dict[str, Any]) -> None:
+        assert self.writer is not None
+        self.writer.write(json.dumps(message).encode() + b"\n")
+        await self.writer.drain()
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        await self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        self.next_id += 1
+        future = asyncio.get_running_loop().create_future()
+        self.pending[self.next_id] = future
+        await self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        answer = await future
+        if "error" in answer:
+            raise RequestError(**answer["error"])
+        return answer["result"]
+
+
+def text_chunk(kind: str, text: str) -> dict[str, Any]:
+    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+
+
+def allow_or_reject(allow_name: str = "Allow") -> list[dict[str, str]]:
+    return [
+        {"optionId": "allow", "name": allow_name, "kind": "allow_once"},
+        {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+    ]
+
+
+class FakeAgent:
     def __init__(self) -> None:
-        self.conn: Client | None = None
+        self.conn = Connection(self)
         self.cancelled: set[str] = set()
         self.prompts: dict[str, list[str]] = {}
         self.asking: dict[str, asyncio.Task] = {}
 
-    def on_connect(self, conn: Client) -> None:
-        self.conn = conn
-
-    async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
+    async def initialize(self, params: dict[str, Any]) -> dict[str, Any]:
         if "--start-delay" in sys.argv:
             await asyncio.sleep(float(sys.argv[sys.argv.index("--start-delay") + 1]))
-        return InitializeResponse(
-            protocol_version=PROTOCOL_VERSION,
-            agent_capabilities=AgentCapabilities(load_session=True),
-            agent_info=Implementation(name="svc-fake-agent", version="1.2.3"),
-        )
+        return {
+            "protocolVersion": PROTOCOL_VERSION,
+            "agentCapabilities": {"loadSession": True},
+            "authMethods": [],
+            "agentInfo": {"name": "svc-fake-agent", "version": "1.2.3"},
+        }
 
-    async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
-        return NewSessionResponse(session_id=f"fake-{uuid.uuid4().hex[:8]}")
+    async def new_session(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {"sessionId": f"fake-{uuid.uuid4().hex[:8]}"}
 
-    async def load_session(self, cwd: str, session_id: str, **kwargs: Any) -> LoadSessionResponse:
-        return LoadSessionResponse()
+    async def load_session(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {}
 
-    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+    async def cancel(self, params: dict[str, Any]) -> None:
+        session_id = params["sessionId"]
         self.cancelled.add(session_id)
         _log("FAKE_AGENT_CANCEL_LOG", (self.prompts.get(session_id) or [""])[-1])
         if (task := self.asking.get(session_id)) is not None:
             task.cancel()  # an agent stops its own model request when its turn is cancelled
 
-    async def say(self, session_id: str, text: str) -> None:
-        assert self.conn is not None
-        await self.conn.session_update(session_id, update_agent_message_text(text))
+    async def update(self, session_id: str, update: dict[str, Any]) -> None:
+        await self.conn.notify("session/update", {"sessionId": session_id, "update": update})
 
-    async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
-        text = " ".join(getattr(block, "text", "") for block in prompt).strip()
+    async def say(self, session_id: str, text: str) -> None:
+        await self.update(session_id, text_chunk("agent_message_chunk", text))
+
+    async def ask_permission(self, session_id: str, tool_call: dict, options: list) -> str:
+        """The option svc chose, or "cancelled"."""
+        params = {"sessionId": session_id, "toolCall": tool_call, "options": options}
+        outcome = (await self.conn.request("session/request_permission", params))["outcome"]
+        return outcome.get("optionId") or outcome["outcome"]
+
+    async def prompt(self, params: dict[str, Any]) -> dict[str, Any]:
+        session_id = params["sessionId"]
+        text = " ".join(block.get("text", "") for block in params["prompt"]).strip()
         self.prompts.setdefault(session_id, []).append(text)
         _log("FAKE_AGENT_PROMPT_LOG", text)
         self.cancelled.discard(session_id)
@@ -110,11 +189,11 @@ class FakeAgent(Agent):
             handler = getattr(self, f"do_{command}", None)
             if handler is None:
                 await self.say(session_id, f"unknown command {command!r}")
-                return PromptResponse(stop_reason="end_turn")
+                return {"stopReason": "end_turn"}
             stop_reason = await handler(session_id, rest)
             if stop_reason != "end_turn":
                 break
-        return PromptResponse(stop_reason=stop_reason)
+        return {"stopReason": stop_reason}
 
     async def do_echo(self, session_id: str, rest: str) -> str:
         for i, word in enumerate(rest.split()):
@@ -122,16 +201,11 @@ class FakeAgent(Agent):
         return "end_turn"
 
     async def do_title(self, session_id: str, rest: str) -> str:
-        from acp.schema import SessionInfoUpdate
-
-        assert self.conn is not None
-        update = SessionInfoUpdate(session_update="session_info_update", title=rest)
-        await self.conn.session_update(session_id, update)
+        await self.update(session_id, {"sessionUpdate": "session_info_update", "title": rest})
         return "end_turn"
 
     async def do_think(self, session_id: str, rest: str) -> str:
-        assert self.conn is not None
-        await self.conn.session_update(session_id, update_agent_thought_text("hmm " + rest))
+        await self.update(session_id, text_chunk("agent_thought_chunk", "hmm " + rest))
         await self.say(session_id, rest)
         return "end_turn"
 
@@ -198,23 +272,12 @@ class FakeAgent(Agent):
     async def do_fail(self, session_id: str, rest: str) -> str:
         sys.stderr.write(f"fake agent: {rest}\n")
         sys.stderr.flush()
-        from acp import RequestError
-
-        raise RequestError.internal_error({"details": rest})
+        raise RequestError(-32603, "Internal error", {"details": rest})
 
     async def do_write(self, session_id: str, rest: str) -> str:
-        assert self.conn is not None
-        call_id = f"call-{uuid.uuid4().hex[:6]}"
         target = rest.strip() or "out.txt"
-        answer = await self.conn.request_permission(
-            session_id,
-            ToolCallUpdate(tool_call_id=call_id, title=f"write {target}", kind="edit"),
-            [
-                PermissionOption(option_id="allow", name="Allow", kind="allow_once"),
-                PermissionOption(option_id="reject", name="Reject", kind="reject_once"),
-            ],
-        )
-        chosen = getattr(answer.outcome, "option_id", None) or answer.outcome.outcome
+        call = {"toolCallId": f"call-{uuid.uuid4().hex[:6]}", "title": f"write {target}"}
+        chosen = await self.ask_permission(session_id, {**call, "kind": "edit"}, allow_or_reject())
         if chosen == "allow":
             with open(target, "w") as f:
                 f.write("written by the fake agent\n")
@@ -224,17 +287,9 @@ class FakeAgent(Agent):
     async def do_commit(self, session_id: str, rest: str) -> str:
         import subprocess
 
-        assert self.conn is not None
         target, _, count = rest.strip().partition(" ")
-        answer = await self.conn.request_permission(
-            session_id,
-            ToolCallUpdate(tool_call_id=f"call-{uuid.uuid4().hex[:6]}", title=f"edit {target}"),
-            [
-                PermissionOption(option_id="allow", name="Allow", kind="allow_once"),
-                PermissionOption(option_id="reject", name="Reject", kind="reject_once"),
-            ],
-        )
-        if getattr(answer.outcome, "option_id", None) != "allow":
+        call = {"toolCallId": f"call-{uuid.uuid4().hex[:6]}", "title": f"edit {target}"}
+        if await self.ask_permission(session_id, call, allow_or_reject()) != "allow":
             await self.say(session_id, f"commit: refused {target}\n")
             return "end_turn"
         with open(target, "w") as f:
@@ -269,31 +324,32 @@ class FakeAgent(Agent):
         return "end_turn"
 
     async def do_plan(self, session_id: str, rest: str) -> str:
-        assert self.conn is not None
-        entries = [plan_entry("look", status="completed"), plan_entry("answer")]
-        await self.conn.session_update(session_id, update_plan(entries))
+        entries = [
+            {"content": "look", "priority": "medium", "status": "completed"},
+            {"content": "answer", "priority": "medium", "status": "pending"},
+        ]
+        await self.update(session_id, {"sessionUpdate": "plan", "entries": entries})
         return "end_turn"
 
     async def do_permission(self, session_id: str, rest: str) -> str:
-        assert self.conn is not None
-        call_id = f"call-{uuid.uuid4().hex[:6]}"
-        await self.conn.session_update(
-            session_id, start_tool_call(call_id, "rm -rf build", kind="execute", status="pending")
-        )
-        answer = await self.conn.request_permission(
-            session_id,
-            ToolCallUpdate(tool_call_id=call_id, title="rm -rf build"),
-            [
-                PermissionOption(option_id="allow", name="Allow once", kind="allow_once"),
-                PermissionOption(option_id="reject", name="Reject", kind="reject_once"),
-            ],
-        )
-        outcome = answer.outcome
-        chosen = getattr(outcome, "option_id", None) or outcome.outcome
+        call = {"toolCallId": f"call-{uuid.uuid4().hex[:6]}", "title": "rm -rf build"}
+        started = {"sessionUpdate": "tool_call", **call, "kind": "execute", "status": "pending"}
+        await self.update(session_id, started)
+        chosen = await self.ask_permission(session_id, call, allow_or_reject("Allow once"))
         status = "completed" if chosen == "allow" else "failed"
-        await self.conn.session_update(session_id, update_tool_call(call_id, status=status))
+        ended = {"sessionUpdate": "tool_call_update", "toolCallId": call["toolCallId"]}
+        await self.update(session_id, {**ended, "status": status})
         await self.say(session_id, f"permission: {chosen}")
         return "end_turn"
+
+
+METHODS = {
+    "initialize": FakeAgent.initialize,
+    "session/new": FakeAgent.new_session,
+    "session/load": FakeAgent.load_session,
+    "session/prompt": FakeAgent.prompt,
+    "session/cancel": FakeAgent.cancel,
+}
 
 
 def _log(variable: str, prompt: str) -> None:
@@ -321,7 +377,7 @@ async def svc_tool(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> None:
-    asyncio.run(run_agent(FakeAgent()))
+    asyncio.run(FakeAgent().conn.run())
 
 
 if __name__ == "__main__":
