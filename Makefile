@@ -78,7 +78,7 @@ test: dev-venv assets test-fixtures
 	@scripts/ensure-services.sh
 	@scripts/ensure-chromium.sh
 	$(MAKE) --no-print-directory lint
-	SVC_HOME=$$(mktemp -d) $(PY) -m pytest -p tests.support.worker_home -q -n $(TEST_WORKERS) --dist loadfile
+	SVC_HOME=$$(mktemp -d) $(PY) -m pytest -p tests.support.worker_home -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The README's screenshots, taken by the layout test (desktop and phone, light and dark).
 screenshots: dev-venv assets
