@@ -25,6 +25,7 @@ import pytest
 
 from tests.sessions_app.termclient import create_session, start_hosting_daemon
 from tests.support.daemon import PYTHON, ROOT, Daemon, free_port, migrated_home
+from tests.support.daemon import manage as manage_py
 from tests.support.mcp import tool
 from tests.support.pty import run_in_pty
 
@@ -121,8 +122,7 @@ def svc(clone: Path, home: Path, *args: str) -> Run:
 
 
 def manage(home: Path, *args: str) -> Run:
-    result = subprocess.run([PYTHON, str(ROOT / "manage.py"), *args], env=env_for(home),
-                            cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
+    result = manage_py(home, *args, check=False)
     return Run(result.returncode, result.stdout, result.stderr, [])
 
 

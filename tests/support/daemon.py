@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.support.warm_start import WarmProcess, warm_popen
+from tests.support.warm_start import WarmProcess, warm_enough, warm_popen, warm_run
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
@@ -37,17 +37,19 @@ def manage(
     check: bool = True,
     timeout: float = 120,
 ) -> subprocess.CompletedProcess:
+    """`python manage.py *args` with this $SVC_HOME, from the warm interpreter when it can."""
     full_env = {**os.environ, "SVC_HOME": str(home), **(env or {})}
     full_env.pop("SVC_PRINT_LOGIN", None)
-    return subprocess.run(
-        [PYTHON, str(ROOT / "manage.py"), *args],
-        env=full_env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=check,
-        timeout=timeout,
-    )
+    argv = [str(ROOT / "manage.py"), *args]
+    if warm_enough(full_env):
+        result = warm_run(argv, env=full_env, cwd=ROOT, timeout=timeout)
+    else:
+        run = subprocess.run  # PYTHON* variables act at an interpreter's start
+        result = run([PYTHON, *argv], env=full_env, cwd=ROOT, capture_output=True, text=True,
+                     timeout=timeout)  # fmt: skip
+    if check:
+        result.check_returncode()
+    return result
 
 
 # What `nohup make run &` does to svc: SIGHUP, SIGINT and SIGQUIT ignored, and inherited.
@@ -109,7 +111,7 @@ class Daemon:
         # does; here every test's own daemon would repeat them.
         argv = [str(ROOT / "manage.py"), "runserver", "--noreload", "--skip-checks"]
         argv.append(f"127.0.0.1:{self.port}")
-        if self.cold or self.wrapper:
+        if self.cold or self.wrapper or not warm_enough(self.process_env()):
             with self.log_path.open("ab") as log:
                 self.proc = subprocess.Popen(
                     [*self.wrapper, PYTHON, *argv],

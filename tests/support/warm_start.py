@@ -7,11 +7,12 @@ those libraries once (nothing of svc's, nothing that reads settings or the envir
 thread, event loop or reactor exists when it forks) and forks a child per daemon. The child
 becomes what `python manage.py …` would be: its own session, environment, working directory and
 log, `manage.py` run as `__main__`, and the interpreter's normal exit. Tests that are about how
-the process is started (`make run`, a wrapper ignoring signals, start at bind) exec a cold one.
+the process is started (`make run`, a wrapper ignoring signals, start at bind) exec a cold one,
+and so does a command given PYTHON* variables (they act when an interpreter starts).
 
 Protocol, one Unix-socket connection per start: the client sends one JSON line (argv, env, cwd,
-log); a waiter forked for it answers the child's pid on one line, then its exit code (negative
-for a signal, as `subprocess` says it) when the child ends.
+stdout and stderr files); a waiter forked for it answers the child's pid on one line, then its
+exit code (negative for a signal, as `subprocess` says it) when the child ends.
 """
 
 from __future__ import annotations
@@ -115,13 +116,9 @@ def _become(request: dict[str, Any]) -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    null = os.open(os.devnull, os.O_RDONLY)
-    log = os.open(request["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    os.dup2(null, 0)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
-    os.close(null)
-    os.close(log)
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
+        os.dup2(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644), fd)
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
@@ -211,13 +208,44 @@ _server: _Server | None = None
 
 
 def warm_popen(argv: list[str], *, env: dict[str, str], cwd: Path, log: Path) -> WarmProcess:
-    """Start `argv` (a Python script and its arguments) in a child of the warm server."""
+    """Start `argv` (a Python script and its arguments) in a child of the warm server, its
+    stdout and stderr appended to `log`."""
+    return _start(argv, env, cwd, stdout=log, stderr=log)
+
+
+def warm_run(
+    argv: list[str], *, env: dict[str, str], cwd: Path, timeout: float
+) -> subprocess.CompletedProcess:
+    """subprocess.run(argv, capture_output=True, text=True, timeout=…) through the warm server."""
+    with tempfile.TemporaryDirectory(prefix="svc-warm-run-") as tmp:
+        out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
+        proc = _start(argv, env, cwd, stdout=out, stderr=err)
+        try:
+            code = proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+            raise
+        return subprocess.CompletedProcess(argv, code, _text(out), _text(err))
+
+
+def _text(path: Path) -> str:
+    return path.read_text(errors="replace") if path.exists() else ""
+
+
+def warm_enough(env: dict[str, str]) -> bool:
+    """A fork cannot honour what acts when an interpreter starts."""
+    return not any(k.startswith("PYTHON") and os.environ.get(k) != v for k, v in env.items())
+
+
+def _start(argv: list[str], env: dict[str, str], cwd: Path, *, stdout: Path, stderr: Path):
     global _server
     if _server is None or _server.proc.poll() is not None:
         _server = _Server()
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.connect(_server.path)
-    request = {"argv": argv, "env": env, "cwd": str(cwd), "log": str(log)}
+    request = {"argv": argv, "env": env, "cwd": str(cwd), "stdout": str(stdout)}
+    request["stderr"] = str(stderr)
     conn.sendall((json.dumps(request) + "\n").encode())
     return WarmProcess(argv, conn)
 
