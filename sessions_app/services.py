@@ -17,6 +17,7 @@ from sessions_app import agent_logs
 from sessions_app import agents as agent_registry
 from sessions_app.models import Session, Workspace
 from svcproject import config, errors
+from svcproject import services as settings_services
 from svcproject.errors import DomainError
 from svcproject.runtime import current
 
@@ -64,16 +65,16 @@ def _normalise_workspace(path: str) -> Path:
 def workspace_register(*, path: str, name: str = "") -> tuple[Workspace, bool]:
     """Idempotent: the same directory always maps to one row; also recorded in settings.json."""
     resolved = _normalise_workspace(path)
-    with transaction.atomic():
+    with settings_services.SETTINGS_LOCK, transaction.atomic():
         workspace, created = Workspace.objects.get_or_create(
             path=str(resolved), defaults={"name": name or resolved.name}
         )
         if not created and name and workspace.name != name:
             workspace.name = name
             workspace.save(update_fields=["name"])
-    declared = list(config.current_settings().workspaces)
-    if str(resolved) not in declared:
-        config.update_settings({"workspaces": [*declared, str(resolved)]})
+        declared = list(config.current_settings().workspaces)
+        if str(resolved) not in declared:
+            config.update_settings({"workspaces": [*declared, str(resolved)]})
     return workspace, created
 
 
@@ -90,14 +91,16 @@ def workspace_rename(*, workspace_id: int, name: str) -> Workspace:
 
 
 def workspace_delete(*, workspace_id: int) -> None:
-    with transaction.atomic():
+    # The row and settings.json change as one against the settings mirror: a mirror that read
+    # settings.json before the removal would otherwise re-create the row it just deleted.
+    with settings_services.SETTINGS_LOCK, transaction.atomic():
         workspace = Workspace.objects.filter(pk=workspace_id).first()
         if workspace is None:
             raise errors.NotFound(f"no workspace with id {workspace_id}")
         workspace.delete()
-    declared = list(config.current_settings().workspaces)
-    if workspace.path in declared:
-        config.update_settings({"workspaces": [p for p in declared if p != workspace.path]})
+        declared = list(config.current_settings().workspaces)
+        if workspace.path in declared:
+            config.update_settings({"workspaces": [p for p in declared if p != workspace.path]})
 
 
 # --- hosted sessions -----------------------------------------------------------------------------
