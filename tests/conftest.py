@@ -75,11 +75,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @pytest.fixture(autouse=True)
 def svc_runtime() -> Iterator[Any]:
-    """Every in-process test sees a fresh runtime as `current()` (built, not started); tests
-    that need it started use tests.support.runtime.running."""
-    from tests.support.runtime import installed
+    """Every in-process test sees a fresh runtime as `current()` (built, not started), and leaves
+    the worker's settings.json as it found it; tests that need the runtime started use
+    tests.support.runtime.running."""
+    from tests.support.runtime import installed, kept_settings
 
-    with installed() as runtime:
+    with kept_settings(), installed() as runtime:
         yield runtime
 
 

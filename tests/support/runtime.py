@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
@@ -39,16 +38,26 @@ def settings_file(settings: dict[str, Any]) -> Iterator[None]:
     """settings.json holds `settings` for the block; the worker's own file comes back after."""
     from svcproject import config
 
+    with kept_settings():
+        config.write_settings(settings)
+        yield
+
+
+@contextmanager
+def kept_settings() -> Iterator[None]:
+    """Whatever the block writes to settings.json, the file is as it was after it (or absent, if
+    it was): a test's settings never leak into the next test on the worker."""
+    from svcproject import config
+
     path = config.settings_path()
     before = path.read_text() if path.exists() else None
-    config.write_settings(settings)
     try:
         yield
     finally:
         if before is None:
             path.unlink(missing_ok=True)
-        else:
-            config.write_settings(json.loads(before or "{}"))
+        elif not path.exists() or path.read_text() != before:
+            path.write_text(before)  # a new mtime: svc's settings cache reads it again
 
 
 async def wait_status(runtime: Runtime, name: str, wanted: str, limit: float = 20) -> dict:
