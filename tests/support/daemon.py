@@ -1,6 +1,8 @@
 """A real svc daemon for end-to-end tests: `manage.py runserver` with its own $SVC_HOME.
 
-Tests talk to it only over sockets (HTTP, WebSocket, MCP), as users and agents do.
+Tests talk to it only over sockets (HTTP, WebSocket, MCP), as users and agents do. The process
+is forked from a warm interpreter that has already imported the third-party libraries
+(tests/support/warm_start.py) unless a test is about how it is started (`cold=True`).
 """
 
 from __future__ import annotations
