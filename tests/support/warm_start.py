@@ -18,6 +18,7 @@ exit code (negative for a signal, as `subprocess` says it) when the child ends.
 from __future__ import annotations
 
 import atexit
+import gc
 import importlib
 import json
 import os
@@ -38,9 +39,13 @@ PRELOAD = (
     "acp",
     "anyio",
     "autobahn.websocket.protocol",
+    "channels.generic.websocket",
+    "channels.routing",
+    "daphne.ws_protocol",  # not daphne.server, which installs the reactor
     "django.core.management.base",
     "django.db.models",
     "django.http",
+    "django.test",
     "django.urls",
     "httpx",
     "markdown",
@@ -51,6 +56,7 @@ PRELOAD = (
     "psycopg",  # Django REST framework imports it (through django.contrib.postgres) when present
     "pydantic",
     "requests",
+    "rest_framework.serializers",
     "sqlite3",
     "twisted.internet.defer",
     "twisted.internet.protocol",
@@ -72,6 +78,10 @@ def preload() -> None:
     assert "twisted.internet.reactor" not in sys.modules, "a reactor was installed"
     assert "django.conf" not in sys.modules or not _settings_configured(), "settings were read"
     assert threading.active_count() == 1, "a thread was started"
+    # Kept out of the cyclic collector's walks in every child (and their pages shared): the
+    # daemon's own gc.collect() at bind then walks only what the child made.
+    gc.collect()
+    gc.freeze()
 
 
 def _settings_configured() -> bool:
