@@ -45,10 +45,10 @@ def manage(
     argv = [str(ROOT / "manage.py"), *args]
     if warm_enough(full_env):
         result = warm_run(argv, env=full_env, cwd=ROOT, timeout=timeout)
-    else:
-        run = subprocess.run  # PYTHON* variables act at an interpreter's start
-        result = run([PYTHON, *argv], env=full_env, cwd=ROOT, capture_output=True, text=True,
-                     timeout=timeout)  # fmt: skip
+    else:  # PYTHON* variables act when an interpreter starts: a cold one
+        result = subprocess.run(
+            [PYTHON, *argv], env=full_env, cwd=ROOT, capture_output=True, text=True, timeout=timeout
+        )
     if check:
         result.check_returncode()
     return result
@@ -108,23 +108,22 @@ class Daemon:
         self.log_path = self.home / "logs" / "daemon-stdout.log"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         # What `make run` starts: daphne's runserver, whose access log goes through svc's
-        # logging (and so through its token redaction). Django's system checks (~0.35 s of CPU
-        # per start) run in `make run`, which tests/e2e/test_newcomer.py starts as a newcomer
-        # does; here every test's own daemon would repeat them.
-        argv = [str(ROOT / "manage.py"), "runserver", "--noreload", "--skip-checks"]
-        argv.append(f"127.0.0.1:{self.port}")
-        if self.cold or self.wrapper or not warm_enough(self.process_env()):
+        # logging (and so through its token redaction). Its system checks run at every start
+        # (daphne's runserver ignores --skip-checks).
+        argv = [str(ROOT / "manage.py"), "runserver", "--noreload", f"127.0.0.1:{self.port}"]
+        env = self.process_env()
+        if self.cold or self.wrapper or not warm_enough(env):
             with self.log_path.open("ab") as log:
                 self.proc = subprocess.Popen(
                     [*self.wrapper, PYTHON, *argv],
                     cwd=ROOT,
-                    env=self.process_env(),
+                    env=env,
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
                 )
         else:
-            self.proc = warm_popen(argv, env=self.process_env(), cwd=ROOT, log=self.log_path)
+            self.proc = warm_popen(argv, env=env, cwd=ROOT, log=self.log_path)
         self._wait_ready(timeout)
         return self
 

@@ -22,6 +22,7 @@ import gc
 import importlib
 import json
 import os
+import runpy
 import select
 import signal
 import socket
@@ -126,17 +127,19 @@ def _become(request: dict[str, Any]) -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-    for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
-        os.dup2(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644), fd)
+    opened = [os.open(os.devnull, os.O_RDONLY)]
+    opened += [os.open(request[name], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+               for name in ("stdout", "stderr")]  # fmt: skip
+    for fd, source in enumerate(opened):
+        if source != fd:
+            os.dup2(source, fd)
+            os.close(source)
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def main() -> None:
     preload()
     request = serve(sys.argv[1])
-    import runpy
-
     script, *args = request["argv"]
     sys.argv = [script, *args]
     sys.path[0] = str(Path(script).resolve().parent)
