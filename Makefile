@@ -74,11 +74,14 @@ format: dev-venv
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
+# Bytecode caches stay on for the suite even where the environment turns them off
+# (PYTHONDONTWRITEBYTECODE=1): its ~85 daemons and ~100 commands would otherwise each compile
+# svc's sources again, 0.2 s of a daemon's 0.5 s of CPU to start (docs/performance.md).
 test: dev-venv assets test-fixtures
 	@scripts/ensure-services.sh
 	@scripts/ensure-chromium.sh
 	$(MAKE) --no-print-directory lint
-	SVC_HOME=$$(mktemp -d) $(PY) -m pytest -p tests.support.worker_home -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+	env -u PYTHONDONTWRITEBYTECODE SVC_HOME=$$(mktemp -d) $(PY) -m pytest -p tests.support.worker_home -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The README's screenshots, taken by the layout test (desktop and phone, light and dark).
 screenshots: dev-venv assets
