@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Browser tests use Debian's chromium (Playwright is pointed at it; it never downloads a browser).
+# Browser tests use Debian's Chromium (Playwright is pointed at it; it never downloads a browser):
+# the headless shell for most tests (a fresh page costs a sixth of the CPU), the full browser
+# where a test needs what only it has (tests/support/browser.py).
 set -u
-command -v chromium >/dev/null 2>&1 && exit 0
+PACKAGES="chromium chromium-headless-shell"
+have() { command -v chromium >/dev/null 2>&1 && command -v chromium-headless-shell >/dev/null 2>&1; }
+have && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $PACKAGES) >/dev/null
 elif command -v sudo >/dev/null; then
-  sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+  sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $PACKAGES
 fi
-command -v chromium >/dev/null 2>&1 || { echo "ensure-chromium: could not install chromium" >&2; exit 1; }
+have || { echo "ensure-chromium: could not install $PACKAGES" >&2; exit 1; }

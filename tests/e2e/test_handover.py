@@ -136,12 +136,12 @@ def test_a_wrong_code_on_the_command_line_fails_with_the_message(host: Daemon) -
 async def test_the_dashboards_pickup_box_opens_the_session(host: Daemon, tmp_path: Path) -> None:
     from playwright.async_api import async_playwright
 
-    from tests.support.browser import CHROMIUM, FLAGS
+    from tests.support.browser import FLAGS, HEADLESS_SHELL
 
     session = create_session(host, tmp_path)
     code = (await prepare(host, session["id"]))["code"]
     async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        browser = await playwright.chromium.launch(executable_path=HEADLESS_SHELL, args=FLAGS)
         page = await browser.new_page()
         await page.goto(f"{host.url}/login?token={host.owner_token}")
         await page.fill("#pickup-code", code.lower())

@@ -115,6 +115,15 @@ def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
 
 
 @pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """The full browser: the headless shell has no notification permission to grant."""
+    from tests.support.browser import chromium
+
+    with chromium(full=True) as launched:
+        yield launched
+
+
+@pytest.fixture(scope="module")
 def push_service() -> Iterator[Endpoint]:
     endpoint = Endpoint()
     endpoint.start()
