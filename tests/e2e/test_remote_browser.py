@@ -43,7 +43,7 @@ def browser(forwarded: int) -> Iterator[Browser]:
     with chromium(
         f"--host-resolver-rules=MAP {PUBLIC_HOST} 127.0.0.1",
         f"--unsafely-treat-insecure-origin-as-secure=http://{PUBLIC_HOST}:{forwarded}",
-        full=True,  # the headless shell left a Vite app's module graph unloaded through the tunnel
+        full=True,  # the headless shell ignores the flag above: the page is no secure context
     ) as launched:
         yield launched
 

@@ -8,7 +8,8 @@ the network stack) without the desktop browser's layer on top, which is what Pla
 runs for headless tests. A fresh context and page costs it ~0.05 s of CPU where `chromium
 --headless` takes ~0.3 s, and a dashboard load ~0.2 s where it takes ~0.55 s; the suite opens
 ~200 of them. A module that needs what only the full browser has asks for `full=True`: Web Push
-(the shell has no notification permission to grant) and the remote listener's tunnel test.
+(the shell has no notification permission to grant) and a plain-HTTP tunnel host treated as a
+secure origin (the shell ignores `--unsafely-treat-insecure-origin-as-secure`).
 """
 
 from __future__ import annotations
