@@ -49,18 +49,18 @@ $(VITE_FIXTURE)/node_modules/.installed: $(VITE_FIXTURE)/package.json $(VITE_FIX
 	@touch $@
 
 # The real coding-agent CLIs (Claude Code + claude-agent-acp, Codex + codex-acp, Gemini CLI, Qwen
-# Code, OpenCode; ~1.7 GB), pinned by the lock file. npm's cache (~/.npm) lives outside the clone,
-# so a fresh clone extracts them again without downloading. No install script is needed (npm 11
-# skips them: claude-code, opencode-ai, node-pty and keytar work without). Tests run them with a
-# throw-away HOME (tests/support/agents.py).
+# Code, OpenCode; ~1.7 GB), pinned by the lock file, installed once per lock file into a cache
+# outside the clone and linked in (scripts/install-agents.sh), so a fresh clone does not extract
+# 1.7 GB again. No install script is needed (npm 11 skips them: claude-code, opencode-ai,
+# node-pty and keytar work without). Tests run them with a throw-away HOME
+# (tests/support/agents.py).
 AGENTS_FIXTURE := tests/fixtures/agents
-$(AGENTS_FIXTURE)/node_modules/.installed: $(AGENTS_FIXTURE)/package.json $(AGENTS_FIXTURE)/package-lock.json
-	cd $(AGENTS_FIXTURE) && npm install --prefer-offline --no-audit --no-fund --silent
-	@touch $@
+$(AGENTS_FIXTURE)/.installed: $(AGENTS_FIXTURE)/package.json $(AGENTS_FIXTURE)/package-lock.json scripts/install-agents.sh
+	scripts/install-agents.sh
 
-agents: $(AGENTS_FIXTURE)/node_modules/.installed
+agents: $(AGENTS_FIXTURE)/.installed
 
-test-fixtures: $(VITE_FIXTURE)/node_modules/.installed $(AGENTS_FIXTURE)/node_modules/.installed
+test-fixtures: $(VITE_FIXTURE)/node_modules/.installed $(AGENTS_FIXTURE)/.installed
 
 run: venv assets
 	$(PY) manage.py migrate --noinput -v 0
