@@ -121,13 +121,15 @@ def test_rotate_tokens_ends_the_browser_session(browser: Browser, fresh_daemon: 
 
 
 def test_an_idle_browser_session_ends(fresh_daemon: Daemon) -> None:
-    fresh_daemon.env = {"SVC_BROWSER_IDLE_SECONDS": "2"}
+    # 4 s, with requests 1 s apart: a busy machine may stretch a gap well past 1 s (the cookie
+    # also expires in the client after 4 s), and the renewals must not depend on that.
+    fresh_daemon.env = {"SVC_BROWSER_IDLE_SECONDS": "4"}
     fresh_daemon.start()
     with logged_in(fresh_daemon) as client:
-        for _ in range(3):  # each request renews the session: 3 s of use outlive the 2 s
+        for _ in range(5):  # each request renews the session: 5 s of use outlive the 4 s
             time.sleep(1)
             assert client.get("/api/sessions").status_code == 200
-        time.sleep(3)  # then 3 s of nothing
+        time.sleep(5)  # then 5 s of nothing
         assert client.get("/api/sessions").status_code == 401
 
 
