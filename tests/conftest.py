@@ -40,25 +40,25 @@ def _isolate_home() -> None:
     os.environ["HOME"] = tempfile.mkdtemp(prefix="svc-test-home-", dir="/var/tmp")
 
 
-# The longest files, longest first (seconds on two cores, 2026-11-24). `make test` hands files to
-# workers in collection order (--no-loadscope-reorder; xdist's own reorder puts files with the most
-# tests first, which left one-test files like the newcomer's `make run` for the end, alone on one
-# worker): starting the long ones first lets the short ones fill in around them.
+# The longest files, longest first (seconds on two cores, quiet, 2026-11-24). `make test` hands
+# files to workers in collection order (--no-loadscope-reorder; xdist's own reorder puts files with
+# the most tests first, which left one-test files like the newcomer's `make run` for the end, alone
+# on one worker): starting the long ones first lets the short ones fill in around them.
 LONGEST_FIRST = (
-    "tests/e2e/test_dashboard.py",  # 56
-    "tests/e2e/test_fast_cli.py",  # 46
-    "tests/e2e/test_dashboard_layout.py",  # 44
-    "tests/e2e/test_newcomer.py",  # 43
+    "tests/e2e/test_dashboard.py",  # 42
+    "tests/e2e/test_newcomer.py",  # 37
     "tests/channels_app/test_telegram_channel.py",  # 36
-    "tests/e2e/test_real_agents.py",  # 34
-    "tests/e2e/test_subagents.py",  # 33
-    "tests/e2e/test_search_browser.py",  # 29
-    "tests/e2e/test_scale_out.py",  # 27
-    "tests/e2e/test_cli_commands.py",  # 22
-    "tests/e2e/test_preview_browser.py",  # 21
-    "tests/e2e/test_terminal_cli.py",  # 21
-    "tests/e2e/test_start_at_bind.py",  # 20
-    "tests/e2e/test_dashboard_keys_and_chat.py",  # 20
+    "tests/e2e/test_dashboard_layout.py",  # 30
+    "tests/e2e/test_fast_cli.py",  # 26
+    "tests/e2e/test_real_agents_api.py",  # 23
+    "tests/e2e/test_subagents.py",  # 23
+    "tests/e2e/test_real_agents.py",  # 21
+    "tests/e2e/test_remote_browser.py",  # 18
+    "tests/e2e/test_browser_login.py",  # 13
+    "tests/e2e/test_cli_commands.py",  # 13
+    "tests/e2e/test_start_at_bind.py",  # 12
+    "tests/e2e/test_local_agent_disconnect.py",  # 11
+    "tests/e2e/test_real_agents_subagents.py",  # 11
 )
 
 
