@@ -135,6 +135,10 @@ function useSessions() {
     const onSettings = (event) => { sessionsState.workspaces = event.detail.workspaces; setState({ ...sessionsState }); };
     document.addEventListener("svc:sessions", onSessions);
     document.addEventListener("svc:settings", onSettings);
+    // The effect runs after the first paint: a list or settings that arrived between this
+    // module's start and now went to no listener, so take the newest of each.
+    if (window.svcSessions && window.svcSessions !== sessionsState.items) onSessions({ detail: window.svcSessions });
+    if (window.svcSettings && window.svcSettings.workspaces !== sessionsState.workspaces) onSettings({ detail: window.svcSettings });
     return () => { document.removeEventListener("svc:sessions", onSessions); document.removeEventListener("svc:settings", onSettings); };
   }, []);
   return state;

@@ -205,7 +205,8 @@ async function fillPickers() {
   // First run: the folder is asked for right here, where the session starts.
   document.getElementById("add-folder").hidden = places.length > 0;
   document.getElementById("new-profile").replaceChildren(option("", "(none)"), ...profiles.map((p) => option(p.id, p.id)));
-  document.dispatchEvent(new CustomEvent("svc:settings", { detail: { agents, workspaces, profiles } }));
+  window.svcSettings = { agents, workspaces, profiles };  // for a listener that starts later
+  document.dispatchEvent(new CustomEvent("svc:settings", { detail: window.svcSettings }));
 }
 
 async function createSession(event) {

@@ -233,3 +233,42 @@ def test_first_run_registers_a_folder_where_the_session_starts(
     finally:
         page.context.close()
         server.stop()
+
+
+# Preact runs a component's effects after the first paint (the next animation frame, or 35 ms).
+# This page holds them back 3 s and its /ws/sessions frames 1 s, so the sessions list arrives
+# after the sidebar's module has read what was there and before its effect listens for more:
+# the order a busy machine produced now and then, when the sidebar stayed empty.
+LATE_EFFECTS = """
+const later = window.setTimeout;
+window.requestAnimationFrame = (callback) => later(() => callback(performance.now()), 3000);
+window.setTimeout = (callback, ms, ...rest) => later(callback, ms === 35 ? 3000 : ms, ...rest);
+const Native = window.WebSocket;
+window.WebSocket = class extends Native {
+  set onmessage(handler) {
+    const held = (event) => later(() => handler(event), 1000);
+    super.onmessage = this.url.includes("/ws/sessions") ? held : handler;
+  }
+  get onmessage() { return super.onmessage; }
+};
+"""
+
+
+def test_the_sidebar_shows_a_list_that_came_before_it_listened(
+    browser: Browser, host: Daemon, workspace: Path
+) -> None:
+    chat = create_session(host, workspace, agent="fake", kind="chat")
+    context = browser.new_context(**SIZES["desktop"])
+    context.add_init_script(LATE_EFFECTS)
+    page = context.new_page()
+    try:
+        page.goto(f"{host.url}/login?token={host.owner_token}")
+        # The list reached the page (the sessions table draws it at once) while the sidebar
+        # still waited for its effects to run ...
+        expect(page.locator(f"#sessions tr[data-session-id='{chat['id']}']")).to_have_count(1)
+        # ... and the sidebar shows it once they have, with no further change to the list.
+        item = page.locator(f"#sidebar-tree li[data-session-id='{chat['id']}']")
+        expect(item).to_be_visible()
+        expect(page.locator("#sidebar-tree summary", has_text="app").first).to_be_visible()
+    finally:
+        context.close()
