@@ -235,18 +235,34 @@ def test_first_run_registers_a_folder_where_the_session_starts(
         server.stop()
 
 
-# Preact runs a component's effects after the first paint (the next animation frame, or 35 ms).
-# This page holds them back 3 s and its /ws/sessions frames 1 s, so the sessions list arrives
-# after the sidebar's module has read what was there and before its effect listens for more:
-# the order a busy machine produced now and then, when the sidebar stayed empty.
+# Preact runs a component's effects after the first paint (the next animation frame, or a 35 ms
+# timer). This page orders the three by events, not by delays: its /ws/sessions frames wait until
+# the sidebar has drawn itself (so its module has read what was there), and the effects wait
+# until such a frame was handled — the order a busy machine produced now and then, when the
+# sidebar stayed empty.
 LATE_EFFECTS = """
-const later = window.setTimeout;
-window.requestAnimationFrame = (callback) => later(() => callback(performance.now()), 3000);
-window.setTimeout = (callback, ms, ...rest) => later(callback, ms === 35 ? 3000 : ms, ...rest);
+let handled;
+const frameHandled = new Promise((resolve) => { handled = resolve; });
+const sidebarDrawn = new Promise((resolve) => {
+  new MutationObserver((_, observer) => {
+    const tree = document.getElementById("sidebar-tree");
+    if (tree && tree.childElementCount) { observer.disconnect(); resolve(); }
+  }).observe(document, { childList: true, subtree: true });
+});
+const now = window.setTimeout;
+window.requestAnimationFrame = (callback) => {
+  frameHandled.then(() => now(() => callback(performance.now())));
+  return 0;
+};
+window.setTimeout = (callback, ms, ...rest) => {
+  if (ms !== 35) return now(callback, ms, ...rest);
+  frameHandled.then(() => now(callback, 0, ...rest));
+  return 0;
+};
 const Native = window.WebSocket;
 window.WebSocket = class extends Native {
   set onmessage(handler) {
-    const held = (event) => later(() => handler(event), 1000);
+    const held = (event) => sidebarDrawn.then(() => { handler(event); handled(); });
     super.onmessage = this.url.includes("/ws/sessions") ? held : handler;
   }
   get onmessage() { return super.onmessage; }
