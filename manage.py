@@ -9,7 +9,7 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "svcproject.settings")
     from django.core.management import execute_from_command_line
 
-    from svcproject.config import SettingsError
+    from core.config import SettingsError
 
     try:
         execute_from_command_line(sys.argv)

@@ -1,9 +1,19 @@
 """Model-bridge benchmark: the same requests direct to the fake provider, through a minimal raw-ASGI
-passthrough proxy on daphne (the physical limit), and through svc (daphne) — in one run.
+passthrough proxy (the least a Python ASGI proxy can do) hosted on daphne and on uvicorn, and
+through svc (daphne) — in one run; and, to see what a change of server alone would give, svc's
+own ASGI app and runtime on uvicorn (bench/support/svc_on_uvicorn.py; not a way to run svc).
 
-Prints added latency p50/p99 at concurrency 1 (a passthrough pair and a translated pair),
-requests/s at 32 connections, stream time-to-first-chunk, and the ratios to the raw proxy. Each
-server has one core; the fake provider and the load generator share the other.
+Every server runs in its own session, pinned to core 0; the fake provider (it stands in for a
+remote machine) and the load generator share core 1. Prints, for each server:
+
+- c=1: p50 and p99 of 1000 requests, the servers' requests alternating (a passthrough pair and
+  a translated pair for svc), and the latency each adds over going direct;
+- c=32: requests/s (median of interleaved rounds), p50 / p99 under that load, each server's
+  CPU per request, and the requests/s that CPU allows on its one core: the load generator and
+  the fake provider share the other core, so a fast server (uvicorn's rows) can be held below
+  its own limit by the client side;
+- stream time to first chunk (c=1, 100 requests);
+- svc's ratios to the raw proxy on each server (and the two servers' to each other).
 
     .venv/bin/python bench/bridge.py        (make bench runs it with a temp SVC_HOME)
 """
@@ -18,21 +28,25 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.support.machine import pin  # noqa: E402
+from bench.support.machine import percentile, pin  # noqa: E402
 
 N_SEQUENTIAL = int(os.environ.get("BENCH_N", "1000"))  # p99 = the 10th worst, not the 3rd
 N_CONCURRENT = int(os.environ.get("BENCH_N32", "3000"))
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 CONCURRENCY = 32
 CHAT_BODY = {"model": "fake-model", "messages": [{"role": "user", "content": "hello bench"}]}
+ANTHROPIC_BODY = {"model": "fake-model", "max_tokens": 64,
+                  "messages": [{"role": "user", "content": "hello bench"}]}  # fmt: skip
 
 
-# --- the raw passthrough proxy (run by daphne as bench.bridge:rawproxy) -------------------------
+# --- the raw passthrough proxy (served as bench.bridge:rawproxy) -------------------------------
 
 
 class RawProxy:
@@ -82,6 +96,14 @@ rawproxy = RawProxy()
 SERVER_CORE, CLIENT_CORE = 0, 1
 
 
+@dataclass
+class Target:
+    name: str
+    url: str
+    body: dict
+    pid: int  # the server's process, for its CPU per request
+
+
 def _free_port() -> int:
     from tests.support.daemon import free_port
 
@@ -109,39 +131,59 @@ def start_fake() -> tuple[subprocess.Popen, int]:
     return proc, port
 
 
-def start_rawproxy(fake_port: int) -> tuple[subprocess.Popen, int]:
+def start_rawproxy(server: str, fake_port: int) -> tuple[subprocess.Popen, int]:
+    """The raw proxy on `server`, in its own session as svc's daemon is (with the kernel's
+    autogroup scheduling a session is a scheduling group: a peer left in the load generator's
+    group has its wake-ups favoured)."""
     port = _free_port()
     env = {**os.environ, "BENCH_UPSTREAM": f"http://127.0.0.1:{fake_port}"}
-    cmd = [
-        sys.executable,
-        "-m",
-        "daphne",
-        "-b",
-        "127.0.0.1",
-        "-p",
-        str(port),
-        "bench.bridge:rawproxy",
-    ]
+    if server == "daphne":
+        argv = ["daphne", "-b", "127.0.0.1", "-p", str(port), "bench.bridge:rawproxy"]
+    else:  # uvicorn's defaults here: the asyncio loop, h11 (no uvloop, no httptools installed)
+        argv = ["uvicorn", "--host", "127.0.0.1", "--port", str(port), "--no-access-log",
+                "--log-level", "warning", "--lifespan", "off", "bench.bridge:rawproxy"]  # fmt: skip
     proc = subprocess.Popen(
-        cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+        [sys.executable, "-m", *argv], cwd=ROOT, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
     _wait_port(port)
     pin(proc.pid, SERVER_CORE)
     return proc, port
 
 
-def start_svc(fake_port: int) -> Any:
+def _bridge_home(fake_port: int) -> Path:
     from tests.fakes.bridge_setup import bridge_settings
     from tests.fakes.fake_provider import FakeProvider
-    from tests.support.daemon import Daemon, migrated_home
+    from tests.support.daemon import migrated_home
 
-    home = migrated_home(
+    return migrated_home(
         Path(tempfile.mkdtemp(prefix="svc-bench-")) / "home",
         bridge_settings(FakeProvider(fake_port)),
     )
-    svc = Daemon(home).start()
+
+
+def start_svc(fake_port: int) -> Any:
+    from tests.support.daemon import Daemon
+
+    svc = Daemon(_bridge_home(fake_port)).start()
     pin(svc.proc.pid, SERVER_CORE)
     return svc
+
+
+def start_svc_on_uvicorn(fake_port: int) -> tuple[subprocess.Popen, int]:
+    """svc's ASGI app on uvicorn (bench/support/svc_on_uvicorn.py: the runtime, none of svc's
+    server hooks), its own home, its access log on as the daemon's is."""
+    port = _free_port()
+    env = {**os.environ, "SVC_HOME": str(_bridge_home(fake_port)), "BENCH_PORT": str(port)}
+    argv = ["uvicorn", "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
+            "bench.support.svc_on_uvicorn:app"]  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", *argv], cwd=ROOT, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    _wait_port(port, timeout=60)
+    pin(proc.pid, SERVER_CORE)
+    return proc, port
 
 
 # --- load ------------------------------------------------------------------------------------
@@ -160,21 +202,38 @@ async def _one(session: Any, url: str, body: dict, first_chunk: bool = False) ->
     return time.perf_counter() - started
 
 
-async def sequential(
-    url: str, body: dict, n: int = N_SEQUENTIAL, first_chunk: bool = False
-) -> list[float]:
+async def alternating(
+    targets: list[Target], n: int = N_SEQUENTIAL, first_chunk: bool = False, stream: bool = False
+) -> list[list[float]]:
+    """c=1, one kept-alive connection per target, the targets' requests alternating (the order
+    rotated every round): a burst of other work on the machine lands on all alike."""
     import aiohttp
 
-    async with aiohttp.ClientSession() as session:
+    async with contextlib.AsyncExitStack() as stack:
+        sessions = [await stack.enter_async_context(aiohttp.ClientSession()) for _ in targets]
+        bodies = [{**t.body, "stream": True} if stream else t.body for t in targets]
         for _ in range(20):  # warm the pools on both sides
-            await _one(session, url, body, first_chunk)
-        return [await _one(session, url, body, first_chunk) for _ in range(n)]
+            for k, t in enumerate(targets):
+                await _one(sessions[k], t.url, bodies[k], first_chunk)
+        out: list[list[float]] = [[] for _ in targets]
+        for i in range(n):
+            shift = i % len(targets)
+            for k in [*range(shift, len(targets)), *range(shift)]:
+                out[k].append(await _one(sessions[k], targets[k].url, bodies[k], first_chunk))
+        return out
 
 
-async def concurrent(url: str, body: dict, n: int = N_CONCURRENT) -> float:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process: per-request cost, robust to a busy machine."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def concurrent(url: str, body: dict, n: int = N_CONCURRENT) -> tuple[float, list[float]]:
     import aiohttp
 
     connector = aiohttp.TCPConnector(limit=CONCURRENCY)
+    latencies: list[float] = []
     async with aiohttp.ClientSession(connector=connector) as session:
         await asyncio.gather(*(_one(session, url, body) for _ in range(CONCURRENCY * 2)))
         left = [n]
@@ -182,96 +241,91 @@ async def concurrent(url: str, body: dict, n: int = N_CONCURRENT) -> float:
         async def worker() -> None:
             while left[0] > 0:
                 left[0] -= 1
-                await _one(session, url, body)
+                latencies.append(await _one(session, url, body))
 
         started = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
-        return n / (time.perf_counter() - started)
+        return n / (time.perf_counter() - started), latencies
 
 
-def pct(values: list[float], q: float) -> float:
-    return (
-        statistics.quantiles(values, n=100)[int(q) - 1] * 1000
-        if len(values) > 1
-        else values[0] * 1000
-    )
+def interleaved(targets: list[Target]) -> list[tuple[float, list[float], float]]:
+    """ROUNDS rounds at c=32, the targets taken in turn (rotated): median requests/s, every
+    latency, and the server's median CPU ms per request, per target."""
+    rates: list[list[float]] = [[] for _ in targets]
+    lats: list[list[float]] = [[] for _ in targets]
+    cpus: list[list[float]] = [[] for _ in targets]
+    for r in range(ROUNDS):
+        for k in [*range(r % len(targets), len(targets)), *range(r % len(targets))]:
+            before = cpu_seconds(targets[k].pid)
+            rate, latencies = asyncio.run(concurrent(targets[k].url, targets[k].body))
+            cpus[k].append((cpu_seconds(targets[k].pid) - before) * 1000 / (N_CONCURRENT + 64))
+            rates[k].append(rate)
+            lats[k].extend(latencies)
+    return [
+        (statistics.median(rates[k]), lats[k], statistics.median(cpus[k]))
+        for k in range(len(targets))
+    ]
 
 
-def ms(values: list[float]) -> tuple[float, float]:
-    return pct(values, 50), pct(values, 99)
+def ms(values: list[float], q: float) -> float:
+    return percentile(values, q) * 1000
 
 
 # --- the run ---------------------------------------------------------------------------------
 
 
-def svc_urls(svc: Any) -> dict[str, tuple[str, dict]]:
-    base = f"{svc.url}/svc/local-api"
-    anth = {
-        "model": "fake-model",
-        "max_tokens": 64,
-        "messages": [{"role": "user", "content": "hello bench"}],
-    }
-    return {
-        "passthrough (openai-chat -> openai-chat)": (
-            f"{base}/chat/bench/openai-chat/v1/chat/completions",
-            CHAT_BODY,
-        ),
-        "translated (anthropic -> openai-chat)": (f"{base}/chat/bench/anthropic/v1/messages", anth),
-    }
-
-
 def main() -> None:
     fake, fake_port = start_fake()
-    raw, raw_port = start_rawproxy(fake_port)
+    procs = {server: start_rawproxy(server, fake_port) for server in ("daphne", "uvicorn")}
     pin(os.getpid(), CLIENT_CORE)
     svc = start_svc(fake_port)
+    procs["svc"] = start_svc_on_uvicorn(fake_port)
     try:
-        report(fake_port, raw_port, svc)
+        report(fake, fake_port, procs, svc)
     finally:
         svc.stop()
-        for proc in (raw, fake):
+        for proc in (*(p for p, _ in procs.values()), fake):
             proc.terminate()
             proc.wait(10)
 
 
-def report(fake_port: int, raw_port: int, svc: Any) -> None:
-    direct_url = f"http://127.0.0.1:{fake_port}/v1/chat/completions"
-    raw_url = f"http://127.0.0.1:{raw_port}/v1/chat/completions"
-    direct = asyncio.run(sequential(direct_url, CHAT_BODY))
-    rawlat = asyncio.run(sequential(raw_url, CHAT_BODY))
-    print(f"direct to fake           c=1 p50 {ms(direct)[0]:.2f} ms  p99 {ms(direct)[1]:.2f} ms")
-    print(
-        f"raw ASGI proxy (daphne)  added p50 {ms(rawlat)[0] - ms(direct)[0]:.2f} ms  "
-        f"p99 {ms(rawlat)[1] - ms(direct)[1]:.2f} ms"
-    )
-    for name, (url, body) in svc_urls(svc).items():
-        lat = asyncio.run(sequential(url, body))
-        print(
-            f"svc {name:40s} added p50 {ms(lat)[0] - ms(direct)[0]:.2f} ms  "
-            f"p99 {ms(lat)[1] - ms(direct)[1]:.2f} ms"
-        )
-    rps_direct = asyncio.run(concurrent(direct_url, CHAT_BODY))
-    rps_raw = asyncio.run(concurrent(raw_url, CHAT_BODY))
-    url, body = svc_urls(svc)["passthrough (openai-chat -> openai-chat)"]
-    rps_svc = asyncio.run(concurrent(url, body))
-    turl, tbody = svc_urls(svc)["translated (anthropic -> openai-chat)"]
-    rps_tr = asyncio.run(concurrent(turl, tbody))
-    print(
-        f"c=32 requests/s: direct {rps_direct:.0f}  raw proxy {rps_raw:.0f}  "
-        f"svc passthrough {rps_svc:.0f}  svc translated {rps_tr:.0f}"
-    )
-    print(
-        f"ratio svc/raw proxy at c=32: passthrough {rps_svc / rps_raw:.0%}  "
-        f"translated {rps_tr / rps_raw:.0%}"
-    )
-    stream_body = {**CHAT_BODY, "stream": True}
-    ttfc_direct = asyncio.run(sequential(direct_url, stream_body, n=100, first_chunk=True))
-    ttfc_svc = asyncio.run(sequential(url, stream_body, n=100, first_chunk=True))
-    ttfc_tr = asyncio.run(sequential(turl, {**tbody, "stream": True}, n=100, first_chunk=True))
-    print(
-        f"stream time-to-first-chunk p50: direct {ms(ttfc_direct)[0]:.2f} ms  "
-        f"svc passthrough {ms(ttfc_svc)[0]:.2f} ms  svc translated {ms(ttfc_tr)[0]:.2f} ms"
-    )
+def report(fake: Any, fake_port: int, procs: dict[str, tuple[Any, int]], svc: Any) -> None:
+    chat, anthropic = "/v1/chat/completions", "/v1/messages"
+    base = f"{svc.url}/svc/local-api/chat/bench"
+    on_uvicorn = f"http://127.0.0.1:{procs['svc'][1]}/svc/local-api/chat/bench"
+    raw = {server: f"http://127.0.0.1:{procs[server][1]}{chat}" for server in ("daphne", "uvicorn")}
+    svc_uvicorn = procs["svc"][0].pid
+    targets = [
+        Target("svc passthrough", f"{base}/openai-chat{chat}", CHAT_BODY, svc.proc.pid),
+        Target("svc translated", f"{base}/anthropic{anthropic}", ANTHROPIC_BODY, svc.proc.pid),
+        Target("raw proxy on daphne", raw["daphne"], CHAT_BODY, procs["daphne"][0].pid),
+        Target("raw proxy on uvicorn", raw["uvicorn"], CHAT_BODY, procs["uvicorn"][0].pid),
+        Target("svc app on uvicorn*", f"{on_uvicorn}/openai-chat{chat}", CHAT_BODY, svc_uvicorn),
+        Target("direct to the fake", f"http://127.0.0.1:{fake_port}{chat}", CHAT_BODY, fake.pid),
+    ]
+    c1 = asyncio.run(alternating(targets))
+    c32 = interleaved(targets)
+    ttfc = asyncio.run(alternating(targets, n=100, first_chunk=True, stream=True))
+    direct = c1[-1]
+    print(f"c=1 n={N_SEQUENTIAL} alternating; c={CONCURRENCY} {ROUNDS} rounds of {N_CONCURRENT}")
+    print(f"{'':22s} {'c=1 p50':>8s} {'p99':>7s} {'added p50':>9s} {'p99':>6s}  "
+          f"{'c=32 req/s':>10s} {'p50':>6s} {'p99':>6s} {'CPU ms/req':>10s} {'1 core':>6s}  "
+          f"{'stream 1st p50':>14s}")  # fmt: skip
+    for k, t in enumerate(targets):
+        added = ms(c1[k], 0.5) - ms(direct, 0.5), ms(c1[k], 0.99) - ms(direct, 0.99)
+        rate, lat, cpu = c32[k]
+        print(f"{t.name:22s} {ms(c1[k], .5):8.2f} {ms(c1[k], .99):7.2f} {added[0]:9.2f} "
+              f"{added[1]:6.2f}  {rate:10.0f} {ms(lat, .5):6.1f} {ms(lat, .99):6.1f} {cpu:10.3f} "
+              f"{1000 / cpu:6.0f}  {ms(ttfc[k], .5):14.2f}")  # fmt: skip
+    print("* svc's ASGI app and runtime on uvicorn, without svc's server hooks (bench only)")
+    print("1 core: the req/s the server's CPU per request allows on its core; a c=32 req/s well")
+    print("below it was held back by the client core (the load, the fake provider)")
+    print("ratios (c=1 p50, p99 ; c=32 req/s, p50, p99):")
+    for k, p in ((0, 2), (0, 3), (1, 2), (1, 3), (4, 3), (2, 3)):
+        print(f"  {targets[k].name:20s} / {targets[p].name:20s} "
+              f"{ms(c1[k], .5) / ms(c1[p], .5):.2f}x {ms(c1[k], .99) / ms(c1[p], .99):.2f}x ; "
+              f"{c32[k][0] / c32[p][0]:.2f}x {ms(c32[k][1], .5) / ms(c32[p][1], .5):.2f}x "
+              f"{ms(c32[k][1], .99) / ms(c32[p][1], .99):.2f}x")  # fmt: skip
 
 
 if __name__ == "__main__":

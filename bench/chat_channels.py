@@ -184,7 +184,7 @@ class Dashboard:
     def __init__(self) -> None:
         from channels.testing import WebsocketCommunicator
 
-        from svcproject import config
+        from core import config
         from svcproject.asgi import application
 
         token = config.current_auth().owner_token
@@ -323,9 +323,9 @@ def row(name: str, values: list[float]) -> str:
 
 
 async def run() -> tuple[dict[str, list[float]], dict]:
+    from core import config
     from notifications_app.models import PushSubscription
-    from svcproject import config
-    from svcproject.runtime import Runtime
+    from svcproject.assembly import build as build_runtime
     from tests.fakes.telegram_api import FakeTelegram
     from tests.support.runtime import running, wait_status
 
@@ -345,7 +345,7 @@ async def run() -> tuple[dict[str, list[float]], dict]:
         endpoint=phone["endpoint"], **phone["keys"], user_agent="bench browser"
     )
     try:
-        async with running(Runtime(backoff_first_s=0.2)) as runtime:
+        async with running(build_runtime(backoff_first_s=0.2)) as runtime:
             await wait_status(runtime, "telegram", "online")
             first = await turns(runtime, tg)
             second = await permissions(runtime, tg, push, sink, work)

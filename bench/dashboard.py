@@ -214,9 +214,6 @@ def measure_change(page: Page, bare: BareList, into: Changes, act: Any, ended: b
     assert at["frame"] is not None, f"no /ws/sessions frame in the page carried {sid}"
     into.in_page.append(at["frame"] - sent)
     into.page_work.append(at["domP"] - at["frameP"])
-    if at["eventP"]:
-        into.table.append(at["eventP"] - at["frameP"])
-        into.sidebar_render.append(at["domP"] - at["eventP"])
     into.bytes.append(at["bytes"])
     time.sleep(GAP_S)
     return sid
@@ -327,9 +324,7 @@ def report_changes(series: dict[str, Changes], snapshot: int) -> None:
         ("frame reaches the page", "in_page"),
         ("sidebar shows it (DOM)", "sidebar"),
         ("sidebar, next animation frame", "painted"),
-        ("page work: frame in page → sidebar", "page_work"),
-        ("  parse + sessions table redraw", "table"),
-        ("  sidebar render (Preact)", "sidebar_render"),
+        ("page work: frame in page → sidebar (parse, store, render)", "page_work"),
     )
     for label, attr in rows:
         cells = []

@@ -85,10 +85,14 @@ def start_svc() -> Any:
     from tests.support.daemon import Daemon, migrated_home
 
     # "idle" starts a process that does no start-up work of its own: with it the frames measure
-    # svc's list path alone; with "shell", bash's start-up shares the server's pinned core.
+    # svc's list path alone; with "shell", bash's start-up shares the server's pinned core. The
+    # shell starts from an empty HOME (bench/terminal.py does the same): a developer's rc files
+    # (pyenv init alone is ~150 ms of CPU here) would measure the machine, not svc.
     settings = {"agents": {"idle": {"command": ["sleep", "3600"]}}}
-    home = migrated_home(Path(tempfile.mkdtemp(prefix="svc-bench-")) / "home", settings)
-    svc = Daemon(home).start()
+    base = Path(tempfile.mkdtemp(prefix="svc-bench-"))
+    home = migrated_home(base / "home", settings)
+    (base / "user-home").mkdir()
+    svc = Daemon(home, env={"HOME": str(base / "user-home"), "SHELL": "/bin/bash"}).start()
     assert svc.proc is not None
     pin(svc.proc.pid, SERVER_CORE)
     return svc

@@ -1,13 +1,23 @@
-"""MCP benchmark: svc's /mcp beside a bare `MCPServer` (svc's own tools served by the SDK's app
-alone on the same daphne, same database) in one run, each server pinned to the same core.
+"""MCP benchmark: svc's /mcp beside a bare `MCPServer` with the same tools
+(bench/support/mcp_peer.py), the peer hosted on daphne and on uvicorn, all in one run.
 
-Prints, for `tools/list` and for a tool call (`get_session_id`, one database read): p50 / p99
-at c=1 through the official `mcp` client, the two servers' calls alternating (paired), with each
-server's CPU per call; requests/s at c=16 with raw JSON-RPC POSTs (as the
-SDK sends them) and the ratio svc / bare; and each server's CPU time per request, which a busy
-machine disturbs less than requests/s.
+Every server runs in its own session (see `start_peer`) pinned to core 0; the load generator is
+pinned to core 1. For `tools/list` and a tool call (`get_session_id`, one read of the session
+row) it prints, per server:
+
+- c=1 through the official `mcp` client (it speaks 2026-07-28: one self-contained POST per call),
+  the three servers' calls alternating: p50, p99, and the server's CPU per call;
+- c=16 requests/s (median of interleaved rounds), p50 and p99 under that load, and the server's
+  CPU per request, twice: 16 callers POSTing exactly what the SDK sends (2026-07-28), and 16
+  POSTing as today's agent CLIs do after their `initialize` (2025-11-25, the SDK's per-request
+  stateless transport);
+- svc's ratios to each peer.
 
     .venv/bin/python bench/mcp_calls.py        (make bench runs it with a temp SVC_HOME)
+    BENCH_PROFILE=/tmp/svc.txt …    also samples svc with py-spy (pip install py-spy) for 20 s of
+                                    the get_session_id rows: whole stacks, holding the GIL, in
+                                    py-spy's raw format; sampling pauses svc, so that run's
+                                    numbers are not comparable
 """
 
 from __future__ import annotations
@@ -21,83 +31,68 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.support.machine import percentile, pin  # noqa: E402
+
 N_SEQUENTIAL = int(os.environ.get("BENCH_N", "300"))
-N_CONCURRENT = int(os.environ.get("BENCH_N16", "1000"))
+N_CONCURRENT = int(os.environ.get("BENCH_N16", "800"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
 CONCURRENCY = 16
 SERVER_CORE, CLIENT_CORE = 0, 1
+MODERN, LEGACY = "2026-07-28", "2025-11-25"
 
 
-# --- the bare server (run by daphne as bench.mcp_calls:bare) --------------------------------------
-
-
-def _bare_app() -> Any:
-    """svc's own MCPServer and tools, served by the SDK's app alone: no guard, no router, no
-    middleware of svc's — so the ratio is exactly what svc adds around the SDK."""
-    import django
-
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "svcproject.settings")
-    django.setup()
-    from mcp_app.server import mcp
-
-    app = mcp.streamable_http_app(streamable_http_path="/mcp", stateless_http=True)
-    ready: list[asyncio.Event] = []
-    tasks: list[asyncio.Task] = []
-
-    async def run(event: asyncio.Event) -> None:
-        async with mcp.session_manager.run():
-            event.set()
-            await asyncio.Future()
-
-    async def asgi(scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            return
-        if not ready:  # daphne runs no lifespan: start the session manager on first use
-            ready.append(asyncio.Event())
-            tasks.append(asyncio.ensure_future(run(ready[0])))
-        await ready[0].wait()
-        await app(scope, receive, send)
-
-    return asgi
-
-
-bare = _bare_app() if os.environ.get("BENCH_MCP_BARE") == "1" else None
+@dataclass
+class Target:
+    name: str
+    pid: int
+    url: str
+    proc: Any = None
+    rows: dict[str, Any] = field(default_factory=dict)
 
 
 # --- processes -------------------------------------------------------------------------------
 
 
-def _pin(pid: int, core: int) -> None:
-    """Every thread of `pid`: threads started before pinning keep their old affinity."""
-    for task in os.listdir(f"/proc/{pid}/task"):
-        with contextlib.suppress(OSError):
-            os.sched_setaffinity(int(task), {core})
+def _wait(port: int, timeout: float = 30) -> None:
+    import socket
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"nothing listening on {port}")
 
 
-def start_bare(home: Path) -> tuple[subprocess.Popen, str]:
+def start_peer(server: str, home: Path) -> Target:
+    """The bare MCPServer on `server` (daphne or uvicorn), reading svc's database.
+
+    Its own session, as svc's daemon has (tests.support.daemon starts it with start_new_session,
+    as a terminal's `make run` is): with the kernel's autogroup scheduling a session is a
+    scheduling group, and a peer left in the load generator's group had its thread wake-ups
+    favoured (a tool call's thread hop is two wake-ups)."""
     from tests.support.daemon import free_port
 
     port = free_port()
-    env = {**os.environ, "BENCH_MCP_BARE": "1", "SVC_HOME": str(home)}
-    # Its own session, as svc's daemon has (tests.support.daemon starts it with
-    # start_new_session, as a terminal's `make run` is): with the kernel's autogroup scheduling
-    # a session is a scheduling group, and a peer left in the load generator's group had its
-    # thread wake-ups favoured. That alone read as svc +50-65% at c=1 on a tool call (each
-    # sync_to_async hop is two wake-ups; tools/list has none), 1.06-1.14x on equal footing.
+    if server == "daphne":
+        argv = ["daphne", "-b", "127.0.0.1", "-p", str(port), "bench.support.mcp_peer:daphne_app"]
+    else:  # uvicorn's defaults here: the asyncio loop, h11 (no uvloop, no httptools installed)
+        argv = ["uvicorn", "--host", "127.0.0.1", "--port", str(port), "--no-access-log",
+                "--log-level", "warning", "bench.support.mcp_peer:app"]  # fmt: skip
     proc = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "bench.mcp_calls:bare"],  # noqa: E501
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True,
+        [sys.executable, "-m", *argv], cwd=ROOT, env={**os.environ, "SVC_HOME": str(home)},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
-    _pin(proc.pid, SERVER_CORE)
-    _wait(f"http://127.0.0.1:{port}/mcp")
-    return proc, f"http://127.0.0.1:{port}/mcp"
+    _wait(port)
+    pin(proc.pid, SERVER_CORE)
+    return Target(f"peer on {server}", proc.pid, f"http://127.0.0.1:{port}/mcp", proc)
 
 
 def start_svc() -> Any:
@@ -108,7 +103,7 @@ def start_svc() -> Any:
     home = migrated_home(Path(tempfile.mkdtemp(prefix="svc-bench-")) / "home")
     svc = Daemon(home).start()
     assert svc.proc is not None
-    _pin(svc.proc.pid, SERVER_CORE)
+    pin(svc.proc.pid, SERVER_CORE)
     work = home.parent / "work"
     work.mkdir()
     session = httpx.post(
@@ -119,98 +114,104 @@ def start_svc() -> Any:
     return svc
 
 
-def _wait(url: str, timeout: float = 30) -> None:
-    import socket
-    from urllib.parse import urlsplit
-
-    port = urlsplit(url).port
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-            return
-        time.sleep(0.05)
-    raise RuntimeError(f"nothing listening at {url}")
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process: per-request cost, robust to a busy machine."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-# --- load ------------------------------------------------------------------------------------
+# --- c=1 through the SDK -----------------------------------------------------------------------
 
 
-async def sdk_latencies(
-    targets: list[tuple[int, str]], token: str, call: tuple[str, dict] | None
-) -> list[tuple[list[float], float]]:
-    """c=1 through the official client, one connection per server, as an agent calls tools.
-
-    Paired: both clients are open at once and the calls alternate between the servers (the order
-    swapped on every pair), so a burst of other work on the machine lands on both alike. Measured
-    one server after the other, the c=1 ratio read whatever the machine did in each phase (3x
-    swings on a shared 2-core box), not what svc adds. Returns (latencies, server CPU ms/call)
-    per target."""
+def _client(url: str, token: str) -> Any:
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    return Client(streamable_http_client(url, http_client=http))
+
+
+async def _once(client: Any, call: tuple[str, dict] | None) -> float:
+    started = time.perf_counter()
+    if call is None:
+        await client.list_tools()
+    else:
+        result = await client.call_tool(*call)
+        assert not result.is_error, result
+    return time.perf_counter() - started
+
+
+async def sdk_latencies(
+    targets: list[Target], token: str, call: tuple[str, dict] | None
+) -> list[tuple[list[float], float]]:
+    """c=1 through the official client, one connection per server, as an agent calls tools.
+
+    The calls alternate between the servers (the order rotated every round), so a burst of
+    other work on the machine lands on all alike; measured one after the other, the ratio read
+    whatever the machine did in each phase. Returns (latencies, server CPU ms/call) per target."""
     async with contextlib.AsyncExitStack() as stack:
-        clients = []
-        for _, url in targets:
-            http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
-            clients.append(await stack.enter_async_context(
-                Client(streamable_http_client(url, http_client=http))
-            ))  # fmt: skip
-
-        async def once(client: Any) -> float:
-            started = time.perf_counter()
-            if call is None:
-                await client.list_tools()
-            else:
-                result = await client.call_tool(*call)
-                assert not result.is_error, result
-            return time.perf_counter() - started
-
+        clients = [await stack.enter_async_context(_client(t.url, token)) for t in targets]
         for _ in range(20):
             for client in clients:
-                await once(client)
+                await _once(client, call)
         latencies: list[list[float]] = [[] for _ in targets]
-        before = [cpu_seconds(pid) for pid, _ in targets]
+        before = [cpu_seconds(t.pid) for t in targets]
         for i in range(N_SEQUENTIAL):
-            order = range(len(clients)) if i % 2 == 0 else reversed(range(len(clients)))
-            for k in order:
-                latencies[k].append(await once(clients[k]))
+            shift = i % len(clients)
+            for k in [*range(shift, len(clients)), *range(shift)]:
+                latencies[k].append(await _once(clients[k], call))
         cpu = [
-            (cpu_seconds(pid) - start) * 1000 / N_SEQUENTIAL
-            for (pid, _), start in zip(targets, before, strict=True)
+            (cpu_seconds(t.pid) - start) * 1000 / N_SEQUENTIAL
+            for t, start in zip(targets, before, strict=True)
         ]
         return list(zip(latencies, cpu, strict=True))
 
 
-def _rpc(call: tuple[str, dict] | None) -> bytes:
-    if call is None:
-        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
-    else:
-        params = {"name": call[0], "arguments": call[1]}
-        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
-    return json.dumps(body).encode()
+# --- c=16 ------------------------------------------------------------------------------------
 
 
-async def rps(url: str, token: str, call: tuple[str, dict] | None) -> float:
-    """c=16 raw JSON-RPC POSTs (stateless servers answer them without a handshake)."""
+def _rpc(call: tuple[str, dict] | None, version: str) -> tuple[dict[str, str], bytes]:
+    """Headers and body of one request, byte for byte what the SDK's client sends (2026-07-28)
+    or what a 2025-11-25 client sends once initialized (stateless: no session id)."""
+    method = "tools/list" if call is None else "tools/call"
+    params: dict[str, Any] = {} if call is None else {"name": call[0], "arguments": call[1]}
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+               "MCP-Protocol-Version": version}  # fmt: skip
+    if version == MODERN:
+        params["_meta"] = {
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientInfo": {"name": "mcp", "version": "0.1.0"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+        headers["Mcp-Method"] = method
+        if call is not None:
+            headers["Mcp-Name"] = call[0]
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    return headers, json.dumps(body, separators=(",", ":")).encode()
+
+
+async def load(url: str, token: str, call: tuple[str, dict] | None, version: str):
+    """c=16 POSTs on kept-alive connections: (requests/s, latencies)."""
     import aiohttp
 
-    headers = {
-        "Authorization": f"Bearer {token}",
-        "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": "2025-11-25",
-    }
-    body = _rpc(call)
+    headers, body = _rpc(call, version)
     connector = aiohttp.TCPConnector(limit=CONCURRENCY)
-    async with aiohttp.ClientSession(connector=connector, headers=headers) as session:
+    latencies: list[float] = []
+    async with aiohttp.ClientSession(
+        connector=connector, headers={**headers, "Authorization": f"Bearer {token}"}
+    ) as session:
 
         async def one() -> None:
+            started = time.perf_counter()
             async with session.post(url, data=body) as resp:
                 text = await resp.read()
                 assert resp.status == 200 and b'"error"' not in text, (resp.status, text[:300])
+                assert b'"isError":true' not in text, text[:300]
+            latencies.append(time.perf_counter() - started)
 
         await asyncio.gather(*(one() for _ in range(CONCURRENCY * 2)))
+        latencies.clear()
         left = [N_CONCURRENT]
 
         async def worker() -> None:
@@ -220,70 +221,117 @@ async def rps(url: str, token: str, call: tuple[str, dict] | None) -> float:
 
         started = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
-        return N_CONCURRENT / (time.perf_counter() - started)
+        return N_CONCURRENT / (time.perf_counter() - started), latencies
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process: per-request cost, robust to a busy machine."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def measure_rps(
-    pid: int, url: str, token: str, call: tuple[str, dict] | None
-) -> tuple[float, float]:
-    """(requests/s, server CPU ms per request) of one round."""
-    before = cpu_seconds(pid)
-    rate = asyncio.run(rps(url, token, call))
-    return rate, (cpu_seconds(pid) - before) * 1000 / (N_CONCURRENT + CONCURRENCY * 2)
-
-
-def interleaved(targets: list[tuple[int, str]], token: str, call: tuple[str, dict] | None):
-    """Median of ROUNDS rounds taken in turn: a burst of other work on the machine hits both
-    servers alike instead of deciding the ratio."""
-    rounds = [[measure_rps(pid, url, token, call) for pid, url in targets] for _ in range(ROUNDS)]
+def interleaved(targets: list[Target], token: str, call: tuple[str, dict] | None, version: str):
+    """ROUNDS rounds, the servers taken in turn (rotated): a burst of other work on the machine
+    hits every server alike. Per target: median req/s, p50 and p99 of all latencies, median
+    server CPU ms per request."""
+    rates: list[list[float]] = [[] for _ in targets]
+    cpus: list[list[float]] = [[] for _ in targets]
+    lats: list[list[float]] = [[] for _ in targets]
+    for r in range(ROUNDS):
+        for k in [*range(r % len(targets), len(targets)), *range(r % len(targets))]:
+            before = cpu_seconds(targets[k].pid)
+            rate, latencies = asyncio.run(load(targets[k].url, token, call, version))
+            cpus[k].append((cpu_seconds(targets[k].pid) - before) * 1000 / (N_CONCURRENT + 32))
+            rates[k].append(rate)
+            lats[k].extend(latencies)
     return [
-        (statistics.median(r[i][0] for r in rounds), statistics.median(r[i][1] for r in rounds))
-        for i in range(len(targets))
+        (statistics.median(rates[k]), lats[k], statistics.median(cpus[k]))
+        for k in range(len(targets))
     ]
 
 
-def ms(values: list[float], q: int) -> float:
-    return statistics.quantiles(values, n=100)[q - 1] * 1000
+# --- same tools ------------------------------------------------------------------------------
 
 
-def row(name: str, lat: list[tuple[list[float], float]], load: tuple[tuple, tuple]) -> None:
-    ((svc_lat, svc_cpu1), (bare_lat, bare_cpu1)) = lat
-    ((svc_rps, svc_cpu), (bare_rps, bare_cpu)) = load
-    print(
-        f"{name:16s} c=1 p50 svc {ms(svc_lat, 50):5.2f} / bare {ms(bare_lat, 50):5.2f} ms "
-        f"= {ms(svc_lat, 50) / ms(bare_lat, 50):.2f}x (bar <= 1.30x)  "
-        f"p99 svc {ms(svc_lat, 99):5.2f} / bare {ms(bare_lat, 99):5.2f} ms  "
-        f"CPU/call svc {svc_cpu1:.2f} / bare {bare_cpu1:.2f} ms\n"
-        f"{'':16s} c={CONCURRENCY} svc {svc_rps:4.0f} / bare {bare_rps:4.0f} req/s "
-        f"= {svc_rps / bare_rps:.2f}x (bar >= 0.90x)  "
-        f"CPU/req svc {svc_cpu:.2f} / bare {bare_cpu:.2f} ms"
-    )
+async def tool_definitions(url: str, token: str) -> list[dict]:
+    async with _client(url, token) as client:
+        tools = (await client.list_tools()).tools
+    keys = ("name", "description", "input_schema", "output_schema")
+    return [{k: getattr(t, k, None) for k in keys} for t in tools]
+
+
+def check_same_tools(targets: list[Target], token: str) -> None:
+    """The peer must offer exactly svc's tools, or the comparison is not of like with like."""
+    svc = asyncio.run(tool_definitions(targets[0].url, token))
+    for target in targets[1:]:
+        if asyncio.run(tool_definitions(target.url, token)) != svc:
+            raise SystemExit(
+                f"{target.name} lists other tools than svc: update bench/support/mcp_peer.py"
+            )
+
+
+# --- report ----------------------------------------------------------------------------------
+
+
+def ms(values: list[float], q: float) -> float:
+    return percentile(values, q) * 1000
+
+
+def print_rows(name: str, targets: list[Target], rows: dict[str, list[tuple]]) -> None:
+    print(f"\n{name}")
+    print(f"  {'':15s} {'':17s} {'p50 ms':>8s} {'p99 ms':>8s} {'req/s':>7s} {'CPU ms/req':>10s}"
+          f"   svc / this: p50, p99, req/s")  # fmt: skip
+    for label, results in rows.items():
+        svc_row = results[0]
+        for target, (rate, latencies, cpu) in zip(targets, results, strict=True):
+            ratios = ""
+            if target is not targets[0]:
+                ratios = (f"   {ms(svc_row[1], .5) / ms(latencies, .5):.2f}x "
+                          f"{ms(svc_row[1], .99) / ms(latencies, .99):.2f}x")  # fmt: skip
+                ratios += f" {svc_row[0] / rate:.2f}x" if rate else ""
+            rate_s = f"{rate:7.0f}" if rate else f"{'':>7s}"
+            print(f"  {label:15s} {target.name:17s} {ms(latencies, .5):8.2f} "
+                  f"{ms(latencies, .99):8.2f} {rate_s} {cpu:10.2f}{ratios}")  # fmt: skip
+
+
+def profile(pid: int, seconds: int) -> subprocess.Popen | None:
+    out = os.environ.get("BENCH_PROFILE")
+    if not out:
+        return None
+    return subprocess.Popen(
+        [str(Path(sys.executable).with_name("py-spy")), "record", "--pid", str(pid), "--gil",
+         "--rate", "250", "--duration", str(seconds), "--format", "raw", "-o", out],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
 
 
 def main() -> None:
-    _pin(os.getpid(), CLIENT_CORE)
+    pin(os.getpid(), CLIENT_CORE)
     svc = start_svc()
-    bare_proc, bare_url = start_bare(svc.home)
+    peers = [start_peer("daphne", svc.home), start_peer("uvicorn", svc.home)]
+    targets = [Target("svc (daphne)", svc.proc.pid, f"{svc.url}/mcp"), *peers]
+    token = svc.mcp_token
     try:
-        svc_url, token = f"{svc.url}/mcp", svc.mcp_token
+        check_same_tools(targets, token)
+        print(f"svc and the bare MCPServer (same 7 tools); c=1 n={N_SEQUENTIAL} each, "
+              f"c={CONCURRENCY} {ROUNDS} rounds of {N_CONCURRENT}")  # fmt: skip
         for name, call in (
             ("tools/list", None),
             ("get_session_id", ("get_session_id", {"session_id": svc.session_id})),
         ):  # fmt: skip
-            targets = [(svc.proc.pid, svc_url), (bare_proc.pid, bare_url)]
-            latencies = asyncio.run(sdk_latencies(targets, token, call))
-            load = interleaved(targets, token, call)
-            row(name, latencies, (load[0], load[1]))
+            spy = profile(svc.proc.pid, 20) if call else None
+            rows: dict[str, list[tuple]] = {}
+            c1 = asyncio.run(sdk_latencies(targets, token, call))
+            rows["c=1 SDK"] = [(0.0, lat, cpu) for lat, cpu in c1]
+            rows[f"c=16 {MODERN}"] = interleaved(targets, token, call, MODERN)
+            rows[f"c=16 {LEGACY}"] = interleaved(targets, token, call, LEGACY)
+            if spy is not None:
+                spy.wait()
+            print_rows(name, targets, rows)
     finally:
         svc.stop()
-        bare_proc.terminate()
-        bare_proc.wait(10)
+        for peer in peers:
+            peer.proc.terminate()
+        for peer in peers:
+            try:
+                peer.proc.wait(5)
+            except subprocess.TimeoutExpired:  # daphne waits on the session manager's task
+                peer.proc.kill()
+                peer.proc.wait(5)
 
 
 if __name__ == "__main__":

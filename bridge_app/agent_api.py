@@ -21,8 +21,7 @@ from asgiref.sync import sync_to_async
 from bridge_app import agent_turn, conversations, dialects, ir, translate
 from bridge_app.exchange import Incoming, Reply
 from bridge_app.routes import Route
-from svcproject import config
-from svcproject.runtime import current
+from core import config
 
 CANCEL_WAIT_S = 5.0  # how long a new turn waits for the cancelled one to end
 
@@ -83,8 +82,13 @@ def _workspace(headers: dict[str, str]) -> str:
 
 
 async def generate(
-    route: Route, incoming: Incoming, headers: dict[str, str], log: dict[str, Any] | None = None
+    talks: conversations.Conversations,
+    route: Route,
+    incoming: Incoming,
+    headers: dict[str, str],
+    log: dict[str, Any] | None = None,
 ) -> Reply:
+    """The request as a turn of a hosted agent's conversation (contract §6)."""
     _check_agent(route)
     body, _ = incoming.take()
     client = dialects.get(route.dialect)
@@ -94,13 +98,15 @@ async def generate(
         log.update(provider="agent", model=route.agent, stream=stream)
     workspace = await sync_to_async(_workspace)(headers)
     allow = headers.get("x-svc-permission-mode") == "allow"
-    async with current().conversations.turn_slot(route, body, headers, workspace) as conversation:
+    async with talks.turn_slot(route, body, headers, workspace) as conversation:
         await conversation.cancel_running(CANCEL_WAIT_S)
         turn = Turn(conversation, route, allow)
+        if not conversation.seen and agent_turn.carries_history(req):
+            conversation.told_by_client()
         await turn.begin(agent_turn.prompt_text(req, new_session=not conversation.seen))
     try:
         if route.dialect == "openai-responses":
-            current().conversations.remember_response(turn.response_id, conversation, body)
+            talks.remember_response(turn.response_id, conversation, body)
         return await _answer(turn, stream)
     except BaseException:
         # The client left (run_watched cancels this task) or the agent failed before the answer

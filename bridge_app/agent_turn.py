@@ -13,9 +13,12 @@ from typing import Any
 from bridge_app import ir
 
 _STOPS: dict[str, ir.Stop] = {
-    "end_turn": "end", "max_tokens": "max_tokens", "max_turn_requests": "max_tokens",
-    "refusal": "filtered", "cancelled": "end",
-}  # fmt: skip
+    "end_turn": "end",
+    "max_tokens": "max_tokens",
+    "max_turn_requests": "max_tokens",
+    "refusal": "filtered",
+    "cancelled": "end",
+}
 
 
 def _text(message: ir.Message) -> str:
@@ -26,6 +29,12 @@ def tail(req: ir.Request) -> list[ir.Message]:
     """The messages after the last assistant turn: what is new in a resent conversation."""
     last = max((i for i, m in enumerate(req.messages) if m.role == "assistant"), default=-1)
     return req.messages[last + 1 :]
+
+
+def carries_history(req: ir.Request) -> bool:
+    """The request brings earlier turns of its conversation (Chat and Messages clients resend
+    the whole conversation each time)."""
+    return len(tail(req)) < len(req.messages)
 
 
 def prompt_text(req: ir.Request, new_session: bool) -> str:

@@ -24,14 +24,13 @@ from asgiref.sync import sync_to_async
 
 from bridge_app import ir, services
 from bridge_app.routes import Route
+from core import config
+from core.errors import DomainError
 from sessions_app import agent_logs
 from sessions_app import services as session_services
-from svcproject import config
-from svcproject.errors import DomainError
 
 if TYPE_CHECKING:
     from sessions_app.host.registry import ProcessHost
-    from svcproject.runtime import Runtime
 
 Key = tuple[str, str, str]  # (conversation key, agent, profile)
 MAX_RESPONSE_IDS = 2000
@@ -50,6 +49,13 @@ class Conversation:
         if chat is None:
             raise ir.BridgeError(502, "the agent's process has ended")
         return chat
+
+    def told_by_client(self) -> None:
+        """The client sent the conversation so far itself: an agent session resumed without its
+        own history (contract §17) is told that, not also svc's summary of it."""
+        continued = getattr(self.chat(), "continued", None)
+        if continued is not None:
+            continued.primer = ""
 
     async def cancel_running(self, wait_s: float) -> None:
         """A new request on a busy conversation cancels the turn still running first."""
@@ -80,15 +86,11 @@ class Conversation:
 class Conversations:
     """The runtime's conversations: by key, by Responses id, and one lock per key."""
 
-    def __init__(self, runtime: Runtime) -> None:
-        self.runtime = runtime
+    def __init__(self, host: ProcessHost) -> None:
+        self.host = host
         self._conversations: dict[Key, Conversation] = {}
         self._by_response: collections.OrderedDict[str, Key] = collections.OrderedDict()
         self._locks: dict[Key, asyncio.Lock] = {}
-
-    @property
-    def host(self) -> ProcessHost:
-        return self.runtime.host
 
     def _key(self, route: Route, body: dict[str, Any], headers: dict[str, str]) -> Key | None:
         named = headers.get("x-svc-conversation", "").strip()
@@ -123,7 +125,7 @@ class Conversations:
             known = await self._stored(key)
         if known is not None and await self._alive(known):
             return known
-        session_id = await _start(route, workspace)
+        session_id = await _start(self.host, route, workspace)
         conversation = Conversation(self.host, key, session_id)
         if key is not None:
             self._conversations[key] = conversation
@@ -151,7 +153,9 @@ class Conversations:
             return True
         before = await sync_to_async(_agent_session_id)(conversation.session_id)
         try:
-            await session_services.asession_resume(session_id=conversation.session_id)
+            await session_services.asession_resume(
+                host=self.host, session_id=conversation.session_id
+            )
         except DomainError:
             return False
         after = await sync_to_async(_agent_session_id)(conversation.session_id)
@@ -225,10 +229,10 @@ def _agent_session_id(session_id: str) -> str:
     return session.agent_session_id if session is not None else ""
 
 
-async def _start(route: Route, workspace: str) -> str:
+async def _start(host: ProcessHost, route: Route, workspace: str) -> str:
     try:
         session = await session_services.asession_create(
-            agent=route.agent, workspace=workspace, kind="api", profile_id=route.profile
+            host=host, agent=route.agent, workspace=workspace, kind="api", profile_id=route.profile
         )
     except DomainError as exc:
         raise ir.BridgeError(exc.status if exc.status >= 500 else 502, exc.message) from exc

@@ -22,6 +22,15 @@ logger = logging.getLogger(__name__)
 KEPT_HEADERS = ("x-request-id", "request-id", "x-ratelimit-", "anthropic-ratelimit-", "retry-after")
 
 
+@dataclass(frozen=True)
+class Parts:
+    """What an exchange uses of the running daemon: its pooled client to providers and the
+    Responses turns svc translated (so a `previous_response_id` can be continued)."""
+
+    client: upstream.UpstreamClient
+    responses: response_store.ResponseStore
+
+
 @dataclass
 class Reply:
     """A whole JSON answer (`body`), or a stream (`chunks`) with its content type."""
@@ -51,27 +60,27 @@ def models(route: Route) -> Reply:
     return Reply(body=codec.encode_model(model))
 
 
-def stored_response(route: Route, method: str) -> Reply:
+def stored_response(parts: Parts, route: Route, method: str) -> Reply:
     """GET / DELETE of a Responses turn svc translated (and so remembers)."""
     translate.find_profile(route)
     if method not in ("GET", "DELETE"):
         raise ir.BridgeError(405, f"{method} is not allowed here")
-    stored = response_store.recall(route.model)
+    stored = parts.responses.recall(route.model)
     if stored is None:
         raise ir.BridgeError(404, f"Response with id {route.model!r} not found.")
     if method == "GET":
         return Reply(body=stored.response)
-    response_store.forget(route.model)
+    parts.responses.forget(route.model)
     return Reply(body={"id": route.model, "object": "response.deleted", "deleted": True})
 
 
-async def count_tokens(route: Route, body: dict[str, Any]) -> Reply:
+async def count_tokens(parts: Parts, route: Route, body: dict[str, Any]) -> Reply:
     """The provider's exact count when it speaks the client's dialect; a local estimate when it
     does not, or when its count endpoint fails (a gauge must not fail)."""
     request = translate.count_request(route, body)
     if request is not None:
         try:
-            resp = await upstream.send(*request)
+            resp = await upstream.send(parts.client, *request)
             try:
                 raw = await upstream.read_body(resp)
             finally:
@@ -100,20 +109,24 @@ class Incoming:
         return parts
 
 
-async def generate(route: Route, incoming: Incoming, log: dict[str, Any] | None = None) -> Reply:
+async def generate(
+    parts: Parts, route: Route, incoming: Incoming, log: dict[str, Any] | None = None
+) -> Reply:
     """Send the client's request to the profile's provider and answer in the client's dialect.
     For a stream the reply's chunks hold the provider connection: closing them ends it. `log`
     gets what the request log records (provider, model, stream)."""
     body, text = incoming.take()
-    out = translate.prepare(route, body, text, recall=_recall)
+    out = translate.prepare(route, body, text, recall=lambda rid: _recall(parts, rid))
     del text, body
     log = log if log is not None else {}
     log.update(
-        provider=out.provider.NAME, model=out.requested[:200], stream=out.stream,
+        provider=out.provider.NAME,
+        model=out.requested[:200],
+        stream=out.stream,
         upstream_model=out.upstream_model[:200],
-    )  # fmt: skip
+    )
     await _inline_remote_images(out)
-    resp = await upstream.send(out.url, out.headers, out.take_body())
+    resp = await upstream.send(parts.client, out.url, out.headers, out.take_body())
     try:
         if resp.status >= 400:
             raw = await upstream.read_body(resp)
@@ -123,20 +136,20 @@ async def generate(route: Route, incoming: Incoming, log: dict[str, Any] | None 
         if out.warnings:
             extra["x-svc-warning"] = "; ".join(out.warnings)
         if not out.stream:
-            return Reply(200, _whole(out, await upstream.read_body(resp), log), extra)
+            return Reply(200, _whole(parts, out, await upstream.read_body(resp), log), extra)
     except BaseException:
         await resp.close()
         raise
     ctype = "text/event-stream" if out.sse else "application/json"
-    return Reply(200, None, extra, _relay(out, resp, log), ctype)
+    return Reply(200, None, extra, _relay(parts, out, resp, log), ctype)
 
 
-def _recall(response_id: str) -> list[ir.Message] | None:
-    stored = response_store.recall(response_id)
+def _recall(parts: Parts, response_id: str) -> list[ir.Message] | None:
+    stored = parts.responses.recall(response_id)
     return stored.messages if stored is not None else None
 
 
-def _whole(out: translate.Outbound, raw: bytes, log: dict[str, Any]) -> bytes:
+def _whole(parts: Parts, out: translate.Outbound, raw: bytes, log: dict[str, Any]) -> bytes:
     encoded, resp, data = translate.response_body(out, raw)
     meter = usage.Meter(out.provider.NAME)
     if resp is not None:
@@ -148,12 +161,12 @@ def _whole(out: translate.Outbound, raw: bytes, log: dict[str, Any]) -> bytes:
     log.update(meter.fields())
     if out.history is not None and resp is not None:
         answer = ir.Message("assistant", resp.parts)
-        response_store.remember(data["id"], [*out.history, answer], data)
+        parts.responses.remember(data["id"], [*out.history, answer], data)
     return encoded
 
 
 async def _relay(
-    out: translate.Outbound, resp: upstream.Response, log: dict[str, Any]
+    parts: Parts, out: translate.Outbound, resp: upstream.Response, log: dict[str, Any]
 ) -> AsyncIterator[bytes]:
     """Each provider chunk translated as it comes; failures after the 200 become the client
     dialect's error event; a finished Responses turn is remembered; the usage the provider
@@ -180,7 +193,7 @@ async def _relay(
         await resp.close()
     if (remembered := translator.remembered()) is not None:
         final, answer = remembered
-        response_store.remember(final["id"], [*(out.history or []), answer], final)
+        parts.responses.remember(final["id"], [*(out.history or []), answer], final)
     yield tail
 
 

@@ -13,11 +13,23 @@ from typing import Any
 from urllib.parse import urlsplit
 
 # Headers a proxy or tunnel adds (contract §2), judged by presence, not value.
-FORWARDING = frozenset({
-    b"forwarded", b"x-forwarded-for", b"x-forwarded-host", b"x-forwarded-proto",
-    b"x-forwarded-port", b"x-original-forwarded-for", b"x-real-ip", b"true-client-ip",
-    b"cf-connecting-ip", b"cf-ray", b"fastly-client-ip", b"via", b"tailscale-funnel-request",
-})  # fmt: skip
+FORWARDING = frozenset(
+    {
+        b"forwarded",
+        b"x-forwarded-for",
+        b"x-forwarded-host",
+        b"x-forwarded-proto",
+        b"x-forwarded-port",
+        b"x-original-forwarded-for",
+        b"x-real-ip",
+        b"true-client-ip",
+        b"cf-connecting-ip",
+        b"cf-ray",
+        b"fastly-client-ip",
+        b"via",
+        b"tailscale-funnel-request",
+    }
+)
 FORWARDING_PREFIXES = (b"ngrok-",)
 LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
 HOST = re.compile(r"^(?:\[(?P<v6>[0-9a-fA-F:.]+)\]|(?P<name>[^:\[\]]+))(?::(?P<port>\d{1,5}))?$")

@@ -12,7 +12,7 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from svcproject.errors import DomainError
+from core.errors import DomainError
 
 Role = Literal["user", "assistant", "system"]
 Stop = Literal["end", "max_tokens", "stop_sequence", "tool_use", "filtered", "pause", "error"]

@@ -37,21 +37,3 @@ class ResponseStore:
 
     def forget(self, response_id: str) -> bool:
         return self._responses.pop(response_id, None) is not None
-
-
-def _store() -> ResponseStore:
-    from svcproject.runtime import current
-
-    return current().responses
-
-
-def remember(response_id: str, messages: list[ir.Message], response: dict[str, Any]) -> None:
-    _store().remember(response_id, messages, response)
-
-
-def recall(response_id: str) -> Stored | None:
-    return _store().recall(response_id)
-
-
-def forget(response_id: str) -> bool:
-    return _store().forget(response_id)

@@ -7,7 +7,7 @@ import logging
 from django.db import transaction
 
 from bridge_app.models import Profile
-from svcproject import config
+from core import config
 
 
 def _key_source(profile: config.Profile) -> str:
@@ -53,15 +53,28 @@ def bridge_requests_record(*, rows: list[dict], keep: int = 10_000) -> None:
     table, now = BridgeRequest._meta.db_table, timezone.now()
     adapt = connection.ops.adapt_datetimefield_value  # what the ORM would store
     values = [
-        (adapt(row.get("created_at", now)), row["route"], row["profile_id"], row.get("scope", ""),
-         row["client_dialect"], row.get("provider", ""), row.get("model", ""),
-         bool(row.get("stream", False)), int(row.get("status", 0)),
-         float(row.get("duration_ms", 0.0)), row.get("upstream_model", ""),
-         int(row.get("input_tokens", 0)), int(row.get("output_tokens", 0)),
-         int(row.get("cached_input_tokens", 0)), int(row.get("reasoning_tokens", 0)),
-         row.get("cost_usd"), row.get("session_id", ""), row.get("turn_id", ""))
+        (
+            adapt(row.get("created_at", now)),
+            row["route"],
+            row["profile_id"],
+            row.get("scope", ""),
+            row["client_dialect"],
+            row.get("provider", ""),
+            row.get("model", ""),
+            bool(row.get("stream", False)),
+            int(row.get("status", 0)),
+            float(row.get("duration_ms", 0.0)),
+            row.get("upstream_model", ""),
+            int(row.get("input_tokens", 0)),
+            int(row.get("output_tokens", 0)),
+            int(row.get("cached_input_tokens", 0)),
+            int(row.get("reasoning_tokens", 0)),
+            row.get("cost_usd"),
+            row.get("session_id", ""),
+            row.get("turn_id", ""),
+        )
         for row in rows
-    ]  # fmt: skip
+    ]
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.executemany(
             f"INSERT INTO {table} (created_at, route, profile_id, scope, client_dialect, "  # noqa: S608

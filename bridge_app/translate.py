@@ -13,7 +13,7 @@ from typing import Any
 from bridge_app import bodies, dialects, ir
 from bridge_app.dialects.common import dumps
 from bridge_app.routes import Route
-from svcproject import config
+from core import config
 
 
 @dataclass
@@ -140,8 +140,11 @@ def _upstream_headers(
 
 
 def prepare(
-    route: Route, body: dict[str, Any], raw: str | bytes = b"", recall: Recall | None = None,
-) -> Outbound:  # fmt: skip
+    route: Route,
+    body: dict[str, Any],
+    raw: str | bytes = b"",
+    recall: Recall | None = None,
+) -> Outbound:
     """What to send where. `raw` (the client's JSON text) is forwarded as is when nothing in it
     needs to change: same dialect and the same model id on both sides. `recall` finds the turns
     behind a Responses `previous_response_id` when svc translates (exchange.py owns them)."""

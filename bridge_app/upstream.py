@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from bridge_app.bodies import JsonBody
 from bridge_app.ir import BridgeError
-from svcproject import config
+from core import config
 
 UpstreamBody = bytes | bytearray | JsonBody
 
@@ -117,12 +117,14 @@ class UpstreamClient:
             await self.session.close()
             self.session = None
 
-    def is_timeout(self, exc: BaseException) -> bool:
+    @staticmethod
+    def is_timeout(exc: BaseException) -> bool:
         return (
             isinstance(exc, asyncio.TimeoutError | TimeoutError) or "Timeout" in type(exc).__name__
         )
 
-    def transport_errors(self) -> tuple[type[BaseException], ...]:
+    @staticmethod
+    def transport_errors() -> tuple[type[BaseException], ...]:
         import aiohttp
 
         return (aiohttp.ClientError, asyncio.TimeoutError, OSError)
@@ -154,12 +156,14 @@ def retry_delay(headers: dict[str, str], attempt: int) -> float:
     return min(0.5 * 2**attempt, MAX_RETRY_WAIT)
 
 
-async def send(url: str, headers: dict[str, str], body: UpstreamBody) -> Response:
-    """The provider's response with headers read; 429s retried. Transport failures become
-    BridgeError 502 (unreachable) or 504 (timed out)."""
+async def send(
+    client: UpstreamClient, url: str, headers: dict[str, str], body: UpstreamBody
+) -> Response:
+    """The provider's response with headers read, through the daemon's pooled `client`; 429s
+    retried. Transport failures become BridgeError 502 (unreachable) or 504 (timed out)."""
     attempt = 0
     while True:
-        resp = await _open(url, headers, body)
+        resp = await _open(client, url, headers, body)
         if resp.status != 429 or attempt >= MAX_RETRIES:
             return resp
         delay = retry_delay(resp.headers, attempt)
@@ -168,14 +172,9 @@ async def send(url: str, headers: dict[str, str], body: UpstreamBody) -> Respons
         attempt += 1
 
 
-def _client() -> UpstreamClient:
-    from svcproject.runtime import current
-
-    return current().upstream
-
-
-async def _open(url: str, headers: dict[str, str], body: UpstreamBody) -> Response:
-    client = _client()
+async def _open(
+    client: UpstreamClient, url: str, headers: dict[str, str], body: UpstreamBody
+) -> Response:
     try:
         return await client.open(url, headers, body)
     except client.transport_errors() as exc:
@@ -183,7 +182,7 @@ async def _open(url: str, headers: dict[str, str], body: UpstreamBody) -> Respon
 
 
 def _translate(exc: BaseException) -> BridgeError:
-    if _client().is_timeout(exc):
+    if UpstreamClient.is_timeout(exc):
         return BridgeError(504, f"the provider did not answer within {READ_TIMEOUT:g} s")
     return BridgeError(502, f"the provider is unreachable: {type(exc).__name__}: {exc}")
 
@@ -191,7 +190,7 @@ def _translate(exc: BaseException) -> BridgeError:
 async def read_body(resp: Response) -> bytes:
     try:
         return await resp.read()
-    except _client().transport_errors() as exc:
+    except UpstreamClient.transport_errors() as exc:
         raise _translate(exc) from exc
 
 
@@ -200,7 +199,7 @@ async def chunks(resp: Response) -> AsyncIterator[bytes]:
     try:
         async for chunk in resp.chunks():
             yield chunk
-    except _client().transport_errors() as exc:
+    except UpstreamClient.transport_errors() as exc:
         raise _translate(exc) from exc
 
 

@@ -16,13 +16,10 @@ from typing import Any
 from bridge_app import ir
 from bridge_app.dialects import anthropic, gemini, openai_chat, openai_responses
 
-SESSION_SCOPE = re.compile(r"^s-([0-9a-fA-F-]{32,36})$")
+# `{agent}.{session id}` (contract §0); `s-{session id}` is what svc handed out before, still
+# recognised so rows and agents of that time keep their attribution.
+SESSION_SCOPE = re.compile(r"^(?:s-|[a-z0-9][a-z0-9_-]{0,63}\.)([0-9a-fA-F-]{32,36})$")
 GROUPS = ("session", "turn", "profile", "model", "day")
-
-
-def session_scope(session_id: str) -> str:
-    """The scope svc puts in a hosted session's SVC_BRIDGE_URL (routes.SCOPE allows it)."""
-    return f"s-{session_id}"
 
 
 def scope_session(scope: str) -> str:
@@ -127,7 +124,8 @@ def cost(prices: dict[str, dict[str, float]], model: str, row: dict[str, Any]) -
 def attribute(rows: list[dict[str, Any]]) -> None:
     """Each row's session (from its scope, when that names a session svc knows) and that
     session's subagent turn, set in place: one query each per batch."""
-    from sessions_app.models import Session, Subagent
+    from sessions_app.models import Session
+    from subagents_app.models import Subagent
 
     wanted = {sid for row in rows if (sid := scope_session(row.get("scope", "")))}
     if not wanted:
@@ -147,7 +145,7 @@ def attribute(rows: list[dict[str, Any]]) -> None:
 
 def price(rows: list[dict[str, Any]]) -> None:
     """Each row's cost from its profile's current `prices` (keyed by the upstream model)."""
-    from svcproject import config
+    from core import config
 
     profiles = config.recent_settings().profiles
     for row in rows:

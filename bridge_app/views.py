@@ -21,7 +21,8 @@ from typing import Any
 
 from bridge_app import agent_api, bodies, dialects, exchange, gate, ir, routes
 from bridge_app.dialects.common import dumps
-from svcproject.runtime import current
+from core.asgi_helpers import header
+from core.runtime import current
 
 logger = logging.getLogger(__name__)
 MAX_BODY = 64 * 1024 * 1024  # contract §11
@@ -34,11 +35,8 @@ class ClientGone(Exception):
     """The client disconnected before its request body arrived."""
 
 
-def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers") or []:
-        if key == name:
-            return value.decode("latin-1")
-    return None
+def _header(scope: dict, name: bytes) -> str | None:
+    return header(scope, name) or None
 
 
 async def send_json(
@@ -132,8 +130,11 @@ async def run_watched(work: Awaitable[None], receive: Receive) -> None:
 async def write(send: Send, reply: exchange.Reply) -> None:
     if reply.chunks is None:
         return await send_json(send, reply.status, reply.body, reply.headers)
-    head = [(b"content-type", reply.content_type.encode()), (b"cache-control", b"no-cache"),
-            (b"x-accel-buffering", b"no")]  # fmt: skip
+    head = [
+        (b"content-type", reply.content_type.encode()),
+        (b"cache-control", b"no-cache"),
+        (b"x-accel-buffering", b"no"),
+    ]
     head += [(k.encode(), v.encode("latin-1", "replace")) for k, v in reply.headers.items()]
     await send({"type": "http.response.start", "status": reply.status, "headers": head})
     try:
@@ -161,15 +162,23 @@ class BridgeApp:
             await self._answer(route, scope, receive, send_logged, info)
         finally:
             current().requestlog.record(
-                route=route.family, profile_id=route.profile[:64], scope=route.scope,
-                client_dialect=route.dialect, status=status[0],
-                duration_ms=(time.perf_counter() - started) * 1000, **info,
-            )  # fmt: skip
+                route=route.family,
+                profile_id=route.profile[:64],
+                scope=route.scope,
+                client_dialect=route.dialect,
+                status=status[0],
+                duration_ms=(time.perf_counter() - started) * 1000,
+                **info,
+            )
 
     async def _answer(
-        self, route: routes.Route | None, scope: Scope, receive: Receive, send: Send,
+        self,
+        route: routes.Route | None,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
         info: dict[str, Any],
-    ) -> None:  # fmt: skip
+    ) -> None:
         codec = dialects.get(route.dialect if route else "openai-chat")
         started = False
 
@@ -206,7 +215,7 @@ class BridgeApp:
         if route.operation in ("models", "model") and method in ("GET", "HEAD"):
             return await write(send, exchange.models(route))
         if route.operation == "response":
-            return await write(send, exchange.stored_response(route, method))
+            return await write(send, exchange.stored_response(_parts(), route, method))
         if route.operation == "unknown":
             raise ir.BridgeError(404, f"no bridge operation at {scope['path']!r}")
         if method != "POST":
@@ -218,21 +227,32 @@ class BridgeApp:
         text = decode_text(await read_body(scope, receive))
         body = parse_json(text)
         if route.operation == "count_tokens" and route.family != "local-agent":
-            return await write(send, await exchange.count_tokens(route, body))
+            return await write(send, await exchange.count_tokens(_parts(), route, body))
         incoming = exchange.Incoming(body, text)
         del text, body
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         await run_watched(self._generate(route, incoming, send, info, headers), receive)
 
     async def _generate(
-        self, route: routes.Route, incoming: exchange.Incoming, send: Send, info: dict[str, Any],
+        self,
+        route: routes.Route,
+        incoming: exchange.Incoming,
+        send: Send,
+        info: dict[str, Any],
         headers: dict[str, str],
-    ) -> None:  # fmt: skip
+    ) -> None:
         if route.family == "local-agent":
-            reply = await agent_api.generate(route, incoming, headers, info)
+            reply = await agent_api.generate(
+                current().conversations, route, incoming, headers, info
+            )
         else:
-            reply = await exchange.generate(route, incoming, info)
+            reply = await exchange.generate(_parts(), route, incoming, info)
         await write(send, reply)
+
+
+def _parts() -> exchange.Parts:
+    runtime = current()
+    return exchange.Parts(runtime.upstream, runtime.responses)
 
 
 application = BridgeApp()

@@ -25,7 +25,8 @@ def end_line(event: dict[str, Any]) -> str:
 
 
 class EditClock:
-    """When a chat may next be edited: shared by every answer in that chat."""
+    """When a chat may next be edited: shared by every answer in that chat, and marked by the
+    outbox each time the platform answers a send or an edit (channels_app/outbox.py)."""
 
     def __init__(self, every_s: float) -> None:
         self.every_s = every_s
@@ -39,13 +40,16 @@ class EditClock:
 
 
 class StreamedAnswer:
-    """The text of one turn, shown in one or more messages of a chat."""
+    """The text of one turn, shown in one or more messages of a chat. `platform` is the
+    channel's outbox, which records at once and delivers at the platform's rate; the answer
+    hands it a new text no more often than that rate either (fewer writes, same result)."""
 
     def __init__(self, platform: Platform, chat: str, clock: EditClock) -> None:
         self.platform, self.chat, self.clock = platform, chat, clock
         self.text = ""
         self._shown: list[str] = []  # what each message shows now
         self._ids: list[str] = []
+        self._last = -1e9  # when this answer last handed over a text (monotonic)
         self._flush: asyncio.Task | None = None
         self._lock = asyncio.Lock()
 
@@ -63,8 +67,10 @@ class StreamedAnswer:
     async def _flush_when_allowed(self) -> None:
         async with self._lock:
             if self._ids:  # the first send is not an edit; edits keep the platform's rate
-                await asyncio.sleep(self.clock.wait_s(self.chat))
+                mine = self._last + self.platform.edit_every_s - time.monotonic()
+                await asyncio.sleep(max(self.clock.wait_s(self.chat), mine, 0.0))
             await self._show()
+            self._last = time.monotonic()
 
     def _pieces(self) -> list[str]:
         limit = self.platform.max_len
@@ -81,14 +87,8 @@ class StreamedAnswer:
         for index, piece in enumerate(self._pieces()):
             if index < len(self._ids):
                 if self._shown[index] != piece:
-                    try:
-                        await self.platform.edit(self.chat, self._ids[index], piece)
-                    finally:
-                        # From the answer, not the request: the platform then sees the next
-                        # edit arrive at least `every_s` after this one, whatever the network.
-                        self.clock.mark(self.chat)
+                    await self.platform.edit(self.chat, self._ids[index], piece)
                     self._shown[index] = piece
             else:
                 self._ids.append(await self.platform.send(self.chat, piece))
                 self._shown.append(piece)
-                self.clock.mark(self.chat)  # the first edit of a new message waits its turn too

@@ -1,5 +1,5 @@
-"""A channel's commands (contract §14): `/new`, `/sessions`, `/switch`, `/cancel`, `/status`,
-`/handover`, `/pickup`, `/pair`, `/help`; anything else answers with the help."""
+"""A channel's commands (contract §14): `/new`, `/sessions`, `/switch`, `/resume`, `/cancel`,
+`/status`, `/handover`, `/pickup`, `/pair`, `/help`; anything else answers with the help."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 from channels.db import database_sync_to_async
 
 from channels_app import store
-from svcproject.errors import DomainError
+from core.errors import DomainError
+from core.runtime import current
 
 if TYPE_CHECKING:
     from channels_app.conversation import Channel, Room
@@ -19,6 +20,7 @@ HELP = (
     "Send a message to prompt the agent of this chat's session.\n"
     "/new [agent] [workspace] – a new session\n"
     "/sessions – this chat's sessions · /switch <n | id> – change to one\n"
+    "/resume [n | id] – start an ended session's agent again, same session\n"
     "/cancel – stop the running turn · /status – what is running\n"
     "/handover – a code to pick this session up elsewhere · /pickup CODE – continue one here\n"
     "/pair CODE – approve a browser's pairing request · /help – this text"
@@ -29,11 +31,18 @@ async def run(channel: Channel, room: Room, text: str) -> None:
     """Answer one command typed in a chat."""
     name, rest = command_name(text), text.partition(" ")[2]
     handler: Callable[[Channel, Room, str], Awaitable[None]] | None = {
-        "help": cmd_help, "start": cmd_help, "new": cmd_new,
-        "sessions": cmd_sessions, "switch": cmd_switch, "cancel": cmd_cancel,
-        "status": cmd_status, "handover": cmd_handover, "pickup": cmd_pickup,
+        "help": cmd_help,
+        "start": cmd_help,
+        "new": cmd_new,
+        "sessions": cmd_sessions,
+        "switch": cmd_switch,
+        "resume": cmd_resume,
+        "cancel": cmd_cancel,
+        "status": cmd_status,
+        "handover": cmd_handover,
+        "pickup": cmd_pickup,
         "pair": cmd_pair,
-    }.get(name)  # fmt: skip
+    }.get(name)
     if handler is None:
         await room.say(f"Unknown command /{name}.\n\n{HELP}")
         return
@@ -58,24 +67,50 @@ async def cmd_sessions(channel: Channel, room: Room, _: str) -> None:
     if not rows:
         await room.say("No sessions yet: send a message or /new.")
         return
-    lines = [f"{i}. {r['id'][:8]} {r['agent']} ({r['status']})"
-             + (" ← current" if r["id"] == room.session_id else "")
-             for i, r in enumerate(rows, 1)]  # fmt: skip
+    lines = [
+        f"{i}. {r['id'][:8]} {r['agent']} ({r['status']})"
+        + (" ← current" if r["id"] == room.session_id else "")
+        for i, r in enumerate(rows, 1)
+    ]
     await room.say("\n".join(lines))
 
 
-async def cmd_switch(channel: Channel, room: Room, rest: str) -> None:
+async def _chosen(channel: Channel, room: Room, rest: str) -> str | None:
+    """This chat's session that `rest` names: its number in /sessions or an id prefix."""
     rows = await database_sync_to_async(store.chat_sessions)(channel.config.name, room.chat)
-    chosen = None
     if rest.isdigit() and 0 < int(rest) <= len(rows):
-        chosen = rows[int(rest) - 1]["id"]
-    elif rest:
-        chosen = next((r["id"] for r in rows if r["id"].startswith(rest)), None)
+        return rows[int(rest) - 1]["id"]
+    if rest:
+        return next((r["id"] for r in rows if r["id"].startswith(rest)), None)
+    return None
+
+
+async def cmd_switch(channel: Channel, room: Room, rest: str) -> None:
+    chosen = await _chosen(channel, room, rest)
     if chosen is None:
         await room.say("Say which: /switch <number from /sessions | id prefix>")
         return
     live = await room.attach(chosen)
-    await room.say(f"Now on session {chosen[:8]}" + ("" if live else " (its agent has exited)"))
+    ended = " (its agent has exited: /resume starts it again)"
+    await room.say(f"Now on session {chosen[:8]}" + ("" if live else ended))
+
+
+async def cmd_resume(channel: Channel, room: Room, rest: str) -> None:
+    """`/resume`: this chat's session; `/resume <n | id prefix>`: one of /sessions. Its agent
+    starts again on the same session (contract §17) and this chat follows it."""
+    from sessions_app import services
+
+    chosen = await _chosen(channel, room, rest) if rest else room.session_id
+    if not chosen:
+        hint = "Say which: /resume <number from /sessions | id prefix>"
+        await room.say(hint if rest else "No session to resume: send a message or /new.")
+        return
+    session = await services.asession_resume(host=channel.host, session_id=chosen)
+    await room.attach(str(session.id))
+    await room.say(
+        f"Session {str(session.id)[:8]} ({session.agent}) is running again: "
+        "send a message to continue."
+    )
 
 
 async def cmd_cancel(channel: Channel, room: Room, _: str) -> None:
@@ -107,19 +142,25 @@ async def cmd_handover(channel: Channel, room: Room, _: str) -> None:
         await room.say("No session to hand over.")
         return
     code = await database_sync_to_async(handover.handover_issue)(session_id=room.session_id)
-    await room.say(f"Handover code: {code.code} (valid 120 s, once). Pick it up with "
-                   "/pickup in a chat, the dashboard, or `manage.py pickup`.")  # fmt: skip
+    await room.say(
+        f"Handover code: {code.code} (valid 120 s, once). Pick it up with "
+        "/pickup in a chat, the dashboard, or `manage.py pickup`."
+    )
 
 
 async def cmd_pickup(channel: Channel, room: Room, rest: str) -> None:
     from sessions_app import handover
 
-    session = await database_sync_to_async(handover.handover_redeem)(code=rest)
+    session = await database_sync_to_async(handover.handover_redeem)(
+        code=rest, failures=current().handover_failures
+    )
     live = await room.attach(str(session.id))
     summary = await database_sync_to_async(store.history_summary)(str(session.id))
-    await room.say(f"Picked up session {str(session.id)[:8]} ({session.agent})."
-                   + ("" if live else " Its agent has exited: /new to start another.")
-                   + (f"\n\n{summary}" if summary else ""))  # fmt: skip
+    await room.say(
+        f"Picked up session {str(session.id)[:8]} ({session.agent})."
+        + ("" if live else " Its agent has exited: /resume starts it again, /new another.")
+        + (f"\n\n{summary}" if summary else "")
+    )
 
 
 async def cmd_pair(channel: Channel, room: Room, rest: str) -> None:

@@ -14,28 +14,23 @@ import contextlib
 import logging
 import re
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from channels.db import database_sync_to_async
+from django.utils import timezone
 
-from channels_app import commands, store
+from channels_app import commands, inbox, store
 from channels_app.answer import EditClock, StreamedAnswer, end_line, tool_line
 from channels_app.config import ChannelConfig
-from channels_app.platform import Incoming, Platform
-from svcproject.errors import DomainError
+from channels_app.outbox import RETRY_FIRST_S, RETRY_MAX_S, Now, Outbox, Retry
+from channels_app.platform import FileNotReceived, Incoming, Platform
+from core.errors import DomainError
 
 logger = logging.getLogger(__name__)
 
 INBOX = ".svc-inbox"
-
-
-# Commands about what is running now: answered at once, not queued behind the running turn.
-def _runtime() -> Any:
-    from svcproject.runtime import current
-
-    return current()
 
 
 class Room:
@@ -46,7 +41,8 @@ class Room:
         self.session_id = ""
         # What this chat sent, in order: ("prompt" | "command", text). Commands wait their turn
         # too, so `/new` then a message prompts the new session.
-        self.prompts: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+        # (kind, text, inbox event id): marked done in the inbox once handed over.
+        self.prompts: asyncio.Queue[tuple[str, str, str]] = asyncio.Queue()
         self.answer: StreamedAnswer | None = None
         self.requests: dict[str, dict[str, Any]] = {}  # short id → the request and its message
         self._subscription: Any = None
@@ -68,7 +64,7 @@ class Room:
         await database_sync_to_async(store.chat_session_set)(
             self.channel.config.name, self.chat, session_id
         )
-        chat = _runtime().host.chat(session_id)
+        chat = self.channel.host.chat(session_id)
         if chat is None:
             return False
         # A channel's room is not a dashboard: it never counts as showing the chat, so a turn
@@ -84,16 +80,20 @@ class Room:
         self.answer = None
 
     def live(self) -> Any:
-        return _runtime().host.chat(self.session_id) if self.session_id else None
+        return self.channel.host.chat(self.session_id) if self.session_id else None
 
     async def new_session(self, agent: str = "", workspace: str = "") -> Any:
         from sessions_app import services
 
         config = self.channel.config
         session = await services.asession_create(
-            agent=agent or config.agent, workspace=workspace or config.workspace, kind="chat",
-            profile_id=config.profile_id, title=f"{config.name} chat",
-        )  # fmt: skip
+            host=self.channel.host,
+            agent=agent or config.agent,
+            workspace=workspace or config.workspace,
+            kind="chat",
+            profile_id=config.profile_id,
+            title=f"{config.name} chat",
+        )
         await self.attach(str(session.id))
         return session
 
@@ -101,24 +101,26 @@ class Room:
 
     async def _work(self) -> None:
         while True:
-            kind, text = await self.prompts.get()
+            kind, text, event_id = await self.prompts.get()
             try:
                 if kind == "command":
                     await self.channel.command(self, text)
+                    await self.channel.handed_over(event_id)
                 else:
-                    await self._prompt(text)
+                    await self._prompt(text, event_id)
             except DomainError as exc:
                 await self.say(f"Could not start the agent: {exc.message}")
             except Exception:
                 logger.exception("a prompt from %s failed", self.channel.config.name)
                 await self.say("That message could not reach the agent (see svc's log).")
 
-    async def _prompt(self, text: str) -> None:
+    async def _prompt(self, text: str, event_id: str = "") -> None:
         chat = self.live()
         if chat is None and self.session_id:
             await self.say(
                 f"The agent of session {self.session_id[:8]} is no longer running. "
-                "Send /new to start another (or /switch to an earlier one)."
+                "Send /resume to start it again, /new to start another (or /switch to an "
+                "earlier one)."
             )
             return
         if chat is None:
@@ -126,6 +128,9 @@ class Room:
             chat = self.live()
         while chat.busy:  # a turn started elsewhere (the dashboard): this one waits for it
             await chat.idle.wait()
+        # Done as it is handed over, not once the turn ends: a restart mid-turn must not send
+        # the prompt a second time (the agent is already on it).
+        await self.channel.handed_over(event_id)
         await chat.prompt(text)
 
     def stop(self) -> None:
@@ -163,20 +168,30 @@ class Room:
         short = str(event["request_id"])[:12]
         title = str((event.get("tool_call") or {}).get("title") or "an action")
         text = f"🔐 The agent asks to: {title[:300]}"
-        buttons = [(str(o.get("name") or o["option_id"]), f"p:{short}:{i}")
-                   for i, o in enumerate(options)]  # fmt: skip
+        buttons = [
+            (str(o.get("name") or o["option_id"]), f"p:{short}:{i}") for i, o in enumerate(options)
+        ]
         message_id = await self.platform.send(self.chat, text, buttons)
-        self.requests[short] = {"request_id": str(event["request_id"]), "options": options,
-                                "message_id": message_id, "who": ""}  # fmt: skip
+        self.requests[short] = {
+            "request_id": str(event["request_id"]),
+            "options": options,
+            "message_id": message_id,
+            "who": "",
+        }
 
-    async def choose(self, short: str, index: int, who: str) -> None:
+    async def choose(self, short: str, index: int, who: str, name: str = "") -> None:
+        """A button tapped by `who` (the platform's user id; `name`, what the platform calls
+        them): the answer, recorded as decided on this platform by them (contract §17)."""
+        from sessions_app import approvals
+
         found = self.requests.get(short)
         chat = self.live()
         if found is None or chat is None or not 0 <= index < len(found["options"]):
             return
         found["who"] = who  # before answering: the resolved event comes back at once
         option = str(found["options"][index]["option_id"])
-        if chat.answer_permission(found["request_id"], option) is not None:
+        by = approvals.decided_by(self.channel.config.kind, f"{name} ({who})" if name else who)
+        if chat.answer_permission(found["request_id"], option, dict(by)) is not None:
             found["who"] = ""
 
     async def _resolved(self, event: dict[str, Any]) -> None:
@@ -185,8 +200,9 @@ class Room:
         found = self.requests.pop(short, None)
         if found is None:
             return
-        names = {str(o["option_id"]): str(o.get("name") or o["option_id"])
-                 for o in found["options"]}  # fmt: skip
+        names = {
+            str(o["option_id"]): str(o.get("name") or o["option_id"]) for o in found["options"]
+        }
         choice = names.get(str(event.get("option_id")), "no answer (refused)")
         by = f" by {found['who']}" if found["who"] else " elsewhere"
         with contextlib.suppress(Exception):
@@ -198,17 +214,51 @@ class Room:
 class Channel:
     """A chat channel's conversations: one Room per chat, and the commands."""
 
-    def __init__(self, config: ChannelConfig, platform: Platform) -> None:
-        self.config, self.platform = config, platform
+    def __init__(
+        self,
+        config: ChannelConfig,
+        platform: Platform,
+        host: Any,
+        *,
+        now: Now = timezone.now,
+        retry: Retry = lambda: (RETRY_FIRST_S, RETRY_MAX_S),
+        changed: Callable[[], Any] | None = None,
+    ) -> None:
+        self.config = config
+        self.host = host  # the process host: the chat sessions this channel talks to
         self.clock = EditClock(platform.edit_every_s)
+        # What the conversation sends through: every message and edit is recorded in the
+        # outbox and delivered from there while the channel is connected (contract §17).
+        self.outbox = Outbox(
+            config.name,
+            platform,
+            self.clock,
+            now=now,
+            retry=retry,
+            changed=changed,
+            secrets=(config.token, config.app_token),
+        )
+        self.platform: Platform = self.outbox
         self.rooms: dict[str, Room] = {}
         self.tasks: set[asyncio.Task] = set()
         self.last_event_at: float | None = None
+        self.holding: set[str] = set()  # inbox events this run is handling now
 
     def spawn(self, coroutine: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(coroutine)
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
+
+    def answered_here(self, chat: str, event: str, session_id: str | None) -> bool:
+        """A turn's end is not news in a chat that follows the session (the answer is already
+        there, marked done): that chat — or a thread of it (Slack) — gets no "finished its
+        turn" notification on top (issue 33)."""
+        if event != "turn_ended" or not session_id or not chat:
+            return False
+        return any(
+            room.session_id == session_id and (key == chat or key.startswith(f"{chat}:"))
+            for key, room in self.rooms.items()
+        )
 
     async def room(self, chat: str) -> Room:
         if chat not in self.rooms:
@@ -227,38 +277,93 @@ class Channel:
     # --- what arrives --------------------------------------------------------------------
 
     async def on_message(self, message: Incoming) -> None:
-        first = await database_sync_to_async(store.event_take)(self.config.name, message.event_id)
-        if not first:
-            return  # redelivered: it was handled before
+        if message.event_id in self.holding:
+            return  # delivered again while this run still handles it
+        payload = inbox.payload_of(message)
+        state = await database_sync_to_async(store.event_take)(
+            self.config.name, message.event_id, payload
+        )
+        if state == "handled":
+            return  # redelivered: handed over before, or failed and recorded so
+        await self.take_in(message)
+
+    async def take_in(self, message: Incoming) -> None:
+        """Handle one message the inbox holds (new, or left unfinished by a run that stopped)."""
+        if message.event_id:
+            self.holding.add(message.event_id)
         self.last_event_at = time.time()
+        try:
+            await self._take_in(message)
+        except Exception as exc:
+            allowed = message.user in self.config.allowed_users
+            await self.failed(message.event_id, exc, tell=message.chat if allowed else "")
+
+    async def _take_in(self, message: Incoming) -> None:
+        # Who is asking comes first: nothing of a stranger's (their files) is fetched.
         if message.user not in self.config.allowed_users:
             await self.platform.send(message.chat, self._stranger(message.user))
+            await self.handed_over(message.event_id)
             return
         room = await self.room(message.chat)
         text = message.text.strip()
         if text.startswith("/"):
-            if (
-                commands.command_name(text) in commands.AT_ONCE
-            ):  # about the running turn: never behind it
-                self.spawn(self.command(room, text))
+            if commands.command_name(text) in commands.AT_ONCE:  # never behind the running turn
+                self.spawn(self.command_then_done(room, text, message.event_id))
             else:
-                room.prompts.put_nowait(("command", text))
+                room.prompts.put_nowait(("command", text, message.event_id))
             return
-        if message.files or message.too_large:
+        if message.files or message.skipped:
             text = await self._with_files(room, message, text)
             if text is None:
+                await self.handed_over(message.event_id)
                 return
         if text:
-            room.prompts.put_nowait(("prompt", text))
+            room.prompts.put_nowait(("prompt", text, message.event_id))
+        else:
+            await self.handed_over(message.event_id)
 
-    async def on_button(self, chat: str, user: str, data: str, event_id: str) -> None:
+    async def on_button(
+        self, chat: str, user: str, data: str, event_id: str, name: str = ""
+    ) -> None:
         first = await database_sync_to_async(store.event_take)(self.config.name, event_id)
         if not first or user not in self.config.allowed_users:
             return
-        match = re.fullmatch(r"p:([0-9a-f]+):(\d+)", data)
+        # Request ids are a uuid's hex, or `r<offset>` for an agent's held by the holder.
+        match = re.fullmatch(r"p:([0-9a-z]+):(\d+)", data)
         if match:
-            room = await self.room(chat)
-            await room.choose(match[1], int(match[2]), user)
+            try:
+                room = await self.room(chat)
+                await room.choose(match[1], int(match[2]), user, name)
+            except Exception as exc:
+                await self.failed(event_id, exc, tell=chat)
+
+    async def failed(self, event_id: str, exc: Exception, tell: str = "") -> None:
+        """Handling one event failed: it is recorded `failed` with the reason (so a copy sent
+        again is not handled again) and, when `tell` names the allowed sender's chat, they read
+        the reason in one line. Never raises: the events after this one must still be handled."""
+        reason = self._reason(exc)
+        unexpected = not isinstance(exc, FileNotReceived)
+        logger.warning(
+            "%s: event %s failed: %s", self.config.name, event_id, reason, exc_info=unexpected
+        )
+        try:
+            await database_sync_to_async(store.event_failed)(self.config.name, event_id, reason)
+            self.holding.discard(event_id)
+        except Exception:
+            logger.exception("%s: could not record event %s as failed", self.config.name, event_id)
+        if tell:
+            with contextlib.suppress(Exception):
+                line = f"That message did not reach the agent: {reason}"
+                await self.platform.send(tell, line[: self.platform.max_len])
+
+    def _reason(self, exc: Exception) -> str:
+        """The error in one line, without the channel's credentials (a Telegram file URL carries
+        the bot token; an error that quotes one must not put it in a chat or the database)."""
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        for secret in (self.config.token, self.config.app_token):
+            if secret:
+                text = text.replace(secret, "<token>")
+        return text[:300]
 
     def _stranger(self, user: str) -> str:
         return (
@@ -267,19 +372,21 @@ class Channel:
         )
 
     async def _with_files(self, room: Room, message: Incoming, text: str) -> str | None:
-        """Files go into the session's workspace under .svc-inbox/ and are named in the prompt."""
-        for name in message.too_large:
-            await room.say(f"{name} is larger than {self.config.kind} lets a bot download; "
-                           "it was not received.")  # fmt: skip
+        """Files go into the session's workspace under .svc-inbox/ and are named in the prompt.
+        A download that fails raises FileNotReceived: the message then does not reach the
+        agent at all (a prompt about a file it never got would mislead it)."""
+        for name, why in message.skipped:
+            await room.say(f"{name} was not received: {why}.")
         if not message.files:
             return text or None
+        fetched = [(item.name, await item.fetch()) for item in message.files]
         if room.live() is None and not room.session_id:
             await room.new_session()
         session = await database_sync_to_async(commands.session_row)(room.session_id)
         if session is None:
             await room.say("No session to receive files: send /new first.")
             return None
-        saved = await asyncio.to_thread(_save_files, Path(session.workspace), message.files)
+        saved = await asyncio.to_thread(_save_files, Path(session.workspace), tuple(fetched))
         listed = "\n".join(f"- {path}" for path in saved)
         return f"Files I sent you (in the workspace):\n{listed}" + (f"\n\n{text}" if text else "")
 
@@ -287,6 +394,25 @@ class Channel:
 
     async def command(self, room: Room, text: str) -> None:
         await commands.run(self, room, text)
+
+    async def command_then_done(self, room: Room, text: str, event_id: str) -> None:
+        await self.command(room, text)
+        await self.handed_over(event_id)
+
+    async def handed_over(self, event_id: str) -> None:
+        """The inbox event is handed over: marked done, and no longer held by this run."""
+        if not event_id:
+            return
+        await database_sync_to_async(store.event_done)(self.config.name, event_id)
+        self.holding.discard(event_id)
+
+    async def replay_unfinished(self, started: Any) -> int:
+        """What a run before `started` took in and never handed over, in order (contract §17)."""
+        left = await database_sync_to_async(store.events_unfinished)(self.config.name, started)
+        for entry in left:
+            if entry["event_id"] not in self.holding:
+                await self.take_in(inbox.incoming_of(entry))
+        return len(left)
 
 
 def _save_files(workspace: Path, files: tuple[tuple[str, bytes], ...]) -> list[str]:

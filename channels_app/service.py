@@ -3,15 +3,23 @@ the rows `/ws/channels` and `/api/channels` show."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from collections.abc import Callable, Hashable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from channels_app.config import ChannelError, parse
+from django.utils import timezone
+
+from channels_app import outbox
+from channels_app.config import ChannelConfig, ChannelError, parse
+from channels_app.conversation import Channel
+from channels_app.platform import Platform
 
 if TYPE_CHECKING:
-    from svcproject.runtime import Runtime
+    from core.runtime import Runtime
+    from core.supervisor import Supervisor
 
 STATUS_SHOWN = {"starting": "connecting"}  # §14 says what a person sees while it connects
 
@@ -21,58 +29,131 @@ def declared(settings: Any) -> dict[str, dict[str, Any]]:
     return {n: e for n, e in section.items() if isinstance(e, dict) and n != "web"}
 
 
-def build(name: str, raw: dict[str, Any]) -> Any:
+def build(name: str, raw: dict[str, Any], conversations: Channels) -> Any:
     config = parse(name, raw)
     if config.kind == "telegram":
         from channels_app.telegram import TelegramChannel
 
-        return TelegramChannel(config)
+        return TelegramChannel(config, conversations)
     from channels_app.slack import SlackChannel
 
-    return SlackChannel(config)
+    return SlackChannel(config, conversations)
 
 
 class ChannelService:
     list_name = "channels"
 
-    def __init__(self, runtime: Runtime, name: str) -> None:
-        self.runtime, self.name = runtime, name
+    def __init__(self, channels: Channels, name: str) -> None:
+        self.channels, self.name = channels, name
 
     def settings_key(self, settings: Any) -> Hashable:
         return json.dumps(declared(settings).get(self.name, {}), sort_keys=True)
 
     async def run(self, online: Callable[[str], None]) -> None:
-        from svcproject import config
+        from core import config
 
         raw = declared(config.current_settings()).get(self.name)
         if raw is None:
             raise ChannelError(f"channels.{self.name}: no longer in settings.json")
-        channel = build(self.name, raw)
-        self.runtime.channels.running[self.name] = channel
+        channel = build(self.name, raw, self.channels)
+        self.channels.running[self.name] = channel
         try:
             await channel.run(online)
         finally:
-            self.runtime.channels.running.pop(self.name, None)
+            self.channels.running.pop(self.name, None)
 
 
 class Channels:
-    """Every declared, enabled channel runs; the running ones are reachable for notifications."""
+    """Every declared, enabled channel runs; the running ones are reachable for notifications.
 
-    def __init__(self, runtime: Runtime) -> None:
-        self.runtime = runtime
+    A channel's conversation (its chats, the turns they follow, its outbox) lives here, not in
+    one run of its service: when the platform goes away and the service restarts, the chats
+    keep following their sessions and what they would have shown waits in the outbox, which
+    the next run delivers (contract §17). A changed configuration starts a new conversation."""
+
+    def __init__(self, supervisor: Supervisor, host: Any) -> None:
+        self.supervisor, self.host = supervisor, host
         self.running: dict[str, Any] = {}
+        self.conversations: dict[str, Channel] = {}
+        # The outbox's clock and its retry pace (channels_app/outbox.py); tests move them.
+        self.clock: Callable[[], datetime] = timezone.now
+        self.retry_first_s, self.retry_max_s = outbox.RETRY_FIRST_S, outbox.RETRY_MAX_S
+
+    def conversation(self, config: ChannelConfig, platform: Platform) -> Channel:
+        """The channel's conversation: the one it had, unless its settings changed."""
+        found = self.conversations.get(config.name)
+        if found is not None and found.config == config:
+            return found
+        if found is not None:
+            found.stop()
+        made = Channel(
+            config,
+            platform,
+            self.host,
+            now=lambda: self.clock(),
+            retry=lambda: (self.retry_first_s, self.retry_max_s),
+            changed=self._changed,
+        )
+        self.conversations[config.name] = made
+        return made
+
+    def _changed(self) -> None:
+        """An outbox row failed, or waits, or went through after waiting: /ws/channels re-sends."""
+        with contextlib.suppress(RuntimeError):  # no loop: nobody to tell
+            asyncio.get_running_loop().create_task(self.supervisor.publish("channels"))
+
+    def wake(self) -> None:
+        """Every outbox looks at what is due now (the clock was moved)."""
+        for conversation in self.conversations.values():
+            conversation.outbox.wake()
 
     async def apply(self, settings: Any) -> None:
-        supervisor = self.runtime.supervisor
+        supervisor = self.supervisor
         running = supervisor.names("channels")
         wanted = {n for n, e in declared(settings).items() if e.get("enabled", True) is not False}
         for name in sorted(running - wanted):
             await supervisor.remove(name)
+            if (gone := self.conversations.pop(name, None)) is not None:
+                gone.stop()
         for name in sorted(wanted - running):
-            await supervisor.add(ChannelService(self.runtime, name), settings)
+            await supervisor.add(ChannelService(self, name), settings)
+
+    def stop(self) -> None:
+        """At svc's stop: every conversation's rooms stop following their sessions."""
+        for conversation in self.conversations.values():
+            conversation.stop()
+        self.conversations.clear()
 
     def notifiers(self) -> list[Any]:
-        return [c for c in self.running.values() if c.config.notify_chat]
+        """Each declared, enabled channel with a notify_chat, running or not: a notification
+        made while its service reconnects waits for it (the notifier tries again)."""
+        from core import config
+
+        return [
+            ChannelNotifier(self, name)
+            for name, entry in sorted(declared(config.current_settings()).items())
+            if entry.get("enabled", True) is not False and entry.get("notify_chat")
+        ]
+
+
+class ChannelOffline(Exception):
+    """The channel is not connected now: a notification for it is tried again later."""
+
+
+class ChannelNotifier:
+    """A notification target for one channel (notifications_app/channel_target.py): its
+    running service's, or a passing failure while it is not running."""
+
+    def __init__(self, channels: Channels, name: str) -> None:
+        self.channels, self.name = channels, name
+
+    async def send_notification(
+        self, title: str, body: str, url: str, event: str = "", session_id: str | None = None
+    ) -> None:
+        running = self.channels.running.get(self.name)
+        if running is None:
+            raise ChannelOffline(f"channel {self.name} is not running")
+        await running.send_notification(title, body, url, event=event, session_id=session_id)
 
 
 def channel_rows(runtime: Runtime | None, settings: Any) -> list[dict[str, Any]]:
@@ -84,20 +165,37 @@ def channel_rows(runtime: Runtime | None, settings: Any) -> list[dict[str, Any]]
     chats = {}
     for row in ChannelChat.objects.values_list("channel", flat=True):
         chats[row] = chats.get(row, 0) + 1
-    rows = [{"name": "web", "kind": "web", "builtin": True, "enabled": True, "status": "online",
-             "detail": "the dashboard", "bot": None, "chats": None,
-             "last_event_at": None}]  # fmt: skip
+    rows = [
+        {
+            "name": "web",
+            "kind": "web",
+            "builtin": True,
+            "enabled": True,
+            "status": "online",
+            "detail": "the dashboard",
+            "bot": None,
+            "chats": None,
+            "last_event_at": None,
+        }
+    ]
     for name, entry in sorted(declared(settings).items()):
         state = states.get(name, {})
         channel = runtime.channels.running.get(name) if runtime else None
         last = getattr(getattr(channel, "channel", None), "last_event_at", None)
         status = state.get("status", "stopped" if entry.get("enabled", True) else "disabled")
-        rows.append({
-            "name": name, "kind": str(entry.get("kind", name)), "builtin": False,
-            "enabled": entry.get("enabled", True) is not False,
-            "status": STATUS_SHOWN.get(status, status), "detail": state.get("detail", ""),
-            "retry_in_s": state.get("retry_in_s"),
-            "bot": getattr(channel, "username", "") or None, "chats": chats.get(name, 0),
-            "last_event_at": datetime.fromtimestamp(last, UTC).isoformat() if last else None,
-        })  # fmt: skip
+        rows.append(
+            {
+                "name": name,
+                "kind": str(entry.get("kind", name)),
+                "builtin": False,
+                "enabled": entry.get("enabled", True) is not False,
+                "status": STATUS_SHOWN.get(status, status),
+                "detail": state.get("detail", ""),
+                "retry_in_s": state.get("retry_in_s"),
+                "bot": getattr(channel, "username", "") or None,
+                "chats": chats.get(name, 0),
+                "last_event_at": datetime.fromtimestamp(last, UTC).isoformat() if last else None,
+                "outbox": outbox.summary(name),  # what waits, what never arrived (§17)
+            }
+        )
     return rows

@@ -17,21 +17,53 @@ def chat_session_get(channel: str, chat: str) -> str:
 
 def chat_session_set(channel: str, chat: str, session_id: str) -> None:
     ChannelChat.objects.update_or_create(
-        channel=channel, chat_key=chat,
+        channel=channel,
+        chat_key=chat,
         defaults={"session_id": session_id, "updated_at": timezone.now()},
-    )  # fmt: skip
+    )
 
 
-def event_take(channel: str, event_id: str) -> bool:
-    """True the first time this platform event is seen (it is then recorded)."""
+def event_take(channel: str, event_id: str, payload: dict[str, Any] | None = None) -> str:
+    """Record a platform event as taken in: "new" the first time; "unfinished" when a run
+    took it before and never handed it over (it stopped first); "handled" when it is done or
+    failed. An event without an id is always "new"."""
     if not event_id:
-        return True
+        return "new"
     try:
         with transaction.atomic():
-            HandledEvent.objects.create(channel=channel, event_id=event_id)
+            HandledEvent.objects.create(channel=channel, event_id=event_id, payload=payload)
     except IntegrityError:
-        return False
-    return True
+        found = HandledEvent.objects.filter(channel=channel, event_id=event_id).first()
+        return "unfinished" if found and found.status == HandledEvent.TAKEN else "handled"
+    return "new"
+
+
+def event_done(channel: str, event_id: str) -> None:
+    """Handed over: a copy delivered again, or a replay, leaves it alone."""
+    if event_id:
+        HandledEvent.objects.filter(channel=channel, event_id=event_id).update(
+            status=HandledEvent.DONE, payload=None
+        )
+
+
+def events_unfinished(channel: str, before: Any) -> list[dict[str, Any]]:
+    """What a previous run took in and never handed over, oldest first: for the replay."""
+    rows = HandledEvent.objects.filter(
+        channel=channel, status=HandledEvent.TAKEN, at__lt=before, payload__isnull=False
+    ).order_by("at", "id")
+    return [{"event_id": row.event_id, **row.payload} for row in rows]
+
+
+def event_failed(channel: str, event_id: str, error: str) -> None:
+    """Record that handling this event failed, and why. It may not have been taken yet (it
+    failed before that): recording it now still keeps a redelivered copy from being handled."""
+    if not event_id:
+        return
+    HandledEvent.objects.update_or_create(
+        channel=channel,
+        event_id=event_id,
+        defaults={"status": HandledEvent.FAILED, "error": error[:500]},
+    )
 
 
 def chat_sessions(channel: str, chat: str) -> list[dict[str, Any]]:

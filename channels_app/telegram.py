@@ -11,16 +11,27 @@ update id is recorded before it is answered, so a redelivered update is never an
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from django.utils import timezone
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message, Update
-from telegram.error import BadRequest, InvalidToken, NetworkError
+from telegram.error import (
+    BadRequest,
+    InvalidToken,
+    NetworkError,
+    RetryAfter,
+    TelegramError,
+)
 
 from channels_app.config import ChannelConfig, ChannelError
-from channels_app.conversation import Channel
-from channels_app.platform import Buttons, Incoming
+from channels_app.platform import Buttons, FileNotReceived, InboxFile, Incoming
+
+if TYPE_CHECKING:
+    from channels_app.service import Channels as Conversations
 
 POLL_S = 20  # long-polling wait per getUpdates
 FILE_LIMIT = 20 * 1024 * 1024  # what the Bot API lets a bot download
@@ -49,23 +60,54 @@ class TelegramPlatform:
             if "not modified" not in str(exc).lower():
                 raise
 
+    def retry_in(self, exc: Exception) -> float | None:
+        """What the Bot API said, for the outbox: flood control's own wait; a network failure,
+        a timeout or a 5xx (python-telegram-bot's NetworkError) and a refused token (the
+        channel is down until it is fixed, not the message) are passing; a 400 (chat not
+        found, message to edit not found), a 403 (the bot was blocked) are final."""
+        if isinstance(exc, RetryAfter):
+            wait = exc.retry_after
+            return float(wait.total_seconds() if hasattr(wait, "total_seconds") else wait)
+        if isinstance(exc, BadRequest):  # a NetworkError subclass in python-telegram-bot
+            return None
+        if isinstance(exc, (NetworkError, InvalidToken, OSError, TimeoutError)):
+            return 0.0
+        return None
+
+
+async def _download(name: str, item: Any) -> bytes:
+    """getFile, then the file from `{api_base}/file/bot{token}/…`. The error a person reads
+    names the file and what Telegram said, never the URL (it carries the bot token)."""
+    try:
+        handle = await item.get_file()
+        return bytes(await handle.download_as_bytearray())
+    except TelegramError as exc:
+        raise FileNotReceived(
+            f"{name} could not be downloaded from Telegram ({exc.message}); send it again"
+        ) from exc
+
 
 def _keyboard(buttons: Buttons | None) -> InlineKeyboardMarkup | None:
     if not buttons:
         return None
-    return InlineKeyboardMarkup([[InlineKeyboardButton(label[:64], callback_data=data)]
-                                 for label, data in buttons])  # fmt: skip
+    return InlineKeyboardMarkup(
+        [[InlineKeyboardButton(label[:64], callback_data=data)] for label, data in buttons]
+    )
 
 
 class TelegramChannel:
-    def __init__(self, config: ChannelConfig) -> None:
+    def __init__(self, config: ChannelConfig, conversations: Conversations) -> None:
         base = config.api_base.rstrip("/")
         self.config = config
         self.bot = Bot(config.token, base_url=f"{base}/bot", base_file_url=f"{base}/file/bot")
-        self.channel = Channel(config, TelegramPlatform(self.bot))
+        self.platform = TelegramPlatform(self.bot)
+        # The conversation outlives this connection: a restart of the service (the Bot API
+        # away) keeps following the chats' turns into the outbox (contract §17).
+        self.channel = conversations.conversation(config, self.platform)
         self.username = ""
 
     async def run(self, online: Callable[[str], None]) -> None:
+        self.started = timezone.now()  # what the inbox holds from before is replayed
         try:
             await self.bot.initialize()  # getMe: a wrong token fails here
         except InvalidToken as exc:
@@ -80,9 +122,12 @@ class TelegramChannel:
             ) from exc
         self.username = self.bot.username or ""
         offset: int | None = None
+        delivering = None
         try:
             await self.bot.delete_webhook()  # getUpdates refuses to run beside a webhook
             online(f"@{self.username} (long polling)")
+            delivering = asyncio.ensure_future(self.channel.outbox.run(self.platform))
+            await self.channel.replay_unfinished(self.started)
             while True:
                 try:
                     updates = await self.bot.get_updates(offset=offset, timeout=POLL_S)
@@ -91,12 +136,24 @@ class TelegramChannel:
                         f"lost the Bot API at {self.config.api_base}: {exc}"
                     ) from exc
                 for update in updates:
+                    # Past it whatever happens: the next getUpdates confirms it to Telegram.
+                    # Sent again all the same (a restart first), it is recorded, so skipped.
                     offset = update.update_id + 1
-                    await self._take(update)
+                    await self._take_safely(update)
         finally:
-            self.channel.stop()
+            if delivering is not None:
+                delivering.cancel()
+                await asyncio.gather(delivering, return_exceptions=True)
             with contextlib.suppress(Exception):
                 await self.bot.shutdown()
+
+    async def _take_safely(self, update: Update) -> None:
+        """One update; what goes wrong with it stays with it (recorded `failed`), and the
+        getUpdates loop goes on: a crash here would restart the service into the same update."""
+        try:
+            await self._take(update)
+        except Exception as exc:
+            await self.channel.failed(f"u{update.update_id}", exc)
 
     async def _take(self, update: Update) -> None:
         event_id = f"u{update.update_id}"
@@ -106,13 +163,17 @@ class TelegramChannel:
                 await query.answer()
             if query.message is not None and query.data:
                 await self.channel.on_button(
-                    str(query.message.chat.id), str(query.from_user.id), query.data, event_id
+                    str(query.message.chat.id),
+                    str(query.from_user.id),
+                    query.data,
+                    event_id,
+                    name=_name_of(query.from_user),
                 )
             return
         message = update.message or update.edited_message
         if message is None or message.from_user is None:
             return
-        files, too_large = await self._files(message)
+        files, skipped = self._files(message)
         await self.channel.on_message(
             Incoming(
                 chat=str(message.chat.id),
@@ -120,11 +181,13 @@ class TelegramChannel:
                 text=message.text or message.caption or "",
                 event_id=event_id,
                 files=tuple(files),
-                too_large=tuple(too_large),
+                skipped=tuple(skipped),
             )
         )
 
-    async def _files(self, message: Message) -> tuple[list[tuple[str, bytes]], list[str]]:
+    def _files(self, message: Message) -> tuple[list[InboxFile], list[tuple[str, str]]]:
+        """The message's photo and document, to be downloaded only if the sender is allowed
+        (the conversation decides): nothing is fetched here."""
         wanted: list[tuple[str, Any, int]] = []
         if message.photo:
             largest = message.photo[-1]
@@ -133,21 +196,35 @@ class TelegramChannel:
             document = message.document
             name = document.file_name or f"document-{message.message_id}"
             wanted.append((name, document, document.file_size or 0))
-        files, too_large = [], []
+        files, skipped = [], []
         for name, item, size in wanted:
             if size > FILE_LIMIT:
-                too_large.append(name)
-                continue
-            handle = await item.get_file()
-            files.append((name, bytes(await handle.download_as_bytearray())))
-        return files, too_large
+                skipped.append((name, "it is larger than Telegram lets a bot download (20 MB)"))
+            else:
+                files.append(InboxFile(name, functools.partial(_download, name, item)))
+        return files, skipped
 
     @property
     def name(self) -> str:
         return self.config.name
 
-    async def send_notification(self, title: str, body: str, url: str) -> None:
-        """A notification (contract §15) to the channel's `notify_chat`."""
+    async def send_notification(
+        self, title: str, body: str, url: str, event: str = "", session_id: str | None = None
+    ) -> None:
+        """A notification (contract §15) to the channel's `notify_chat`, as plain text (no
+        parse_mode): nothing in a title or body can become a link whose label hides its
+        target, or any formatting, and a cut at 4,096 cannot break markup into a refused
+        message (docs/channels.md, "Notifications")."""
+        if self.channel.answered_here(self.config.notify_chat, event, session_id):
+            return
         if self.config.notify_chat:
             text = f"{title}\n{body}" + (f"\n{url}" if url else "")
-            await self.channel.platform.send(self.config.notify_chat, text[:4096])
+            # Straight to the Bot API: the notifier keeps its own delivery record and tries
+            # again while Telegram cannot be reached (notifications_app/hub.py).
+            await self.platform.send(self.config.notify_chat, text[:4096])
+
+
+def _name_of(user: Any) -> str:
+    """What Telegram calls a user, for the record of what they decided: @username, else their
+    name."""
+    return f"@{user.username}" if user.username else str(user.full_name or "")

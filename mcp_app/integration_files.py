@@ -17,7 +17,7 @@ from typing import Any
 import tomlkit
 from tomlkit.items import InlineTable, Table
 
-from svcproject import config
+from core import config
 
 # Outcomes of one edit.
 WRITTEN, UP_TO_DATE, REMOVED, ABSENT = "written", "up to date", "removed", "absent"

@@ -10,6 +10,7 @@ written / up to date / removed / skipped, and why — is what /api/integrations,
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -18,10 +19,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypedDict
 
+from core import config
 from mcp_app import integration_files as files
 from sessions_app import agents as agent_registry
-from svcproject import config
-from svcproject.runtime import current_or_none
 
 logger = logging.getLogger(__name__)
 SKILLS = ("svc", "svc-session", "svc-preview", "svc-md-preview")
@@ -226,14 +226,22 @@ def integrations_sync() -> Report:
             "skill_auto_install": settings.skill_auto_install,
             "agents": agents,
         }
-    if (runtime := current_or_none()) is not None:
-        runtime.integrations = report
+    _report_save(report)
     return report
 
 
+REPORT_FILE = "integrations.json"
+
+
+def _report_save(report: Report) -> None:
+    """The last report, kept in $SVC_HOME (0600): the API, the dashboard and the CLI (another
+    process) show what the daemon did last, not a sync of their own."""
+    config.atomic_write(config.svc_home() / REPORT_FILE, json.dumps(report, indent=2))
+
+
 def integrations_status() -> Report:
-    """The daemon's last sync report (syncing first when there is none, e.g. in the CLI)."""
-    runtime = current_or_none()
-    if runtime is not None and runtime.integrations is not None:
-        return runtime.integrations
-    return integrations_sync()
+    """The last sync report (syncing first when there is none yet)."""
+    try:
+        return json.loads((config.svc_home() / REPORT_FILE).read_text())
+    except (FileNotFoundError, ValueError):
+        return integrations_sync()

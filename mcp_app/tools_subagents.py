@@ -1,12 +1,13 @@
 """Subagent tools (contract §4): the synchronous halves. Starting and waiting happen on the event
-loop in mcp_app.server, through sessions_app.subagent_runs."""
+loop in mcp_app.server, through subagents_app.subagent_runs."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from sessions_app import selectors, subagents
-from svcproject.errors import DomainError
+from core.errors import DomainError
+from sessions_app import selectors
+from subagents_app import subagents
 
 _INFO_KEYS = ("id", "name", "agent", "session_id", "status", "workspace", "branch")
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from core import public_urls
+from core.errors import DomainError
+from core.runtime import current
 from previews_app import selectors as preview_selectors
 from previews_app import services as preview_services
 from sessions_app import selectors, services
-from svcproject.errors import DomainError
 
 
 def _caller_workspace(session_id: str | None) -> str:
@@ -41,4 +43,5 @@ def preview_publish(
     preview = preview_services.preview_publish(
         port=port, file=file, workspace=workspace, title=title or "", session_id=session_id
     )
-    return preview_selectors.preview_links(preview)
+    outside = public_urls.share_base(current().public_urls)
+    return preview_selectors.preview_links(preview, outside=outside)

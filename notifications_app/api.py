@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import binascii
 from typing import Any
-from urllib.parse import urlsplit
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
@@ -14,9 +13,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from notifications_app import selectors, webpush
+from core.errors import DomainError, NotFound
+from notifications_app import push_address, selectors, webpush
 from notifications_app.models import PushSubscription
-from svcproject.errors import DomainError, NotFound
 
 ENDPOINT_MAX = 2048
 
@@ -32,18 +31,13 @@ def _b64url(value: str, size: int, name: str) -> str:
 
 
 def _endpoint(value: str) -> str:
-    """A push service's URL: https, or http on 127.0.0.1 (a local push service, tests)."""
+    """A push service's https URL on public addresses (or a host the owner listed in
+    notifications.push_private_hosts): svc will POST there whenever anything is notified,
+    pairing requests from anyone included (push_address.py)."""
     try:
-        parts = urlsplit(value)
-        port = parts.port
-    except ValueError:
-        parts, port = None, None
-    loopback = parts is not None and parts.scheme == "http" and parts.hostname == "127.0.0.1"
-    if parts is None or not parts.hostname or not (parts.scheme == "https" or loopback):
-        raise DomainError("endpoint must be the subscription's https:// URL")
-    if parts.username or parts.password or port == 0:
-        raise DomainError("endpoint must be the subscription's https:// URL")
-    return value
+        return push_address.check_endpoint(value)
+    except push_address.AddressRefused as exc:
+        raise DomainError(str(exc)) from None
 
 
 class KeysIn(serializers.Serializer):

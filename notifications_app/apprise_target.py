@@ -53,8 +53,16 @@ class _Url:
                 f"notifications.urls[{self.index}] ({_scheme(self.url)}://…) is not a URL "
                 "Apprise knows"
             )
+        from apprise import NotifyFormat  # loaded by prepare(), off the loop
+
+        # Plain text, said explicitly: Apprise then escapes it for each service that reads HTML
+        # or Markdown (Telegram, Discord, e-mail …), so no text in a notification becomes a link
+        # or markup there. Without a format it passes the body through as it is.
         result = await self.service.async_notify(
-            body=message.text(), title=message.title, timeout=self.timeout_s
+            body=message.text(),
+            title=message.title,
+            body_format=NotifyFormat.TEXT,
+            timeout=self.timeout_s,
         )
         if not result:
             levels = ("WARNING", "ERROR", "CRITICAL")

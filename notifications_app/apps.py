@@ -4,3 +4,11 @@ from django.apps import AppConfig
 class NotificationsAppConfig(AppConfig):
     name = "notifications_app"
     verbose_name = "Notifications"
+
+    def ready(self) -> None:
+        """The notifications list; the notifier itself connects to the events it reports while
+        it runs (hub.Notifier.start)."""
+        from core import live
+        from notifications_app import selectors
+
+        live.register("notifications", lambda _: selectors.notification_list_dicts())

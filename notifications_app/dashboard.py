@@ -11,7 +11,7 @@ LIST_NAME = "notifications"
 
 
 async def publish(message: Message | None = None) -> None:
-    from sessions_app import lists
+    from core import live as lists
 
     await lists.abroadcast(LIST_NAME)
 

@@ -3,7 +3,9 @@ code where the event happens. Each returns at once and never raises into its cal
 coroutine to the runtime's notifier (`run_soon`), which reads what it needs (the session's name)
 and notifies on the event loop.
 
-This module is imported by the chat host at start-up, so it imports nothing heavy at the top.
+Each is a receiver of the signal its sender declares (sessions_app.signals,
+remote_app.signals), bound to the runtime's notifier, which connects them while it runs
+(`receivers()`, hub.Notifier.start); it imports nothing heavy at the top.
 """
 
 from __future__ import annotations
@@ -11,7 +13,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from core.devices import describe_device
+
+if TYPE_CHECKING:
+    from notifications_app.hub import Notifier
 
 logger = logging.getLogger(__name__)
 
@@ -20,24 +27,11 @@ logger = logging.getLogger(__name__)
 STOP_EXIT_CODES = (129, 137)
 
 
-def _soon(make: Callable[[], Awaitable[Any]]) -> None:
+def _soon(notifier: Notifier, make: Callable[[], Awaitable[Any]]) -> None:
     try:
-        from svcproject.runtime import current_or_none
-
-        runtime = current_or_none()
-        notifier = getattr(runtime, "notifier", None)
-        if notifier is not None:
-            notifier.run_soon(make)
+        notifier.run_soon(make)
     except Exception:
         logger.exception("could not hand a notification over")
-
-
-async def _notify(event: str, **fields: Any) -> None:
-    from svcproject.runtime import current_or_none
-
-    runtime = current_or_none()
-    if runtime is not None:
-        await runtime.notifier.notify(event, **fields)
 
 
 def _session_label(session_id: str) -> tuple[str, str, Any]:
@@ -61,37 +55,44 @@ async def _label(session_id: str) -> tuple[str, str, Any]:
 # --- the events ----------------------------------------------------------------------------------
 
 
-def permission_requested(session_id: str, agent: str, tool_call: dict[str, Any]) -> None:
+def permission_requested(
+    notifier: Notifier, session_id: str, agent: str, tool_call: dict[str, Any], **_: Any
+) -> None:
     """An agent asks to do something and waits for the answer."""
     what = str(tool_call.get("title") or tool_call.get("tool_kind") or "a tool call")[:150]
 
     async def make() -> None:
         label, _, _ = await _label(session_id)
-        await _notify(
-            "permission_requested", session_id=session_id, agent=agent,
+        await notifier.notify(
+            "permission_requested",
+            session_id=session_id,
+            agent=agent,
             title=f"{agent} asks permission: {what}",
             body=f"{label} waits for your answer: {what}",
-        )  # fmt: skip
+        )
 
-    _soon(make)
+    _soon(notifier, make)
 
 
-def turn_ended(session_id: str, agent: str, stop_reason: str) -> None:
+def turn_ended(notifier: Notifier, session_id: str, agent: str, stop_reason: str, **_: Any) -> None:
     """A chat turn ended while no client showed the session (`AcpSession.shown()`)."""
 
     async def make() -> None:
         label, _, _ = await _label(session_id)
         ended = "finished its turn" if stop_reason == "end_turn" else f"stopped ({stop_reason})"
-        await _notify(
-            "turn_ended", session_id=session_id, agent=agent, title=f"{agent} {ended}",
+        await notifier.notify(
+            "turn_ended",
+            session_id=session_id,
+            agent=agent,
+            title=f"{agent} {ended}",
             body=f"{label} waits for your next message.",
-        )  # fmt: skip
+        )
 
-    _soon(make)
+    _soon(notifier, make)
 
 
-async def session_exited(session_id: str) -> None:
-    """The runtime's session-exit hook: a session that failed or exited non-zero (its row is
+async def session_exited(notifier: Notifier, session_id: str, **_: Any) -> None:
+    """A session that failed or exited non-zero (its row is
     already marked) — unless svc's own stop ended it."""
 
     async def make() -> None:
@@ -103,21 +104,24 @@ async def session_exited(session_id: str) -> None:
         if not failed:
             return
         said = f"exited with code {code}" if code is not None else "failed"
-        await _notify(
-            "session_failed", session_id=session_id, agent=agent, title=f"{agent} {said}",
+        await notifier.notify(
+            "session_failed",
+            session_id=session_id,
+            agent=agent,
+            title=f"{agent} {said}",
             body=f"{label} {said}; its agent log is in svc's logs folder.",
-        )  # fmt: skip
+        )
 
-    _soon(make)
+    _soon(notifier, make)
 
 
-def subagent_turn_completed(turn_id: str) -> None:
+def subagent_turn_completed(notifier: Notifier, turn_id: str, **_: Any) -> None:
     """A subagent turn finished: every subagent has its report."""
 
     async def make() -> None:
         from asgiref.sync import sync_to_async
 
-        from sessions_app import subagents
+        from subagents_app import subagents
 
         turn = await sync_to_async(subagents.turn_snapshot)(turn_id)
         members = turn["subagents"]
@@ -128,26 +132,61 @@ def subagent_turn_completed(turn_id: str) -> None:
         parent = turn["parent_session_id"]
         label, agent, _ = await _label(parent) if parent else ("", "", None)
         agents = ", ".join(sorted({m["agent"] for m in members}))
-        await _notify(
-            "subagent_turn_completed", session_id=parent, agent=agent,
+        await notifier.notify(
+            "subagent_turn_completed",
+            session_id=parent,
+            agent=agent,
             title=f"{len(members)} subagent{'s' * (len(members) != 1)} finished ({tally})",
             body=(f"For {label}: " if label else "") + f"a {turn['mode']} turn of {agents} "
             "has ended; the reports are ready.",
-        )  # fmt: skip
+        )
 
-    _soon(make)
+    _soon(notifier, make)
 
 
-def pairing_requested(device: str, host: str) -> None:
-    """A browser asks to be paired (contract §13). The code is not in the notification: the
-    owner reads it on the device asking, which is what makes approving it safe."""
-    device = " ".join(device.split())[:120] or "an unknown browser"
+def pairing_requested(notifier: Notifier, device: str, host: str, **_: Any) -> None:
+    """A browser asks to be paired (contract §13). Anyone who reaches the tunnel can ask, as
+    often as they like, and writes the User-Agent and Host themselves: so at most one notice a
+    minute (hub.Coalesce), and nothing of theirs in it but a description picked from a fixed
+    list (`describe_device`) — `host` is left out. The code is not in it either: the owner reads
+    it on the device asking, which is what makes approving it safe."""
+    described = describe_device(device)
 
     async def make() -> None:
-        await _notify(
-            "pairing_requested", title="A device asks to pair with svc",
-            body=f"{device} via {host or 'a tunnel'}: enter the code it shows on the "
-            "dashboard or with `manage.py pair CODE` within a minute.",
-        )  # fmt: skip
+        # Decided before the first await: the loop runs one of these at a time.
+        held = notifier.pairing_notices.admit()
+        if held is None:
+            return
+        await notifier.notify(
+            "pairing_requested",
+            title="A device asks to pair with svc",
+            body=f"Browser, as it describes itself: {described}. If this is you, enter the code "
+            "it shows on the dashboard or with `manage.py pair CODE` within a minute; if not, "
+            "ignore it: nothing is paired without that code." + _held_back(held),
+        )
 
-    _soon(make)
+    _soon(notifier, make)
+
+
+def _held_back(held: int) -> str:
+    """How many were held back: exact up to 99, so a count is never a code-sized number."""
+    if not held:
+        return ""
+    if held > 99:
+        return " More than 99 pairing requests came since the last notice."
+    return f" {held} more pairing request{'s' * (held != 1)} came since the last notice."
+
+
+def receivers() -> list[tuple[Any, Callable[..., Any]]]:
+    """(signal, receiver) for every event the notifier hears of; the apps declare the signals
+    (sessions_app.signals, remote_app.signals), the notifier connects to them while it runs."""
+    from remote_app import signals as remote
+    from sessions_app import signals as sessions
+
+    return [
+        (sessions.permission_requested, permission_requested),
+        (sessions.turn_ended, turn_ended),
+        (sessions.session_exited, session_exited),
+        (sessions.subagent_turn_completed, subagent_turn_completed),
+        (remote.pairing_requested, pairing_requested),
+    ]

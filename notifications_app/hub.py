@@ -1,8 +1,14 @@
 """The notifier (contract §15): one per runtime. `notify()` records a notification with one
 delivery row per target in one transaction, then delivers to each target in a task of its own —
-a bounded number of attempts, each within a time limit, so a slow or failing target never delays
-another. Each delivery ends `sent` or `failed` once; nothing is ever sent again: deliveries a
-stopped svc left `pending` are marked `failed` at the next start, never retried.
+a few quick attempts, each within a time limit, so a slow or failing target never delays
+another. Each delivery ends `sent` or `failed` once.
+
+The delivery rows are its outbox (contract §17, "Nothing sent to svc is lost"): a target that
+could not be reached (no connection, no answer, a 5xx, a chat channel reconnecting) keeps its
+delivery `pending`, tried again later (`next_at`: 5 s doubling to 5 min) — by this run or, after a
+restart, by the next — until it goes through or, 24 h after it was made, is `failed` with the
+last error. A target that refused the message (a 4xx, a subscription gone, a URL Apprise does
+not know) fails at once.
 
 Hooks anywhere in svc (a permission request, a turn's end, a pairing request) call
 `run_soon()` through notifications_app.events: it returns at once, from the event loop's thread
@@ -14,13 +20,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import logging
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from channels.db import database_sync_to_async
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from notifications_app import apprise_target, channel_target, dashboard, webpush
@@ -28,7 +38,6 @@ from notifications_app.targets import Message, Permanent, Target, one_line
 
 if TYPE_CHECKING:
     from notifications_app.models import Notification, PushSubscription
-    from svcproject.runtime import Runtime
 
 logger = logging.getLogger(__name__)
 
@@ -43,8 +52,12 @@ ATTEMPTS = 3
 ATTEMPT_TIMEOUT_S = 10.0
 PREPARE_TIMEOUT_S = 30.0  # loading a target's library, once per delivery, before its attempts
 BACKOFF_S = (1.0, 3.0)  # before the 2nd and the 3rd attempt
+RETRY_FIRST_S = 5.0  # then, while the target cannot be reached: one attempt after this …
+RETRY_MAX_S = 300.0  # … doubling up to this, …
+EXPIRE = timedelta(hours=24)  # … for at most this long after the notification (contract §17)
 KEEP = 1000  # notifications kept; older ones (and their deliveries) are deleted at start
-STOPPED = "svc stopped before delivering"
+# Anyone who reaches the tunnel can start a pairing: at most one pairing notice per window.
+PAIRING_WINDOW_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -56,7 +69,7 @@ class NotifySettings:
 def read_settings() -> NotifySettings:
     """settings.json `notifications`, read leniently: svc's settings check does not know this
     section, so what is malformed here is logged (events) or becomes a failed delivery (urls)."""
-    from svcproject import config
+    from core import config
 
     section = config.current_settings().raw.get("notifications", {})
     if not isinstance(section, dict):
@@ -71,44 +84,91 @@ def read_settings() -> NotifySettings:
     return NotifySettings(frozenset(events) & set(EVENTS), section.get("urls", []))
 
 
-def link(session_id: str | None) -> str:
+def link(session_id: str | None, online: Mapping[str, str]) -> str:
     """The session in the dashboard: on the tunnel's public URL while one is online."""
-    from remote_app.public import share_base
-    from svcproject import config
+    from core import config
+    from core.public_urls import share_base
 
-    base = share_base() or f"http://127.0.0.1:{config.svc_port()}"
+    base = share_base(online) or f"http://127.0.0.1:{config.svc_port()}"
     return f"{base}/#session={session_id}" if session_id else f"{base}/"
 
 
-class Notifier:
-    def __init__(self, runtime: Runtime) -> None:
-        from notifications_app import events
+class Coalesce:
+    """At most one notice per `window_s`, counting the ones held back. `admit()` decides in one
+    synchronous step on the runtime's loop, so two requests arriving together (each on its own
+    request thread) cannot both pass. `clock` and `last` may be moved by tests."""
 
-        self.runtime = runtime
+    def __init__(self, window_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.window_s, self.clock = window_s, clock
+        self.last: float | None = None
+        self.held = 0
+
+    def admit(self) -> int | None:
+        """None: hold this one back. Else how many were held back since the last notice."""
+        now = self.clock()
+        if self.last is not None and now - self.last < self.window_s:
+            self.held += 1
+            return None
+        held, self.last, self.held = self.held, now, 0
+        return held
+
+
+class Notifier:
+    def __init__(
+        self, channel_notifiers: Callable[[], list[Any]], online: Mapping[str, str]
+    ) -> None:
+        self.channel_notifiers = channel_notifiers  # the chat channels to notify (contract §14)
+        self.online = online  # tunnel name → public URL: links go out on it (contract §13)
+        self.loop: asyncio.AbstractEventLoop | None = None
         self.attempts = ATTEMPTS
         self.attempt_timeout_s = ATTEMPT_TIMEOUT_S
         self.backoff_s: tuple[float, ...] = BACKOFF_S
+        self.retry_first_s, self.retry_max_s = RETRY_FIRST_S, RETRY_MAX_S
+        self.clock: Callable[[], datetime] = timezone.now  # tests move it (the 24 h)
         self._tasks: set[asyncio.Task] = set()
+        self._delivering: set[int] = set()  # delivery ids with an attempt under way
+        self._wake = asyncio.Event()
+        self._retrying: asyncio.Task | None = None  # the loop that tries waiting deliveries
         self._running = False
-        runtime.on_session_exit(events.session_exited)  # session_failed
+        self.pairing_notices = Coalesce(PAIRING_WINDOW_S)  # events.pairing_requested
 
     # --- start and stop ------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """What a previous run left pending failed with it (never re-sent); the VAPID key exists
-        from here on, so browsers can subscribe."""
-        if swept := await database_sync_to_async(_sweep)():
-            logger.info("%d notification deliveries were cut off when svc stopped", swept)
+        """The VAPID key exists from here on, so browsers can subscribe; what a previous run
+        left pending is tried again (the retry loop's first pass)."""
+        self.loop = asyncio.get_running_loop()
+        await database_sync_to_async(_sweep)()
         await asyncio.to_thread(webpush.vapid)
         self._running = True
+        self._listen(True)
+        self._wake = asyncio.Event()
+        self._retrying = self._spawn(self._retry_loop)
 
     async def stop(self) -> None:
+        """Deliveries under way are cut off and stay pending: the next run tries them."""
+        self._listen(False)
         self._running = False
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        await database_sync_to_async(_sweep)()
+
+    def wake(self) -> None:
+        """Look at the waiting deliveries now (tests moved the clock)."""
+        self._wake.set()
+
+    def _listen(self, on: bool) -> None:
+        """Hear of the events it reports (contract §15) while running: each receiver bound to
+        this notifier, so a test's second runtime never reports through the first."""
+        from notifications_app import events
+
+        for signal, receiver in events.receivers():
+            uid = f"notifier.{id(self)}.{receiver.__name__}"
+            if on:
+                signal.connect(functools.partial(receiver, self), weak=False, dispatch_uid=uid)
+            else:
+                signal.disconnect(dispatch_uid=uid)
 
     # --- from anywhere ---------------------------------------------------------------------------
 
@@ -116,7 +176,7 @@ class Notifier:
         """Run the coroutine `make()` on the runtime's loop, from its thread or another one;
         returns at once and never raises. Nothing runs before start or after stop."""
         try:
-            loop = self.runtime.loop
+            loop = self.loop
             if loop is None or loop.is_closed() or not self._running:
                 return
             try:
@@ -130,15 +190,16 @@ class Notifier:
         except Exception:
             logger.exception("could not schedule a notification")
 
-    def _spawn(self, make: Callable[[], Awaitable[Any]]) -> None:
+    def _spawn(self, make: Callable[[], Awaitable[Any]]) -> asyncio.Task | None:
         if not self._running:
-            return
+            return None
         # A fresh context: the task must not keep (or act in) its caller's, a request's.
         task = asyncio.get_running_loop().create_task(
             self._guarded(make), context=contextvars.Context()
         )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     @staticmethod
     async def _guarded(make: Callable[[], Awaitable[Any]]) -> None:
@@ -148,16 +209,23 @@ class Notifier:
             logger.exception("a notification could not be made")
 
     async def wait_idle(self) -> None:
-        """Until every delivery under way has ended (tests; a quiet shutdown)."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        """Until every delivery under way has had its attempts (tests; a quiet shutdown): sent,
+        failed, or waiting to be tried again."""
+        while busy := [t for t in self._tasks if t is not self._retrying]:
+            await asyncio.gather(*busy, return_exceptions=True)
 
     # --- notify --------------------------------------------------------------------------------
 
     async def notify(
-        self, event: str, *, session_id: str | None = None, agent: str = "", title: str,
-        body: str, url: str = "",
-    ) -> dict[str, Any] | None:  # fmt: skip
+        self,
+        event: str,
+        *,
+        session_id: str | None = None,
+        agent: str = "",
+        title: str,
+        body: str,
+        url: str = "",
+    ) -> dict[str, Any] | None:
         """Record `event` and deliver it to every target; returns the notification (None when
         `notifications.events` leaves it out or svc is not running)."""
         if event not in EVENTS:
@@ -166,41 +234,70 @@ class Notifier:
         if not self._running or event not in settings.events:
             return None
         fields = {
-            "event": event, "session_id": session_id, "agent": agent[:64], "title": title[:200],
-            "body": body, "url": url or link(session_id),
-        }  # fmt: skip
-        before = _unique(dashboard.targets() + channel_target.targets(self.runtime))
+            "event": event,
+            "session_id": session_id,
+            "agent": agent[:64],
+            "title": title[:200],
+            "body": body,
+            "url": url or link(session_id, self.online),
+        }
+        before = _unique(dashboard.targets() + channel_target.targets(self.channel_notifiers))
         after = apprise_target.targets(settings.urls, self.attempt_timeout_s)
         notification, subscriptions, rows = await database_sync_to_async(_record)(
             fields, [t.key for t in before], [t.key for t in after]
         )
         targets = before + webpush.targets(subscriptions, self.attempt_timeout_s) + after
         message = Message(id=str(notification.id), **fields)
+        made = notification.created_at
         for target in targets:
-            self._spawn(lambda t=target: self._deliver(rows[t.key], t, message))
+            self._delivering.add(rows[target.key])
+            self._spawn(lambda t=target: self._deliver(rows[t.key], t, message, made))
         return notification.to_dict()
 
-    async def _deliver(self, delivery_id: int, target: Target, message: Message) -> None:
-        """One target: up to `attempts` tries, each within `attempt_timeout_s`, a pause between
-        them; the row ends `sent` or `failed`."""
-        attempt, error = 0, target.problem
+    async def _deliver(
+        self,
+        delivery_id: int,
+        target: Target,
+        message: Message,
+        made: datetime,
+        done: int = 0,
+        tries: int | None = None,
+    ) -> None:
+        """One target: up to `tries` attempts (the first time `attempts`, later one), each
+        within `attempt_timeout_s`, a pause between them. The row ends `sent`, `failed`
+        (refused; or 24 h after `made`), or stays `pending` with the time of its next try."""
+        try:
+            await self._attempts(delivery_id, target, message, made, done, tries or self.attempts)
+        finally:
+            self._delivering.discard(delivery_id)
+
+    async def _attempts(
+        self,
+        delivery_id: int,
+        target: Target,
+        message: Message,
+        made: datetime,
+        done: int,
+        tries: int,
+    ) -> None:
+        attempt, error, final = done, target.problem, bool(target.problem)
         if not error and target.prepare is not None:
             try:
                 async with asyncio.timeout(PREPARE_TIMEOUT_S):
                     await target.prepare()
             except Exception as exc:
-                error = f"could not prepare: {one_line(exc)}"
+                error, final = f"could not prepare: {one_line(exc)}", True
         ready = not error and target.send is not None
-        while ready and attempt < self.attempts:
-            if attempt:
+        while ready and attempt < done + tries:
+            if attempt > done:
                 await database_sync_to_async(_attempted)(delivery_id, attempt, error)
-                await asyncio.sleep(self.backoff_s[min(attempt, len(self.backoff_s)) - 1])
+                await asyncio.sleep(self.backoff_s[min(attempt - done, len(self.backoff_s)) - 1])
             attempt += 1
             try:
                 async with asyncio.timeout(self.attempt_timeout_s):
                     await target.send(message)
             except Permanent as exc:
-                error = one_line(exc)
+                error, final = one_line(exc), True
                 break
             except TimeoutError:
                 error = f"no answer within {self.attempt_timeout_s:g} s"
@@ -209,13 +306,101 @@ class Notifier:
             else:
                 await self._finish(delivery_id, "sent", attempt, "")
                 return
+        error = error or "not delivered"
+        now = self.clock()
+        if not final and now - made < EXPIRE:
+            wait = min(self.retry_first_s * 2 ** max(attempt - self.attempts, 0), self.retry_max_s)
+            await database_sync_to_async(_postponed)(
+                delivery_id, attempt, error, now + timedelta(seconds=wait)
+            )
+            self.wake()  # the retry loop sees its time
+            if attempt == self.attempts:  # once, when it starts to wait
+                logger.info("notification %s to %s waits: %s", message.event, target.key, error)
+                await self._published()
+            return
+        if not final:
+            error = one_line(f"not delivered within 24 h: {error}")
         logger.warning("notification %s to %s failed: %s", message.event, target.key, error)
-        await self._finish(delivery_id, "failed", attempt, error or "not delivered")
+        await self._finish(delivery_id, "failed", attempt, error)
 
     async def _finish(self, delivery_id: int, status: str, attempts: int, error: str) -> None:
         await database_sync_to_async(_ended)(delivery_id, status, attempts, error)
+        await self._published()
+
+    @staticmethod
+    async def _published() -> None:
         with contextlib.suppress(Exception):  # the list shows the outcome; best effort
             await dashboard.publish()
+
+    # --- the waiting deliveries ----------------------------------------------------------------
+
+    async def _retry_loop(self) -> None:
+        """Try each waiting delivery when its time comes; the first pass after start, every
+        delivery a previous run left pending."""
+        first = True
+        while self._running:
+            self._wake.clear()
+            try:
+                soonest = await self._retry_due(first)
+            except Exception:  # the database, for a moment: never the notifier's end
+                logger.exception("could not read the waiting notification deliveries")
+                soonest = 5.0
+            first = False
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), soonest)
+
+    async def _retry_due(self, first: bool) -> float:
+        now = self.clock()
+        due, soonest = await database_sync_to_async(_waiting)(now, first)
+        if due:
+            settings = await asyncio.to_thread(read_settings)
+            subscriptions = await database_sync_to_async(_subscriptions)()
+            for row in due:
+                if row["id"] in self._delivering:
+                    continue
+                target = self._target(row["target"], settings, subscriptions)
+                message = Message(**row["message"])
+                self._delivering.add(row["id"])
+                self._spawn(
+                    lambda r=row, t=target, m=message: self._retry(r["id"], t, m, r["made"])
+                )
+        return 60.0 if soonest is None else max((soonest - now).total_seconds(), 0.05)
+
+    async def _retry(self, delivery_id: int, target: Target, message: Message, made: Any) -> None:
+        """One more attempt, unless the row went through or failed since it was read."""
+        try:
+            attempts = await database_sync_to_async(_still_pending)(delivery_id)
+        except BaseException:
+            self._delivering.discard(delivery_id)
+            raise
+        if attempts is None:
+            self._delivering.discard(delivery_id)
+            return
+        await self._deliver(delivery_id, target, message, made, done=attempts, tries=1)
+
+    def _target(self, key: str, settings: NotifySettings, subscriptions: dict[int, Any]) -> Target:
+        """The target a delivery row names, as it is now: a channel, a push subscription, an
+        Apprise URL by its index — or, when it is no longer there, a target that fails at once
+        saying so."""
+        kind, _, rest = key.partition(":")
+        found: list[Target] = []
+        if kind == "dashboard":
+            found = dashboard.targets()
+        elif kind == "channel":
+            found = channel_target.targets(self.channel_notifiers)
+        elif kind == "webpush" and rest.isdigit() and int(rest) in subscriptions:
+            found = webpush.targets([subscriptions[int(rest)]], self.attempt_timeout_s)
+        elif kind == "apprise":
+            found = apprise_target.targets(settings.urls, self.attempt_timeout_s)
+        for target in found:
+            if target.key == key:
+                return target
+        gone = {
+            "channel": f"channel {rest} no longer has a notify_chat in settings.json",
+            "webpush": "the browser's push subscription was removed",
+            "apprise": f"notifications.urls[{rest}] is no longer in settings.json",
+        }
+        return Target(key, problem=gone.get(kind, f"no target {key!r}"))
 
 
 def _unique(targets: list[Target]) -> list[Target]:
@@ -255,20 +440,68 @@ def _ended(delivery_id: int, status: str, attempts: int, error: str) -> None:
     from notifications_app.models import Delivery
 
     Delivery.objects.filter(pk=delivery_id, status="pending").update(
-        status=status, attempts=attempts, error=error, updated_at=timezone.now()
+        status=status, attempts=attempts, error=error, next_at=None, updated_at=timezone.now()
     )
+
+
+def _postponed(delivery_id: int, attempts: int, error: str, next_at: datetime) -> None:
+    from notifications_app.models import Delivery
+
+    Delivery.objects.filter(pk=delivery_id, status="pending").update(
+        attempts=attempts, error=error, next_at=next_at, updated_at=timezone.now()
+    )
+
+
+def _still_pending(delivery_id: int) -> int | None:
+    """The attempts made so far, or None when it went through or failed meanwhile."""
+    from notifications_app.models import Delivery
+
+    row = Delivery.objects.filter(pk=delivery_id, status="pending").values("attempts").first()
+    return None if row is None else int(row["attempts"])
+
+
+def _waiting(now: datetime, first: bool) -> tuple[list[dict[str, Any]], datetime | None]:
+    """The pending deliveries whose time has come, each with its notification, and the soonest
+    time of the others. The first pass after start takes every pending delivery: those a
+    stopped run cut off mid-attempt (no `next_at`), and those that waited — svc starting again
+    is as good a moment as any to find a target back."""
+    from notifications_app.models import Delivery
+
+    pending = Delivery.objects.filter(status="pending")
+    due_now = Q() if first else Q(next_at__lte=now)
+    rows = pending.filter(due_now).select_related("notification").order_by("id")[:200]
+    due = [
+        {
+            "id": row.pk,
+            "target": row.target,
+            "made": row.created_at,
+            "message": {
+                "id": str(row.notification.id),
+                "event": row.notification.event,
+                "session_id": row.notification.session_id,
+                "agent": row.notification.agent,
+                "title": row.notification.title,
+                "body": row.notification.body,
+                "url": row.notification.url,
+            },
+        }
+        for row in rows
+    ]
+    later = pending.filter(next_at__gt=now).order_by("next_at").values_list("next_at", flat=True)
+    return due, later.first()
+
+
+def _subscriptions() -> dict[int, Any]:
+    from notifications_app.models import PushSubscription
+
+    return {row.pk: row for row in PushSubscription.objects.all()}
 
 
 @transaction.atomic
-def _sweep() -> int:
-    """Deliveries still pending belong to a run that ended: failed, never sent again. The
-    oldest notifications beyond KEEP go."""
-    from notifications_app.models import Delivery, Notification
+def _sweep() -> None:
+    """The oldest notifications beyond KEEP go, with their deliveries."""
+    from notifications_app.models import Notification
 
-    swept = Delivery.objects.filter(status="pending").update(
-        status="failed", error=STOPPED, updated_at=timezone.now()
-    )
     old = Notification.objects.order_by("-created_at").values_list("pk", flat=True)[KEEP:]
     if old_ids := list(old[:10_000]):
         Notification.objects.filter(pk__in=old_ids).delete()
-    return swept

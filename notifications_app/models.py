@@ -49,6 +49,11 @@ class Notification(models.Model):
 
 
 class Delivery(models.Model):
+    """One notification to one target: the notifier's outbox (contract §17). `pending` while it
+    is being sent or waits (`next_at`) for a target that could not be reached; `sent` once; or
+    `failed` — the target refused it, or 24 h after `created_at` it still could not be reached.
+    Pending rows outlive a restart of svc: the next run goes on trying them."""
+
     class Status(models.TextChoices):
         PENDING = "pending"
         SENT = "sent"
@@ -62,6 +67,9 @@ class Delivery(models.Model):
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
     attempts = models.PositiveSmallIntegerField(default=0)
     error = models.CharField(max_length=300, blank=True)  # one line, never a URL's secrets
+    created_at = models.DateTimeField(default=timezone.now)
+    # When a delivery that could not reach its target is tried again (None: being sent now).
+    next_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -80,6 +88,8 @@ class Delivery(models.Model):
             "status": self.status,
             "attempts": self.attempts,
             "error": self.error,
+            "created_at": _iso(self.created_at),
+            "next_at": _iso(self.next_at) if self.status == self.Status.PENDING else None,
             "updated_at": _iso(self.updated_at),
         }
 

@@ -30,9 +30,14 @@ class Message:
     def payload(self) -> dict[str, Any]:
         """What a browser's service worker gets (Web Push) — the same fields the list shows."""
         return {
-            "id": self.id, "event": self.event, "session_id": self.session_id,
-            "agent": self.agent, "title": self.title, "body": self.body, "url": self.url,
-        }  # fmt: skip
+            "id": self.id,
+            "event": self.event,
+            "session_id": self.session_id,
+            "agent": self.agent,
+            "title": self.title,
+            "body": self.body,
+            "url": self.url,
+        }
 
     def text(self) -> str:
         """The body with the link, for targets that show plain text (chat apps, Apprise)."""

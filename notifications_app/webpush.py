@@ -5,6 +5,10 @@ The VAPID key pair is made the first time svc starts (or first needs it) and kep
 `$SVC_HOME/vapid_private.pem` (0600): browsers subscribe to one application server key, so it
 must outlive restarts. A push service answering 404 or 410 says the browser dropped the
 subscription: it is deleted, and that delivery fails without a retry.
+
+Every send goes through `push_connect.PushSession`: the endpoint's host is resolved and checked
+again as svc connects (public addresses only, or a host in `notifications.push_private_hosts`),
+and no redirect is followed — an endpoint is a URL someone else chose (push_address.py).
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ from typing import TYPE_CHECKING
 
 from channels.db import database_sync_to_async
 
+from core import config
+from notifications_app import push_address
 from notifications_app.targets import Message, Permanent, Target
-from svcproject import config
 
 if TYPE_CHECKING:
     from py_vapid import Vapid02
@@ -90,9 +95,12 @@ def targets(subscriptions: list[PushSubscription], timeout_s: float) -> list[Tar
 
 
 async def _prepare() -> None:
-    """pywebpush (with requests and http_ece, ~0.1 s) and the key, loaded off the loop."""
+    """pywebpush (with requests and http_ece, ~0.1 s) and aiohttp, the key and the TLS trust
+    store, loaded off the loop."""
     await asyncio.to_thread(importlib.import_module, "pywebpush")
+    await asyncio.to_thread(importlib.import_module, "notifications_app.push_connect")
     await asyncio.to_thread(vapid)
+    await asyncio.to_thread(push_address.tls_context)
 
 
 def _forget(subscription_id: int) -> None:
@@ -109,22 +117,33 @@ def _sender(subscription: PushSubscription, timeout_s: float):  # type: ignore[n
     subscription_id = subscription.pk
 
     async def send(message: Message) -> None:
+        import aiohttp
         import pywebpush  # loaded by _prepare
+
+        from notifications_app import push_connect
 
         payload = message.payload()
         payload["body"] = payload["body"][:BODY_MAX]
         try:
-            await pywebpush.webpush_async(
-                subscription_info=info,
-                data=json.dumps(payload),
-                vapid_private_key=vapid(),
-                vapid_claims={"sub": CLAIMS_SUB},  # aud (the endpoint's origin) and exp added
-                content_encoding="aes128gcm",
-                timeout=timeout_s,
-                ttl=TTL_S,
-                # A retry replaces a copy the push service still holds (RFC 8030 §5.4).
-                headers={"Topic": message.id.replace("-", "")[:32]},
-            )
+            async with await push_connect.session() as session:
+                await pywebpush.webpush_async(
+                    subscription_info=info,
+                    data=json.dumps(payload),
+                    vapid_private_key=vapid(),
+                    vapid_claims={"sub": CLAIMS_SUB},  # aud (the endpoint's origin) and exp added
+                    content_encoding="aes128gcm",
+                    timeout=timeout_s,
+                    ttl=TTL_S,
+                    # A retry replaces a copy the push service still holds (RFC 8030 §5.4).
+                    headers={"Topic": message.id.replace("-", "")[:32]},
+                    aiohttp_session=session,  # type: ignore[arg-type]  # pywebpush calls post only
+                )
+        except push_address.AddressRefused as exc:  # an IP literal or an http:// endpoint
+            raise Permanent(f"not sent: {exc}") from None
+        except aiohttp.ClientConnectorError as exc:  # a name resolved to nothing allowed
+            if isinstance(exc.os_error, push_address.AddressRefused):
+                raise Permanent(f"not sent: {exc.os_error}") from None
+            raise
         except pywebpush.WebPushException as exc:
             status = getattr(getattr(exc, "response", None), "status", None)
             if status in (404, 410):  # gone: the browser unsubscribed, or it expired
@@ -142,6 +161,8 @@ def _failure(exc: Exception, status: int | None) -> Exception:
     browser's capability URL)."""
     if status is None:
         return Permanent(f"could not send: {getattr(exc, 'message', exc)}")
+    if 300 <= status < 400:  # a redirect could point anywhere: never followed
+        return Permanent(f"the push service answered {status}, a redirect; svc follows none")
     if 400 <= status < 500 and status not in (408, 429):
         return Permanent(f"the push service refused the message ({status})")
     return RuntimeError(f"the push service answered {status}")

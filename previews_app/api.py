@@ -11,6 +11,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core import public_urls
+from core.runtime import current
 from previews_app import selectors, services
 from previews_app.models import Preview
 
@@ -26,7 +28,8 @@ class PreviewIn(serializers.Serializer):
 
 def preview_json(preview: Preview, request: Request) -> dict[str, Any]:
     base = request.build_absolute_uri("/").rstrip("/")
-    return {**preview.to_dict(), **selectors.preview_urls(preview, base)}
+    outside = public_urls.share_base(current().public_urls)
+    return {**preview.to_dict(), **selectors.preview_urls(preview, base, outside)}
 
 
 class PreviewListView(APIView):

@@ -20,10 +20,11 @@ from urllib.parse import parse_qsl, quote, urlencode
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
+from core import auth, browser, config
+from core.asgi_helpers import fetch_metadata, send_under
+from core.runtime import current
 from previews_app import grants, origin, pages, proxy, selectors, services, shares, wsproxy
 from previews_app.models import Preview
-from remote_app.gate import fetch_metadata
-from svcproject import auth, browser, config
 
 _PATH = re.compile(r"^/preview/(?P<which>[us])/(?P<slug>[^/]+)(?P<rest>/.*)?$")
 _READ_METHODS = ("GET", "HEAD")
@@ -91,12 +92,12 @@ class PreviewRouter:
                 return
             # Whole, as the owner sees it — but sandboxed through a tunnel whose browser gives no
             # Fetch Metadata (plain http): there the remote session could not be kept from a
-            # same-origin page any other way (remote_app.gate.fetch_metadata).
+            # same-origin page any other way (core.asgi_helpers.fetch_metadata).
             target.sandboxed = scope.get("svc_remote", False) and not fetch_metadata(scope)
             if preview.share_expires_at is not None:
                 left = (preview.share_expires_at - self.clock()).total_seconds()
                 target.seconds_left = max(left, 0.0)
-            await proxy.forward(scope, receive, send, target)
+            await proxy.forward(scope, receive, send, target, current().previews)
 
 
 def _host(headers: dict[bytes, bytes]) -> str:
@@ -113,20 +114,6 @@ async def send_to_share(scope: dict, send: Callable, share: str) -> None:
     """A root-relative request made by a shared page (`/app.js`, `/@vite/client`, `/api/…`):
     the same path under its share (307, so the method and body stay what they were)."""
     await send_under(scope, send, f"/preview/s/{share}")
-
-
-async def send_under(scope: dict, send: Callable, base: str) -> None:
-    """307 to this request's own path and query under `base` (a share's or, through a tunnel,
-    an owner preview's path), for the page that made it (its Referer said so)."""
-    raw = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
-    query = scope.get("query_string", b"").decode("latin-1")
-    location = f"{base}{raw}" + (f"?{query}" if query else "")
-    await send({
-        "type": "http.response.start", "status": 307,
-        "headers": [(b"location", location.encode("latin-1")), (b"cache-control", b"no-store"),
-                    (b"vary", b"referer")],
-    })  # fmt: skip
-    await send({"type": "http.response.body", "body": b""})
 
 
 async def md_entry(scope: dict, receive: Callable, send: Callable, app: Callable) -> None:
@@ -227,13 +214,13 @@ async def owner_entry(
         path = target.path.decode("latin-1") + ("?" + query if query else "")
         await wsproxy.forward_ws(scope, receive, send, preview.port, path)
     elif via == "header":
-        await proxy.forward(scope, receive, send, target)
+        await proxy.forward(scope, receive, send, target, current().previews)
     elif via == "remote":
         # Through a tunnel there is one host name, so no preview origin of its own: the page is
         # served in place, whole (not sandboxed), and what keeps it from the paired session is
         # the page key only svc's dashboard holds (docs/remote.md).
         target.sandboxed = not fetch_metadata(scope)
-        await proxy.forward(scope, receive, send, target)
+        await proxy.forward(scope, receive, send, target, current().previews)
     elif scope["method"] in _READ_METHODS:
         await _send_to_origin(scope, send, slug, rest or "/", headers)
     else:
@@ -246,6 +233,6 @@ async def _send_to_origin(
     """303 to the preview's own origin with a one-time grant; `next` keeps path and query."""
     query = _query_without_token(scope)
     following = quote(rest, safe="/%:@!$&'()*+,;=-._~") + (f"?{query}" if query else "")
-    grant = grants.grant_issue(slug)
+    grant = grants.grant_issue(current().preview_grants, slug)
     location = origin.origin_url(slug, _browser_port(headers, scope)) + origin.GRANT_PATH
     await pages.send_redirect(send, location + "?" + urlencode({"g": grant, "next": following}))

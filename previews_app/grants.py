@@ -3,7 +3,8 @@
 The owner's cookie lives on svc's origin and is never sent to `{slug}.localhost`, so the owner is
 handed across with a one-time grant: a random id, valid GRANT_SECONDS, usable once, bound to one
 slug. Redeeming it sets `svc_preview`, a cookie signed with svc's secret, host-only on that preview
-origin and naming that slug only. Grants live in the runtime's memory (svcproject.onetime).
+origin and naming that slug only. Grants live in the runtime's memory (core.onetime): the ASGI
+entry hands the store in.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ import hmac
 
 from django.core import signing
 
-from svcproject import config
-from svcproject.onetime import OneTimeGrants
+from core import config
+from core.onetime import OneTimeGrants
 
 GRANT_SECONDS = 60
 COOKIE_NAME = "svc_preview"
@@ -21,19 +22,13 @@ COOKIE_SECONDS = 12 * 3600
 _SALT = "previews.origin-cookie"
 
 
-def _grants() -> OneTimeGrants:
-    from svcproject.runtime import current
-
-    return current().preview_grants
+def grant_issue(grants: OneTimeGrants, slug: str) -> str:
+    return grants.issue(slug)
 
 
-def grant_issue(slug: str) -> str:
-    return _grants().issue(slug)
-
-
-def grant_redeem(grant: str, slug: str) -> bool:
+def grant_redeem(grants: OneTimeGrants, grant: str, slug: str) -> bool:
     """True once for a live grant issued for `slug`; every later or foreign use is False."""
-    redeemed = _grants().redeem(grant)
+    redeemed = grants.redeem(grant)
     return redeemed is not None and hmac.compare_digest(redeemed, slug)
 
 

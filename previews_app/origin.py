@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from http.cookies import CookieError, SimpleCookie
 from urllib.parse import parse_qs, quote
 
 from asgiref.sync import sync_to_async
 
+from core import auth, browser
+from core.asgi_helpers import cookie_in
+from core.runtime import current
 from previews_app import grants, pages, proxy, selectors, services, wsproxy
 from previews_app.models import Preview
-from svcproject import auth, browser
 
 GRANT_PATH = "/__svc_preview/grant"
 _LABEL = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
@@ -41,13 +42,7 @@ def origin_url(slug: str, port: int) -> str:
 
 
 def _cookie(headers: dict[bytes, bytes]) -> str:
-    jar = SimpleCookie()
-    try:
-        jar.load(headers.get(b"cookie", b"").decode("latin-1"))
-    except CookieError:
-        return ""
-    morsel = jar.get(grants.COOKIE_NAME)
-    return morsel.value if morsel else ""
+    return cookie_in(headers.get(b"cookie", b"").decode("latin-1"), grants.COOKIE_NAME)
 
 
 def _is_owner(headers: dict[bytes, bytes], slug: str) -> bool:
@@ -67,7 +62,8 @@ def _safe_next(values: list[str]) -> str:
 
 async def _redeem(scope: dict, send: Callable, slug: str, headers: dict[bytes, bytes]) -> None:
     query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-    if not grants.grant_redeem((query.get("g") or [""])[0], slug):
+    store = current().preview_grants
+    if not grants.grant_redeem(store, (query.get("g") or [""])[0], slug):
         await pages.send_page(send, "grant", headers)
         return
     cookie = grants.set_cookie_header(slug)
@@ -116,7 +112,7 @@ async def serve(scope: dict, receive: Callable, send: Callable, slug: str) -> No
         public_base=f"http://{host}",
         on_svc_origin=False,
     )
-    await proxy.forward(scope, receive, send, target)
+    await proxy.forward(scope, receive, send, target, current().previews)
 
 
 async def _refuse(scope: dict, send: Callable, kind: str, headers: dict[bytes, bytes]) -> None:

@@ -41,8 +41,27 @@ _DROP_REQUEST = _HOP_BY_HOP | {
     b"referer",
     b"expect",
 }
-# What a path-mounted (svc-origin) response may not do to svc's own origin.
-_DROP_ON_SVC_ORIGIN = frozenset({b"set-cookie", b"clear-site-data", b"service-worker-allowed"})
+# What a path-mounted (svc-origin) response may not do to svc's own origin. Through a tunnel a
+# previewed page is same-origin with the remote dashboard, which holds the page key: the two must
+# never share a browsing-context group. The dashboard sends COOP `same-origin`; a page allowed to
+# send the same value would be grouped with it when it calls `window.open('/')` and could read its
+# DOM (docs/remote.md). So no isolation header of the page's own reaches the browser there (COOP,
+# COEP and their report-only forms, Document-Isolation-Policy, Origin-Agent-Cluster), nor a
+# worker scope wider than its own folder, a cookie, a wipe of svc's storage, or a prerender rule.
+_DROP_ON_SVC_ORIGIN = frozenset(
+    {
+        b"set-cookie",
+        b"clear-site-data",
+        b"service-worker-allowed",
+        b"cross-origin-opener-policy",
+        b"cross-origin-opener-policy-report-only",
+        b"cross-origin-embedder-policy",
+        b"cross-origin-embedder-policy-report-only",
+        b"document-isolation-policy",
+        b"origin-agent-cluster",
+        b"speculation-rules",
+    }
+)
 SANDBOX_CSP = b"sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads"
 
 
@@ -57,7 +76,7 @@ class Target:
     on_svc_origin: bool  # shares (and header-auth owner requests) live on svc's own origin
     seconds_left: float | None = None  # a share's remaining life: long streams end with it
     # Shares render as the owner sees them: no sandbox (it would break storage, module scripts
-    # and more) — on svc's origin a page holds no credential of svc's (svcproject.browser).
+    # and more) — on svc's origin a page holds no credential of svc's (core.browser).
     sandboxed: bool = True
 
 
@@ -83,12 +102,6 @@ class PreviewClient:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
-
-
-def _previews() -> PreviewClient:
-    from svcproject.runtime import current
-
-    return current().previews
 
 
 def strip_svc_cookies(value: str) -> str:
@@ -192,11 +205,10 @@ def _has_body(headers: dict[bytes, bytes]) -> bool:
 
 
 async def _open(
-    scope: dict, body: RequestBody | None, target: Target, headers: list
+    scope: dict, body: RequestBody | None, target: Target, headers: list, previews: PreviewClient
 ) -> httpx.Response:
     """Send to loopback; the address that answered last time first. Node's `localhost` often
     means ::1 only, Python's http.server 0.0.0.0: both have to work."""
-    previews = _previews()
     hosts = sorted(LOOPBACK, key=lambda h: h != previews.preferred_host.get(target.port))
     last_error: Exception | None = None
     for host in hosts:
@@ -218,13 +230,16 @@ async def _open(
     raise last_error or httpx.ConnectError("no loopback address answered")
 
 
-async def forward(scope: dict, receive: Callable, send: Callable, target: Target) -> None:
+async def forward(
+    scope: dict, receive: Callable, send: Callable, target: Target, previews: PreviewClient
+) -> None:
+    """Relay one request to the dev server through `previews` (the runtime's pooled client)."""
     raw_headers = list(scope.get("headers") or [])
     header_map = dict(raw_headers)
     body = RequestBody(receive) if _has_body(header_map) else None
     headers = upstream_headers(raw_headers, target)
     try:
-        response = await _open(scope, body, target, headers)
+        response = await _open(scope, body, target, headers, previews)
     except httpx.TransportError:  # refused, reset, or hung up before answering
         await pages.send_page(send, "unreachable", header_map, head=scope["method"] == "HEAD")
         return

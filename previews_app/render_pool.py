@@ -13,8 +13,8 @@ import threading
 from collections import OrderedDict
 from multiprocessing.pool import Pool
 
+from core import config
 from previews_app import markdown
-from svcproject import config
 
 _CACHE_SIZE = 32
 
@@ -66,9 +66,3 @@ class RenderPool:
                 self._pool.terminate()
                 self._pool.join()
                 self._pool = None
-
-
-def render(text: str, version: str) -> tuple[str, str]:
-    from svcproject.runtime import current
-
-    return current().render.render(text, version)

@@ -8,8 +8,8 @@ from urllib.parse import urlsplit
 
 from django.utils import timezone
 
+from core import browser, config
 from previews_app.models import Preview
-from svcproject import browser, config
 
 ShareState = Literal["ok", "expired", "missing"]
 
@@ -44,18 +44,16 @@ def share_lookup(share_slug: str, now: datetime | None = None) -> tuple[ShareSta
     return "ok", preview
 
 
-def preview_urls(preview: Preview, base: str) -> dict[str, str | None]:
+def preview_urls(preview: Preview, base: str, outside: str | None = None) -> dict[str, str | None]:
     """Absolute URLs. Owner URLs are on the dashboard host, where the owner's browser session
     is; the share URL on `base` (e.g. http://127.0.0.1:8000), since it needs no login — or, while
-    a tunnel is online, on its public URL, with the loopback one as `local_share_url` (§13)."""
-    from remote_app import public
-
+    a tunnel is online, on its public URL `outside`, with the loopback one as `local_share_url`
+    (§13)."""
     owner = browser.browser_base(urlsplit(base).port)
     if preview.kind == Preview.Kind.FILE:
         return {"owner_url": f"{owner}/md-preview/{preview.slug}", "share_url": None}
     path = f"/preview/s/{preview.share_slug}/" if preview.share_slug else None
     local = f"{base}{path}" if path else None
-    outside = public.share_base()
     return {
         "owner_url": f"{owner}/preview/u/{preview.slug}/",
         "share_url": f"{outside}{path}" if outside and path else local,
@@ -63,11 +61,13 @@ def preview_urls(preview: Preview, base: str) -> dict[str, str | None]:
     }
 
 
-def preview_links(preview: Preview, base: str = "") -> dict[str, str | None]:
+def preview_links(
+    preview: Preview, base: str = "", outside: str | None = None
+) -> dict[str, str | None]:
     """What the MCP tools answer: `preview` → slug, owner_url, share_url, share_expires_at;
     `md_preview` → slug, owner_url. `base` defaults to svc's loopback address."""
     base = base or f"http://127.0.0.1:{config.svc_port()}"
-    urls = preview_urls(preview, base)
+    urls = preview_urls(preview, base, outside)
     links: dict[str, str | None] = {"slug": preview.slug, "owner_url": urls["owner_url"]}
     if preview.kind == Preview.Kind.PORT:
         expires = preview.share_expires_at

@@ -17,9 +17,9 @@ from pathlib import Path
 from django.db import transaction
 from django.utils import timezone
 
+from core import config, errors
+from core.errors import DomainError
 from previews_app.models import Preview
-from svcproject import config, errors
-from svcproject.errors import DomainError
 
 SHARE_SECONDS = 600
 DENIED_PORTS = frozenset(

@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 
 from asgiref.sync import sync_to_async
 
+from core import browser
 from previews_app import selectors
-from svcproject import browser
 
 _SHARE_PATH = re.compile(r"^/preview/s/(?P<share>[0-9a-f]{32})(?:/|$)")
 _LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]", "::1")
@@ -58,3 +58,10 @@ async def referring_share(scope: dict, now: datetime) -> str | None:
         return None
     state, _ = await sync_to_async(selectors.share_lookup)(share, now)
     return share if state == "ok" else None
+
+
+async def is_share_read(scope: dict) -> bool:
+    """Whether a live share's page made this root-relative read (the remote gate asks)."""
+    from django.utils import timezone
+
+    return await referring_share(scope, timezone.now()) is not None

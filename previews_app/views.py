@@ -16,6 +16,7 @@ from pathlib import Path
 from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_safe
 
+from core.runtime import current
 from previews_app import files, markdown, render_pool, selectors
 
 _CODE_CSS = markdown.code_css()
@@ -55,7 +56,7 @@ def _not_found(message: str) -> HttpResponse:
 def _page(title: str, name: str, base: str, text: str, version: str) -> tuple[str, str]:
     nonce = secrets.token_urlsafe(16)
     try:
-        body, toc = render_pool.render(text, version)
+        body, toc = current().render.render(text, version)
     except render_pool.RenderTimeout:
         seconds = f"{render_pool.render_seconds():g}"
         body = f"<p><strong>svc stopped rendering this file after {seconds} s.</strong></p>"

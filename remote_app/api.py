@@ -9,12 +9,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from remote_app import pairing
-from svcproject.errors import Forbidden, NotFound
+from core import public_urls as public
+from core.errors import Forbidden, NotFound
+from remote_app import pairing, selectors
 
 
 def _runtime():  # type: ignore[no-untyped-def]
-    from svcproject.runtime import current
+    from core.runtime import current
 
     return current()
 
@@ -45,6 +46,26 @@ class PairingApproveView(APIView):
         return Response({"approved": True, **approved.to_dict()})
 
 
+class PairingInviteView(APIView):
+    """POST: an invite link for one browser (contract §13; docs/remote.md "Invites"): whoever
+    opens it within INVITE_SECONDS is paired without a code. Made on the machine only."""
+
+    def post(self, request: Request) -> Response:
+        if getattr(request._request, "svc_auth_via", "") == "remote":
+            raise Forbidden("invite phones from svc's own machine (dashboard, svc pair --invite)")
+        invite = pairing.invite_issue()
+        base = public.share_base(_runtime().public_urls)
+        return Response(
+            {
+                "url": f"{base}/pair#invite={invite.secret}" if base else None,
+                "invite": invite.secret,
+                "expires_in": invite.expires_in,
+                "hint": None if base else "no tunnel is online: start one, then make the invite",
+            },
+            status=status.HTTP_201_CREATED,
+        )
+
+
 class PairingDetailView(APIView):
     def delete(self, request: Request, device_id: str) -> Response:
         if not pairing.device_revoke(device_id):
@@ -62,19 +83,15 @@ class PairingDenyView(APIView):
 
 class TunnelListView(APIView):
     def get(self, request: Request) -> Response:
-        from sessions_app import selectors
-
-        return Response(selectors.tunnel_list_dicts())
+        return Response(selectors.tunnel_list_dicts(_runtime()))
 
 
 class TunnelActionView(APIView):
     def post(self, request: Request, name: str, action: str) -> Response:
-        from sessions_app import selectors
-
         tunnels = _runtime().tunnels
         try:
             async_to_sync(tunnels.start if action == "start" else tunnels.stop)(name)
         except KeyError:
             raise NotFound(f"no tunnel {name!r} in settings.json") from None
-        row = next(r for r in selectors.tunnel_list_dicts() if r["name"] == name)
+        row = next(r for r in selectors.tunnel_list_dicts(_runtime()) if r["name"] == name)
         return Response(row)

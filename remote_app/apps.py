@@ -1,6 +1,31 @@
+from typing import Any
+
 from django.apps import AppConfig
+
+
+def _mirror(settings: Any, **_: Any) -> None:
+    from remote_app import mirrors
+
+    mirrors.tunnels_sync(settings)
+
+
+def _end_devices(**_: Any) -> None:
+    """Paired devices were granted under the old owner token: they end with it."""
+    from remote_app import pairing
+
+    pairing.devices_end_all()
 
 
 class RemoteAppConfig(AppConfig):
     name = "remote_app"
     verbose_name = "Remote access"
+
+    def ready(self) -> None:
+        from core import live, signals
+        from remote_app import selectors
+        from remote_app.models import Tunnel
+
+        signals.settings_mirrored.connect(_mirror, dispatch_uid="remote_app.mirror")
+        signals.tokens_rotated.connect(_end_devices, dispatch_uid="remote_app.tokens")
+        live.register("tunnels", selectors.tunnel_list_dicts, models=(Tunnel,))
+        live.register("pairings", lambda _: selectors.pairing_list_dicts())

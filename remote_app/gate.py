@@ -14,22 +14,29 @@ import contextlib
 import hmac
 import json
 import re
-from collections.abc import Callable
-from http.cookies import CookieError, SimpleCookie
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from channels.db import database_sync_to_async
-from django.utils import timezone
 
+from core.asgi_helpers import cookie, header, own_origin, send_under
+from core.devices import describe_device
 from remote_app import pairing
-from remote_app.routes import PAGE_KEY_HEADER, PAGE_KEY_PROTOCOL, REMOTE_COOKIE, route_of
+from remote_app.routes import (
+    MAIN_PORT_ONLY,
+    PAGE_KEY_HEADER,
+    PAGE_KEY_PROTOCOL,
+    REMOTE_COOKIE,
+    remote_write_allowed,
+    route_of,
+)
 
 _UNSAFE = ("POST", "PUT", "PATCH", "DELETE")
 
 
 def remote_port() -> int:
-    from svcproject.runtime import current_or_none
+    from core.runtime import current_or_none
 
     runtime = current_or_none()
     return runtime.remote_port if runtime is not None else 0
@@ -38,37 +45,6 @@ def remote_port() -> int:
 def is_remote(scope: dict) -> bool:
     port = remote_port()
     return bool(port) and (scope.get("server") or (None, None))[1] == port
-
-
-def header(scope: dict, name: bytes) -> str:
-    for key, value in scope.get("headers") or []:
-        if key == name:
-            return value.decode("latin-1")
-    return ""
-
-
-def cookie(scope: dict, name: str = REMOTE_COOKIE) -> str:
-    jar = SimpleCookie()
-    try:
-        jar.load(header(scope, b"cookie"))
-    except CookieError:
-        return ""
-    morsel = jar.get(name)
-    return morsel.value if morsel else ""
-
-
-def own_origin(scope: dict, origin: str) -> bool:
-    """`origin` is this request's own: http(s) and exactly the Host it was sent to."""
-    parts = urlsplit(origin)
-    host = header(scope, b"host").lower()
-    return parts.scheme in ("http", "https") and bool(host) and parts.netloc.lower() == host
-
-
-def fetch_metadata(scope: dict) -> bool:
-    """The browser sent Fetch Metadata: it does in a secure context (https, or a loopback host)
-    and nowhere else. There, a same-origin script's reads of `/` are told apart from the
-    dashboard's own load; without it, previews are served sandboxed (docs/remote.md)."""
-    return bool(header(scope, b"sec-fetch-mode") or header(scope, b"sec-fetch-site"))
 
 
 def without_tokens(scope: dict) -> dict:
@@ -81,9 +57,19 @@ def without_tokens(scope: dict) -> dict:
     return scope
 
 
+async def _no_share(scope: dict) -> bool:
+    return False
+
+
 class RemoteGate:
-    def __init__(self, app: Callable) -> None:
+    """`is_share_read(scope)` says whether a root-relative read was made by a shared page (the
+    previews app knows; the composition root hands it over, svcproject/asgi.py)."""
+
+    def __init__(
+        self, app: Callable, is_share_read: Callable[[dict], Awaitable[bool]] = _no_share
+    ) -> None:
         self.app = app
+        self.is_share_read = is_share_read
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         if scope["type"] not in ("http", "websocket") or not is_remote(scope):
@@ -94,21 +80,22 @@ class RemoteGate:
         if route == "refused":
             await refuse(scope, send, 404, "not_found", "not served on svc's remote listener")
             return
-        if route in ("open", "pairing"):
+        if route == "open":
             await self.app(scope, receive, send)
             return
-        device = await database_sync_to_async(pairing.device_for_cookie)(cookie(scope))
+        found = cookie(scope, REMOTE_COOKIE)
+        device = await database_sync_to_async(pairing.device_for_cookie)(found)
         if device is not None:
             scope["svc_device"], scope["svc_page_key"] = device.id, device.page_key
-        if route == "dashboard":
+            # How the device is named where it acted (an approval's `who`): fixed words only.
+            scope["svc_device_name"] = describe_device(device.device)
+        if route in ("dashboard", "pairing"):  # the pairing page asks whether it is paired
             await self.app(scope, receive, send)  # the dashboard, or the pairing page
         elif route == "paired":
             await self.paired(scope, receive, send, device)
-        elif await _share_read(scope):
+        elif await self.is_share_read(scope):
             await self.app(scope, receive, send)
         elif device is not None and (preview := _owner_preview_referrer(scope)):
-            from previews_app.asgi import send_under
-
             await send_under(scope, send, f"/preview/u/{preview}")
         else:
             await refuse(scope, send, 404, "not_found", "not served on svc's remote listener")
@@ -129,6 +116,9 @@ class RemoteGate:
                     scope, send, 403, "page_key", "only svc's dashboard page may call this"
                 )
                 return
+        if not is_ws and not remote_write_allowed(scope["method"], scope["path"]):
+            await refuse(scope, send, 403, "main_port_only", MAIN_PORT_ONLY)
+            return
         if is_ws:
             await self.watched_socket(scope, receive, send, device.id)
         else:
@@ -137,7 +127,7 @@ class RemoteGate:
     async def watched_socket(self, scope: dict, receive: Callable, send: Callable, device: str):
         """A remote WebSocket that closes (4401) the moment its device is revoked or the tokens
         rotate, whatever the consumer is doing."""
-        from svcproject.runtime import current
+        from core.runtime import current
 
         protocol = next(
             (p for p in scope.get("subprotocols") or [] if p.startswith(PAGE_KEY_PROTOCOL)), None
@@ -183,12 +173,6 @@ def _page_key(scope: dict) -> str:
                 return protocol[len(PAGE_KEY_PROTOCOL) :]
         return ""
     return header(scope, PAGE_KEY_HEADER)
-
-
-async def _share_read(scope: dict) -> bool:
-    from previews_app import shares
-
-    return await shares.referring_share(scope, timezone.now()) is not None
 
 
 _OWNER_PREVIEW = re.compile(r"^/preview/u/(?P<slug>[^/]+)/")

@@ -27,13 +27,14 @@ class PairingRequest(models.Model):
     host = models.CharField(max_length=300, blank=True)  # the Host it asked through
     created_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()
-    status = models.CharField(max_length=16, default="pending")  # pending|approved|denied
+    status = models.CharField(max_length=16, default="pending")  # pending|approved|denied|expired
     approved_via = models.CharField(max_length=32, blank=True)
     # The device made on approval; its cookie is handed to the first status call that sees it.
     paired = models.OneToOneField(
         "PairedDevice", null=True, blank=True, on_delete=models.CASCADE, related_name="request"
     )
     cookie_sent = models.BooleanField(default=False)
+    invited = models.BooleanField(default=False)  # opened an invite: approved, counts nowhere
 
     class Meta:
         ordering = ["created_at"]
@@ -85,3 +86,42 @@ class WrongPairingCode(models.Model):
 
     at = models.DateTimeField(default=timezone.now, db_index=True)
     surface = models.CharField(max_length=32, blank=True)
+
+
+class PairingInvite(models.Model):
+    """An invite to pair one browser, made by the owner on a trusted surface: the browser that
+    opens its link is paired without a code (docs/remote.md). Only the secret's hash is kept."""
+
+    secret_hash = models.CharField(max_length=64, primary_key=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+
+
+class Tunnel(models.Model):
+    name = models.CharField(max_length=64, primary_key=True)
+    kind = models.CharField(max_length=32, blank=True)
+    target_port = models.PositiveIntegerField(null=True, blank=True)
+    public_url = models.CharField(max_length=2048, blank=True)
+    status = models.CharField(max_length=32, default="stopped")
+    pid = models.IntegerField(null=True, blank=True)
+    config = models.JSONField(default=dict, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "sessions_app_tunnel"
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "target_port": self.target_port,
+            "public_url": self.public_url,
+            "status": self.status,
+            "pid": self.pid,
+            "updated_at": _iso(self.updated_at),
+        }

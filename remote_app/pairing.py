@@ -17,16 +17,21 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from notifications_app import events as notices
-from remote_app.models import PairedDevice, PairingRequest, WrongPairingCode
-from svcproject import config
-from svcproject.errors import DomainError
+from core import config
+from core.errors import DomainError
+from remote_app import signals
+from remote_app.models import PairedDevice, PairingInvite, PairingRequest, WrongPairingCode
 
 CODE_SECONDS = 60
 DELIVER_SECONDS = 60  # an approved request's cookie may still be fetched this long after expiry
 WRONG_CODES_PER_MINUTE = 10  # more than this → 429 (contract §11)
 IDLE_DAYS = 7
-MAX_PENDING = 32  # open requests at once: pairing pages are unauthenticated
+# Pairing pages are unauthenticated, so what strangers can start is bounded: at most this many
+# requests wait at once (a new one drops the oldest), and at most this many start a minute.
+# The owner always gets through with an invite made on the machine (docs/remote.md).
+MAX_PENDING = 8
+STARTS_PER_MINUTE = 30
+INVITE_SECONDS = 600
 TOUCH_EVERY_S = 60  # last_seen is written at most this often per device
 
 
@@ -42,8 +47,18 @@ class TooManyWrongCodes(PairingError):
     status, code = 429, "too_many_wrong_codes"
 
 
-class TooManyPending(PairingError):
-    status, code = 429, "too_many_pending"
+class TooManyStarts(PairingError):
+    status, code = 429, "too_many_pairing_requests"
+
+
+class BadInvite(PairingError):
+    status, code = 403, "bad_invite"
+
+
+INVITE_HINT = (
+    "on svc's own machine, make an invite (dashboard: Remote, Invite a phone; or `svc pair "
+    "--invite`) and open its link here"
+)
 
 
 @dataclass(frozen=True)
@@ -54,13 +69,31 @@ class Started:
 
 
 def _broadcast() -> None:
-    from sessions_app import lists
+    from core import live as lists
 
     lists.broadcast_on_commit("pairings")
 
 
 def cookie_hash(value: str) -> str:
     return hashlib.sha256(value.encode()).hexdigest()
+
+
+def _cookie_mac(ident: str) -> str:
+    key = hmac.new(config.current_auth().owner_token.encode(), b"svc-remote-cookie", "sha256")
+    return hmac.new(key.digest(), ident.encode(), "sha256").hexdigest()[:32]
+
+
+def new_cookie() -> str:
+    """A device's cookie: a random id and its MAC under a key derived from the owner token, so
+    the remote listener can refuse a made-up cookie's request body before reading it, without
+    the database (svcproject.admission); the database still decides whether it is paired."""
+    ident = secrets.token_urlsafe(24)
+    return f"{ident}.{_cookie_mac(ident)}"
+
+
+def cookie_signed(value: str) -> bool:
+    ident, _, mac = (value or "").partition(".")
+    return bool(ident and mac) and hmac.compare_digest(mac.encode(), _cookie_mac(ident).encode())
 
 
 def token_fingerprint() -> str:
@@ -86,20 +119,80 @@ def _new_code() -> str:
 
 
 @transaction.atomic
-def pair_start(device: str, host: str) -> Started:
+def pair_start(device: str, host: str, invite: str = "") -> Started:
+    """A pairing request. With an invite made on the machine, it is approved at once and counts
+    against no limit; without one, it waits for its code to be entered on a trusted surface."""
     _expired_sweep()
-    if PairingRequest.objects.filter(status="pending").count() >= MAX_PENDING:
-        raise TooManyPending("too many pairing requests are waiting; try again in a minute")
+    if invite:
+        return _start_invited(device, host, invite)
+    now = timezone.now()
+    recent = PairingRequest.objects.filter(created_at__gte=now - timedelta(minutes=1))
+    if recent.filter(invited=False).count() >= STARTS_PER_MINUTE:
+        raise TooManyStarts(f"too many pairing requests in the last minute; {INVITE_HINT}")
+    _drop_oldest_waiting()
     request = PairingRequest.objects.create(
         pair_id=secrets.token_urlsafe(24),
         code=_new_code(),
         device=device[:300],
         host=host[:300],
-        expires_at=timezone.now() + timedelta(seconds=CODE_SECONDS),
+        expires_at=now + timedelta(seconds=CODE_SECONDS),
     )
     _broadcast()
-    transaction.on_commit(lambda: notices.pairing_requested(request.device, request.host))  # §15
+    transaction.on_commit(  # contract §15
+        lambda: signals.pairing_requested.send_robust(
+            sender=pair_start, device=request.device, host=request.host
+        )
+    )
     return Started(request.pair_id, request.code, CODE_SECONDS)
+
+
+def _drop_oldest_waiting() -> None:
+    """Room for one more waiting request: the oldest ones go first (their pages say expired)."""
+    waiting = PairingRequest.objects.filter(status="pending", invited=False).order_by("created_at")
+    extra = waiting.count() - (MAX_PENDING - 1)
+    if extra > 0:
+        dropped = list(waiting.values_list("pk", flat=True)[:extra])
+        PairingRequest.objects.filter(pk__in=dropped).update(status="expired")
+
+
+def _start_invited(device: str, host: str, invite: str) -> Started:
+    now = timezone.now()
+    used = PairingInvite.objects.filter(
+        secret_hash=cookie_hash(invite), used_at__isnull=True, expires_at__gte=now
+    ).update(used_at=now)
+    if not used:
+        raise BadInvite(f"this invite link is wrong, used or expired; {INVITE_HINT}")
+    request = PairingRequest.objects.create(
+        pair_id=secrets.token_urlsafe(24),
+        code="",
+        device=device[:300],
+        host=host[:300],
+        expires_at=now + timedelta(seconds=CODE_SECONDS),
+        status="approved",
+        approved_via="invite",
+        invited=True,
+    )
+    _broadcast()
+    return Started(request.pair_id, "", CODE_SECONDS)
+
+
+@dataclass(frozen=True)
+class Invite:
+    secret: str
+    expires_in: int
+
+
+@transaction.atomic
+def invite_issue() -> Invite:
+    """An invite to pair one browser, made on a trusted surface (main port, CLI): one use,
+    INVITE_SECONDS. Its secret is shown once, in the link's fragment; only its hash is kept."""
+    now = timezone.now()
+    PairingInvite.objects.filter(expires_at__lt=now - timedelta(days=1)).delete()
+    secret = secrets.token_urlsafe(24)
+    PairingInvite.objects.create(
+        secret_hash=cookie_hash(secret), expires_at=now + timedelta(seconds=INVITE_SECONDS)
+    )
+    return Invite(secret, INVITE_SECONDS)
 
 
 def pair_status(pair_id: str) -> tuple[str, str | None, PairedDevice | None]:
@@ -123,7 +216,7 @@ def _deliver(request: PairingRequest) -> tuple[str | None, PairedDevice | None]:
     taken = PairingRequest.objects.filter(pk=request.pk, cookie_sent=False).update(cookie_sent=True)
     if not taken:
         return None, None  # already delivered: a second tab or a replay gets nothing
-    value = secrets.token_urlsafe(32)
+    value = new_cookie()
     device = PairedDevice.objects.create(
         id=secrets.token_hex(4),
         cookie_hash=cookie_hash(value),
@@ -198,6 +291,13 @@ def device_for_cookie(value: str) -> PairedDevice | None:
     if (now - device.last_seen).total_seconds() > TOUCH_EVERY_S:
         PairedDevice.objects.filter(pk=device.pk).update(last_seen=now)
     return device
+
+
+def device_cookie_renew(device_id: str) -> str:
+    """A new (signed) cookie for a paired device; the old one stops opening anything."""
+    value = new_cookie()
+    PairedDevice.objects.filter(pk=device_id).update(cookie_hash=cookie_hash(value))
+    return value
 
 
 def devices_list() -> list[dict]:

@@ -11,3 +11,11 @@ from remote_app import pairing
 def pairing_list_dicts() -> list[dict[str, Any]]:
     pending = [{"kind": "request", **row} for row in pairing.pending_list()]
     return pending + [{"kind": "device", **row} for row in pairing.devices_list()]
+
+
+def tunnel_list_dicts(runtime: Any) -> list[dict[str, Any]]:
+    """Declared tunnels with their service's status and public URL (contract §13)."""
+    from core import config
+    from remote_app.tunnels.service import tunnel_rows
+
+    return tunnel_rows(runtime, config.current_settings())

@@ -11,11 +11,17 @@ from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
-from remote_app import pairing, public
+from core import config
+from core import public_urls as public
+from core.asgi_helpers import own_origin
+from core.runtime import current
+from remote_app import pairing
 from remote_app.routes import REMOTE_COOKIE
-from svcproject import config
 
 COOKIE_MAX_AGE = 400 * 24 * 3600  # browsers' own cap; the 7-day idle end is kept server-side
+# An invite (made on the machine) travels in a header: /pair/* take no request body, and the
+# link carries it in its fragment, which no server, log or Referer ever sees.
+INVITE_HEADER = "X-Svc-Pair-Invite"
 
 
 def _scope(request: HttpRequest) -> dict[str, Any]:
@@ -57,7 +63,12 @@ def remote_dashboard(request: HttpRequest) -> HttpResponse:
         )
         return _secure_headers(response)
     context = {"port": config.current_auth().port, "page_key": scope["svc_page_key"]}
-    return _secure_headers(render(request, "dashboard.html", context))
+    response = _secure_headers(render(request, "dashboard.html", context))
+    if not pairing.cookie_signed(request.COOKIES.get(REMOTE_COOKIE, "")):
+        # Paired before cookies were signed: a signed one replaces it, or this browser's
+        # request bodies would be refused before they are read (svcproject.admission).
+        _set_device_cookie(request, response, pairing.device_cookie_renew(scope["svc_device"]))
+    return response
 
 
 @require_GET
@@ -67,8 +78,6 @@ def pair_page(request: HttpRequest) -> HttpResponse:
 
 
 def _same_origin_or_none(request: HttpRequest) -> bool:
-    from remote_app.gate import own_origin
-
     origin = request.headers.get("Origin", "")
     return not origin or own_origin(_scope(request), origin)
 
@@ -87,7 +96,9 @@ def pair_start(request: HttpRequest) -> JsonResponse:
         return _error(403, "cross_origin", "start pairing from svc's own pairing page")
     try:
         started = pairing.pair_start(
-            request.headers.get("User-Agent", ""), request.headers.get("Host", "")
+            request.headers.get("User-Agent", ""),
+            request.headers.get("Host", ""),
+            invite=request.headers.get(INVITE_HEADER, "").strip()[:100],
         )
     except pairing.PairingError as exc:
         return _error(exc.status, exc.code, str(exc))
@@ -101,16 +112,20 @@ def pair_status(request: HttpRequest) -> JsonResponse:
     status, cookie, _ = pairing.pair_status(request.GET.get("pair_id", ""))
     response = _secure_headers(JsonResponse({"status": status}))
     if cookie is not None:
-        response.set_cookie(
-            REMOTE_COOKIE,
-            cookie,
-            max_age=COOKIE_MAX_AGE,
-            path="/",
-            secure=_is_https(request),
-            httponly=True,
-            samesite="Strict",
-        )
+        _set_device_cookie(request, response, cookie)
     return response
+
+
+def _set_device_cookie(request: HttpRequest, response: HttpResponse, value: str) -> None:
+    response.set_cookie(
+        REMOTE_COOKIE,
+        value,
+        max_age=COOKIE_MAX_AGE,
+        path="/",
+        secure=_is_https(request),
+        httponly=True,
+        samesite="Strict",
+    )
 
 
 @require_GET
@@ -126,7 +141,8 @@ def _is_https(request: HttpRequest) -> bool:
     says so (cloudflared and ngrok add X-Forwarded-Proto)."""
     if request.headers.get("X-Forwarded-Proto", "").lower() == "https":
         return True
-    return public.scheme_for_host(request.headers.get("Host", "")) == "https"
+    online = current().public_urls
+    return public.scheme_for_host(online, request.headers.get("Host", "")) == "https"
 
 
 def json_body(request: HttpRequest) -> dict[str, Any]:

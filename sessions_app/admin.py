@@ -2,13 +2,10 @@ from django.contrib import admin
 
 from sessions_app.models import (
     Agent,
-    Channel,
+    Approval,
     HandoverCode,
     Session,
     SessionEvent,
-    Subagent,
-    SubagentTurn,
-    Tunnel,
     Workspace,
 )
 
@@ -42,28 +39,6 @@ class AgentAdmin(admin.ModelAdmin):
     search_fields = ("name",)
 
 
-class SubagentInline(admin.TabularInline):
-    model = Subagent
-    extra = 0
-    fields = ("position", "name", "agent", "status", "session", "branch", "summary", "changes")
-    readonly_fields = ("changes",)
-
-
-@admin.register(SubagentTurn)
-class SubagentTurnAdmin(admin.ModelAdmin):
-    list_display = ("id", "mode", "status", "cwd", "parent_session", "created_at", "finished_at")
-    list_filter = ("mode", "status")
-    search_fields = ("id", "cwd", "task", "repo")
-    inlines = [SubagentInline]
-
-
-@admin.register(Subagent)
-class SubagentAdmin(admin.ModelAdmin):
-    list_display = ("name", "agent", "status", "turn", "session", "branch", "finished_at")
-    list_filter = ("status", "agent")
-    search_fields = ("name", "agent", "task", "summary", "branch")
-
-
 @admin.register(SessionEvent)
 class SessionEventAdmin(admin.ModelAdmin):
     list_display = ("session", "seq", "kind", "created_at")
@@ -71,15 +46,18 @@ class SessionEventAdmin(admin.ModelAdmin):
     search_fields = ("session__id",)
 
 
-@admin.register(Channel)
-class ChannelAdmin(admin.ModelAdmin):
-    list_display = ("name", "kind", "enabled", "status", "builtin", "updated_at")
-    list_filter = ("kind", "enabled", "status")
-    search_fields = ("name",)
+@admin.register(Approval)
+class ApprovalAdmin(admin.ModelAdmin):
+    """The record of permission decisions (contract §17): read here, never edited — it is made
+    from the session's stored events."""
 
+    list_display = ("decided_at", "agent", "title", "chosen", "surface", "who", "session")
+    list_filter = ("surface", "agent")
+    search_fields = ("session__id", "title", "who", "request_id")
+    date_hierarchy = "decided_at"
 
-@admin.register(Tunnel)
-class TunnelAdmin(admin.ModelAdmin):
-    list_display = ("name", "kind", "target_port", "public_url", "status", "updated_at")
-    list_filter = ("kind", "status")
-    search_fields = ("name", "public_url")
+    def has_add_permission(self, request: object) -> bool:
+        return False
+
+    def has_change_permission(self, request: object, obj: object = None) -> bool:
+        return False

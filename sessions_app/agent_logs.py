@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from svcproject import config
+from core import config
 
 
 def path(session_id: object) -> Path:

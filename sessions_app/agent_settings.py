@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from core import config
+from core import settings_store as settings_services
+from core.errors import DomainError, NotFound
 from sessions_app import agents as agent_registry
 from sessions_app.models import Agent
-from svcproject import config
-from svcproject import services as settings_services
-from svcproject.errors import DomainError, NotFound
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

@@ -15,7 +15,7 @@ import os
 import shutil
 from dataclasses import dataclass, field
 
-from svcproject import config
+from core import config
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,17 @@ def _builtins() -> dict[str, _Builtin]:
 
 
 BUILTIN_NAMES = ("claude", "codex", "gemini", "opencode", "qwen")
+
+# How each built-in's interactive terminal continues its latest conversation in the folder
+# (contract §17: a resumed terminal of a built-in agent starts again with its own resume flag).
+# Codex takes a subcommand; the others a flag.
+RESUME_ARGS = {
+    "claude": ("--continue",),
+    "codex": ("resume", "--last"),
+    "gemini": ("--resume", "latest"),
+    "opencode": ("--continue",),
+    "qwen": ("--continue",),
+}
 
 
 def _found(argv: tuple[str, ...]) -> bool:
@@ -198,9 +209,10 @@ def _opencode_config(base: str, model: str) -> str:
 
 
 def bridge_scope(agent: str, session_id: str = "") -> str:
-    """A hosted session's bridge scope names the session (`s-<id>`), so its model traffic is
-    attributed to it (§16); without a session, the agent's name."""
-    return f"s-{session_id}" if session_id else agent
+    """A hosted session's bridge scope names its agent and the session (`{agent}.{session_id}`,
+    contract §0), so its model traffic is attributed to it (§16); without a session, the
+    agent's name."""
+    return f"{agent}.{session_id}" if session_id else agent
 
 
 def profile_env(
@@ -273,13 +285,22 @@ def session_env(
 
 
 def resolve_launch(
-    agent: AgentDef, *, kind: str, session_id: str, workspace: str, profile_id: str = ""
+    agent: AgentDef,
+    *,
+    kind: str,
+    session_id: str,
+    workspace: str,
+    profile_id: str = "",
+    resume: bool = False,
 ) -> Launch:
-    """argv for the session kind (`terminal` → command, others → acp_command) plus environment."""
+    """argv for the session kind (`terminal` → command, others → acp_command) plus environment.
+    `resume`: a terminal of a built-in agent continues its latest conversation (RESUME_ARGS)."""
     argv = agent.command if kind == "terminal" else agent.acp_command
     if not argv:
         mode = "interactive `command`" if kind == "terminal" else "`acp_command` (ACP on stdio)"
         raise ValueError(f"agent {agent.name!r} has no {mode}, so it cannot run {kind} sessions")
+    if resume and kind == "terminal" and agent.vendor in RESUME_ARGS:
+        argv = (*argv, *RESUME_ARGS[agent.vendor])
     if profile_id:
         argv = (*argv, *profile_args(profile_id, agent.name, agent.vendor, session_id))
     env = session_env(agent, session_id=session_id, workspace=workspace, profile_id=profile_id)

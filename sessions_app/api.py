@@ -10,7 +10,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from sessions_app import agent_logs, agent_settings, handover, selectors, services, subagents
+from core.runtime import current
+from sessions_app import agent_logs, agent_settings, handover, selectors, services
 
 
 class WorkspaceIn(serializers.Serializer):
@@ -118,7 +119,7 @@ class SessionListView(APIView):
     def post(self, request: Request) -> Response:
         data = SessionIn(data=request.data)
         data.is_valid(raise_exception=True)
-        session = services.session_create(**data.validated_data)
+        session = services.session_create(host=current().host, **data.validated_data)
         return Response(session.to_dict(), status=status.HTTP_201_CREATED)
 
 
@@ -145,9 +146,29 @@ class SessionDetailView(APIView):
             services.session_remove(session_id=_session_id(session_id))
             return Response(status=status.HTTP_204_NO_CONTENT)
         wait = request.query_params.get("wait") in ("1", "true")
-        session, pending = services.session_stop(session_id=_session_id(session_id), wait=wait)
+        session, pending = services.session_stop(
+            host=current().host, session_id=_session_id(session_id), wait=wait
+        )
         code = status.HTTP_202_ACCEPTED if pending else status.HTTP_200_OK
         return Response(session.to_dict(), status=code)
+
+
+class SessionStopAllView(APIView):
+    @extend_schema(request=None)
+    def post(self, request: Request) -> Response:
+        """Stops every live session, as DELETE /api/sessions/{id} would each (`ended_by` user),
+        and answers once all have ended: `{"stopped": n}`."""
+        return Response({"stopped": services.sessions_stop_all(host=current().host)})
+
+
+class SessionResumeView(APIView):
+    @extend_schema(request=None)
+    def post(self, request: Request, session_id: str) -> Response:
+        """Brings an ended session back to `running` under the same id and answers its row; a
+        session svc hosts right now is answered as it is. One that cannot be resumed is the
+        service's refusal (4xx, saying why)."""
+        session = services.session_resume(host=current().host, session_id=_session_id(session_id))
+        return Response(session.to_dict())
 
 
 class SessionLogView(APIView):
@@ -157,11 +178,6 @@ class SessionLogView(APIView):
         if session is None:
             raise NotFound(f"no session {session_id}")
         return Response({"session_id": str(session.id), "log": agent_logs.read(session.id)})
-
-
-class ChannelListView(APIView):
-    def get(self, request: Request) -> Response:
-        return Response(selectors.channel_list_dicts())
 
 
 class PickupIn(serializers.Serializer):
@@ -175,36 +191,7 @@ class HandoverPickupView(APIView):
     def post(self, request: Request) -> Response:
         data = PickupIn(data=request.data)
         data.is_valid(raise_exception=True)
-        session = handover.handover_redeem(code=data.validated_data["code"])
+        session = handover.handover_redeem(
+            code=data.validated_data["code"], failures=current().handover_failures
+        )
         return Response(session.to_dict())
-
-
-class SubagentTurnListView(APIView):
-    def get(self, request: Request) -> Response:
-        return Response(subagents.turn_list())
-
-
-def _turn_id(given: str) -> str:
-    """A turn id from the id itself or a unique prefix of 4+ characters (what `manage.py turns`
-    and the dashboard print); an unknown or ambiguous one is left for turn_get's 404."""
-    from sessions_app.models import SubagentTurn
-
-    prefix = given.strip().lower()
-    if len(prefix) < 4 or len(prefix) >= 36 or any(c not in "0123456789abcdef-" for c in prefix):
-        return given
-    found = [str(pk) for pk in SubagentTurn.objects.values_list("pk", flat=True)
-             if str(pk).startswith(prefix)][:2]  # fmt: skip
-    if len(found) > 1:
-        raise NotFound(f"subagent turn {given!r} is ambiguous: give more of its id")
-    return found[0] if found else given
-
-
-class SubagentTurnDetailView(APIView):
-    def get(self, request: Request, turn_id: str) -> Response:
-        return Response(subagents.turn_snapshot(_turn_id(turn_id)))
-
-    def delete(self, request: Request, turn_id: str) -> Response:
-        """Cancels every running subagent of the turn (ACP cancel, then the process tree) and
-        answers once they have stopped; `?cleanup=1` also removes its worktrees and branches."""
-        cleanup = request.query_params.get("cleanup") in ("1", "true")
-        return Response(subagents.turn_cancel(turn_id=_turn_id(turn_id), cleanup=cleanup))

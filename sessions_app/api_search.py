@@ -9,8 +9,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.errors import DomainError
 from sessions_app import search
-from svcproject.errors import DomainError
 
 
 class SearchHitOut(serializers.Serializer):

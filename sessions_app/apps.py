@@ -1,4 +1,13 @@
+from typing import Any
+
 from django.apps import AppConfig
+
+
+def _mirror(settings: Any, **_: Any) -> None:
+    from sessions_app import mirrors
+
+    mirrors.agents_sync(settings)
+    mirrors.workspaces_sync(settings)
 
 
 class SessionsAppConfig(AppConfig):
@@ -6,4 +15,11 @@ class SessionsAppConfig(AppConfig):
     verbose_name = "Sessions"
 
     def ready(self) -> None:
-        from sessions_app import signals  # noqa: F401  (signals: list broadcasts)
+        from core import live
+        from core import signals as core_signals
+        from sessions_app import selectors
+        from sessions_app.models import Session
+
+        core_signals.settings_mirrored.connect(_mirror, dispatch_uid="sessions_app.mirror")
+        live.register("sessions", lambda _: selectors.session_list_dicts(), models=(Session,))
+        live.register("agents_runtime", selectors.agents_runtime_dicts)

@@ -18,11 +18,11 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from sessions_app import handover, selectors, services
+from core.errors import DomainError
+from core.runtime import current
+from sessions_app import approvals, handover, selectors, services
 from sessions_app.host.acp import AcpSession
 from sessions_app.host.subscription import ChatSubscription
-from svcproject.errors import DomainError
-from svcproject.runtime import current
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +83,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if not session_id:
             try:
                 session = await services.asession_create(
+                    host=current().host,
                     agent=str(message.get("agent") or ""),
                     workspace=str(message.get("workspace") or ""),
                     kind="chat",
@@ -94,7 +95,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             session_id = str(session.id)
         elif message.get("resume"):
             try:
-                await services.asession_resume(session_id=str(session_id))
+                await services.asession_resume(host=current().host, session_id=str(session_id))
             except DomainError as exc:
                 self.outbox.put_nowait(error(str(exc), str(session_id)))
                 return
@@ -165,12 +166,15 @@ class ChatConsumer(AsyncWebsocketConsumer):
         """`/pickup CODE` typed as a prompt: the handed-over session, then (a chat) its history
         and live events on this socket, as if it had been opened."""
         try:
-            session = await database_sync_to_async(handover.handover_redeem)(code=code)
+            session = await database_sync_to_async(handover.handover_redeem)(
+                code=code, failures=current().handover_failures
+            )
         except DomainError as exc:
             self.outbox.put_nowait(error(exc.message))
             return
-        self.outbox.put_nowait({"kind": "pickup", "session_id": str(session.id),
-                                "session": session.to_dict()})  # fmt: skip
+        self.outbox.put_nowait(
+            {"kind": "pickup", "session_id": str(session.id), "session": session.to_dict()}
+        )
         if session.kind != "terminal":
             await self._attach(str(session.id))
 
@@ -195,8 +199,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def on_permission(self, message: dict[str, Any]) -> None:
         request_id, option_id = message.get("request_id"), message.get("option_id")
         problem = f"no pending permission request {request_id!r} to answer"
+        # A /ws/chat client is the dashboard, on the main port or a paired device (contract §17).
+        by = approvals.decided_by("dashboard", approvals.caller(self.scope))
         for chat, _ in self.subscriptions.values():
-            answer = chat.answer_permission(str(request_id), str(option_id))
+            answer = chat.answer_permission(str(request_id), str(option_id), dict(by))
             if answer is None:
                 return
             if answer.startswith("option_id"):  # the request is this chat's; the option is not

@@ -2,7 +2,7 @@
 
 Terminal bytes go straight from the host's per-viewer queue to this socket, never through the
 channel layer (it drops messages when full); the server tells the host when this socket can take
-more (svcproject.server_compat.socket_flow).
+more (core.server_compat.socket_flow).
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
+from core import server_compat
+from core.runtime import current
 from sessions_app import selectors
 from sessions_app.host.pty import SCROLLBACK_BYTES
 from sessions_app.host.registry import TerminalView
-from svcproject import server_compat
-from svcproject.runtime import current
 
 logger = logging.getLogger(__name__)
 

@@ -15,12 +15,16 @@ import secrets
 import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from core.errors import DomainError, NotFound, TooManyRequests
 from sessions_app.models import HandoverCode, Session
-from svcproject.errors import DomainError, NotFound, TooManyRequests
+
+if TYPE_CHECKING:
+    from sessions_app.host.registry import ProcessHost
 
 ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 4
@@ -51,24 +55,27 @@ def handover_issue(*, session_id: str, clock: Clock = timezone.now) -> HandoverC
             if HandoverCode.objects.filter(code=code, used_at__isnull=True).exists():
                 continue
             return HandoverCode.objects.create(
-                code=code, session=session, created_at=now,
+                code=code,
+                session=session,
+                created_at=now,
                 expires_at=now + timedelta(seconds=CODE_SECONDS),
-            )  # fmt: skip
+            )
     raise DomainError("could not draw a free handover code; try again", status=503)
 
 
-def handover_announce(code: HandoverCode) -> None:
+def handover_announce(code: HandoverCode, host: ProcessHost) -> None:
     """A code prepared for a hosted chat shows in that chat (the dashboard and every /ws/chat
     client see it), so the person watching the agent sees the code without asking for it."""
     from asgiref.sync import async_to_sync
 
-    from svcproject.runtime import current
-
-    chat = current().host.chat(str(code.session_id))
+    chat = host.chat(str(code.session_id))
     if chat is None:
         return
-    payload = {"code": code.code, "expires_at": code.expires_at.isoformat(),
-               "expires_in": CODE_SECONDS}  # fmt: skip
+    payload = {
+        "code": code.code,
+        "expires_at": code.expires_at.isoformat(),
+        "expires_in": CODE_SECONDS,
+    }
     async_to_sync(chat.emit)("handover", payload)
 
 
@@ -97,16 +104,10 @@ class FailureWindow:
             self._times.clear()
 
 
-def _failures() -> FailureWindow:
-    from svcproject.runtime import current
-
-    return current().handover_failures
-
-
-def handover_redeem(*, code: str, clock: Clock = timezone.now) -> Session:
-    """The code's session, once; the same NotFound for a wrong, used or expired code."""
+def handover_redeem(*, code: str, failures: FailureWindow, clock: Clock = timezone.now) -> Session:
+    """The code's session, once; the same NotFound for a wrong, used or expired code. `failures`
+    counts the wrong ones (the runtime's window: more than the limit a minute → 429)."""
     now = clock()
-    failures = _failures()
     if failures.locked(now):
         raise TooManyRequests(
             f"more than {FAILURES_PER_MINUTE} failed pickups in a minute; wait a minute"

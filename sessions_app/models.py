@@ -1,4 +1,4 @@
-"""Sessions, workspaces, handover codes, agents (mirror), subagent turns, channels and tunnels."""
+"""Sessions, workspaces, handover codes, agents (mirror) and chat history."""
 
 from __future__ import annotations
 
@@ -49,6 +49,7 @@ class SessionDict(TypedDict):
     ended_at: str | None
     agent_session_id: str
     end_reason: str
+    detail: str
 
 
 class Session(models.Model):
@@ -70,6 +71,8 @@ class Session(models.Model):
         UNKNOWN = "", "its process ended"
         SVC = "svc", "stopped when svc stopped"
         USER = "user", "stopped by you"
+        # Its process went while no svc held it (a reboot, the holder killed): resumable (§17).
+        INTERRUPTED = "interrupted", "interrupted: its process is gone; resume it"
 
     LIVE = (Status.STARTING, Status.RUNNING)
     TITLE_MAX = 200
@@ -81,7 +84,9 @@ class Session(models.Model):
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.TERMINAL)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.STARTING)
     exit_code = models.IntegerField(null=True, blank=True)
-    ended_by = models.CharField(max_length=8, choices=EndedBy.choices, default="", blank=True)
+    ended_by = models.CharField(max_length=16, choices=EndedBy.choices, default="", blank=True)
+    # A sentence for people on why it ended (an agent's last stderr lines, what interrupted it).
+    detail = models.TextField(blank=True, default="")
     pid = models.IntegerField(null=True, blank=True)
     title = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
@@ -106,31 +111,56 @@ class Session(models.Model):
         self.status, self.pid = self.Status.RUNNING, pid
 
     def mark_resumed(self, pid: int | None, agent_session_id: str) -> None:
-        """A chat whose agent was restarted (and reloaded its own session) is live again."""
-        if self.kind == self.Kind.TERMINAL:
-            raise ValueError("a terminal cannot be resumed: its PTY is gone")
+        """A session whose process was started again (a chat reloading its agent's own session,
+        a terminal with its old scrollback) is live again, under the same id."""
         self.status, self.pid, self.agent_session_id = self.Status.RUNNING, pid, agent_session_id
         self.exit_code = self.ended_at = None
         self.ended_by = self.EndedBy.UNKNOWN
+        self.detail = ""
 
     def mark_exited(
-        self, exit_code: int | None, *, failed: bool = False, ended_by: str = ""
+        self,
+        exit_code: int | None,
+        *,
+        failed: bool = False,
+        ended_by: str = "",
+        detail: str = "",
     ) -> bool:
         """Ends the session once; a second end (reaper and stop racing) changes nothing.
-        `ended_by`: who stopped it (svc at its shutdown, the user), blank when it ended itself."""
+        `ended_by`: who stopped it (svc at its shutdown, the user), `interrupted` when its
+        process went while svc was away, blank when it ended itself."""
         if not self.is_live:
             return False
         self.status = self.Status.FAILED if failed else self.Status.EXITED
         self.exit_code = exit_code
         self.ended_by = ended_by
+        self.detail = detail or self.detail
         self.ended_at = timezone.now()
         return True
 
+    # How an ended session ended, as a machine value (contract §17); `detail` says it to people.
+    END_REASONS = {
+        EndedBy.SVC: "svc_stopped",
+        EndedBy.USER: "stopped",
+        EndedBy.INTERRUPTED: "interrupted",
+    }
+
     @property
     def end_reason(self) -> str:
-        """What the sessions list says of an ended session: who stopped it, else its code."""
+        """Empty while live; else stopped | svc_stopped | interrupted | failed | exited."""
         if self.is_live:
             return ""
+        if self.ended_by:
+            return self.END_REASONS[self.EndedBy(self.ended_by)]
+        return str(self.status)
+
+    @property
+    def end_text(self) -> str:
+        """How it ended, for people: `detail` when there is one, else who ended it or its code."""
+        if self.is_live:
+            return ""
+        if self.detail:
+            return self.detail
         if self.ended_by:
             return self.EndedBy(self.ended_by).label
         if self.exit_code is not None:
@@ -148,6 +178,7 @@ class Session(models.Model):
             "exit_code": self.exit_code,
             "ended_by": self.ended_by,
             "end_reason": self.end_reason,
+            "detail": self.end_text,
             "pid": self.pid,
             "title": self.title,
             "created_at": _iso(self.created_at),
@@ -204,116 +235,6 @@ class Agent(models.Model):
         }
 
 
-class SubagentTurn(models.Model):
-    class Mode(models.TextChoices):
-        PARALLEL = "parallel"
-        COLLABORATION = "collaboration"
-        BRAINSTORMING = "brainstorming"
-
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    mode = models.CharField(max_length=16, choices=Mode.choices)
-    cwd = models.CharField(max_length=4096)
-    task = models.TextField(blank=True)
-    parent_session = models.ForeignKey(
-        Session, null=True, blank=True, on_delete=models.SET_NULL, related_name="subagent_turns"
-    )
-    status = models.CharField(max_length=16, default="running")  # running | completed | cancelled
-    # The repository the worktrees were made from, and its HEAD then (empty: no worktrees).
-    repo = models.CharField(max_length=4096, blank=True)
-    base_commit = models.CharField(max_length=64, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at"]
-
-    def __str__(self) -> str:
-        return f"{self.mode} turn {self.id}"
-
-
-class Subagent(models.Model):
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    turn = models.ForeignKey(SubagentTurn, on_delete=models.CASCADE, related_name="subagents")
-    position = models.PositiveSmallIntegerField(default=0)
-    name = models.CharField(max_length=64)
-    agent = models.CharField(max_length=64)
-    task = models.TextField(blank=True)
-    profile_id = models.CharField(max_length=64, blank=True)
-    session = models.ForeignKey(Session, null=True, blank=True, on_delete=models.SET_NULL)
-    workspace = models.CharField(max_length=4096, blank=True)
-    branch = models.CharField(max_length=255, blank=True)
-    # pending → starting → running → done | failed | cancelled
-    status = models.CharField(max_length=16, default="pending")
-    summary = models.TextField(blank=True)
-    report = models.JSONField(null=True, blank=True)
-    final_message = models.TextField(blank=True)
-    changes = models.JSONField(null=True, blank=True)  # measured by svc with git
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["turn", "position"]
-
-    def __str__(self) -> str:
-        return f"{self.name} ({self.agent})"
-
-
-class Channel(models.Model):
-    """A place messages arrive from (the built-in `web` dashboard chat, or configured ones)."""
-
-    name = models.CharField(max_length=64, primary_key=True)
-    kind = models.CharField(max_length=32, default="web")
-    builtin = models.BooleanField(default=False)
-    enabled = models.BooleanField(default=True)
-    status = models.CharField(max_length=32, default="ready")
-    config = models.JSONField(default=dict, blank=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["name"]
-
-    def __str__(self) -> str:
-        return self.name
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            "builtin": self.builtin,
-            "enabled": self.enabled,
-            "status": self.status,
-            "updated_at": _iso(self.updated_at),
-        }
-
-
-class Tunnel(models.Model):
-    name = models.CharField(max_length=64, primary_key=True)
-    kind = models.CharField(max_length=32, blank=True)
-    target_port = models.PositiveIntegerField(null=True, blank=True)
-    public_url = models.CharField(max_length=2048, blank=True)
-    status = models.CharField(max_length=32, default="stopped")
-    pid = models.IntegerField(null=True, blank=True)
-    config = models.JSONField(default=dict, blank=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["name"]
-
-    def __str__(self) -> str:
-        return self.name
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            "target_port": self.target_port,
-            "public_url": self.public_url,
-            "status": self.status,
-            "pid": self.pid,
-            "updated_at": _iso(self.updated_at),
-        }
-
-
 class SessionEvent(models.Model):
     """One chat event of an ACP session (prompt, chunk, tool call, turn end…), kept for replay."""
 
@@ -322,6 +243,9 @@ class SessionEvent(models.Model):
     kind = models.CharField(max_length=32)
     payload = models.JSONField(default=dict)
     created_at = models.DateTimeField(default=timezone.now)
+    # The offset of the agent's message it came from in the holder's journal (host/acp_link.py):
+    # what a taken-back chat compares with so that nothing is stored twice.
+    src = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["session", "seq"]
@@ -329,3 +253,57 @@ class SessionEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session_id}#{self.seq} {self.kind}"
+
+
+class Approval(models.Model):
+    """One permission decision (contract §17): who decided what an agent asked, from where and
+    when. Written from the stored `permission_resolved` event, in the transaction that stores
+    it (sessions_app/approvals.py), so the record and the session's history never disagree."""
+
+    class Surface(models.TextChoices):
+        DASHBOARD = "dashboard"  # a /ws/chat client: the dashboard, on the main port or a phone
+        TELEGRAM = "telegram"
+        SLACK = "slack"
+        API = "api"  # POST /api/sessions/{id}/permissions, or svc's own code
+        POLICY = "policy"  # answered without asking: permission_mode, or nobody to ask
+        CANCELLED = "cancelled"  # nobody answered in time, or the turn was cancelled
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # Removing a session removes its history, and its approvals with it (a deliberate forget).
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="approvals")
+    request_id = models.CharField(max_length=64, blank=True)  # blank: answered by policy
+    seq = models.PositiveIntegerField()  # the permission_resolved event's, for a link to it
+    agent = models.CharField(max_length=64)
+    title = models.TextField(blank=True)
+    kind = models.CharField(max_length=32, blank=True)  # the tool call's kind (edit, execute…)
+    options = models.JSONField(default=list, blank=True)
+    chosen = models.CharField(max_length=200, null=True, blank=True)  # an option_id, or none
+    surface = models.CharField(max_length=16, choices=Surface.choices)
+    who = models.CharField(max_length=300, blank=True)
+    requested_at = models.DateTimeField()
+    decided_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["-decided_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "seq"], name="approval_event_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.title or 'an action'}: {self.chosen or 'refused'} ({self.surface})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": str(self.id),
+            "session_id": str(self.session_id),
+            "agent": self.agent,
+            "title": self.title,
+            "kind": self.kind,
+            "options": self.options,
+            "chosen": self.chosen,
+            "decided_by": {"surface": self.surface, "who": self.who},
+            "requested_at": _iso(self.requested_at),
+            "decided_at": _iso(self.decided_at),
+            "request_id": self.request_id,
+            "seq": self.seq,
+        }

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.db import models
 
-from sessions_app.models import Agent, Session, SessionDict, Workspace
+from sessions_app.models import Agent, Approval, Session, SessionDict, Workspace
 
 SESSION_FILTERS = ("live", "exited")
 
@@ -16,7 +19,7 @@ def session_list_dicts(*, status: str = "", q: str = "") -> list[SessionDict]:
     text in the title, agent or workspace, or the start of the id (case-insensitive)."""
     from django.db.models import Q
 
-    from svcproject.errors import DomainError
+    from core.errors import DomainError
 
     rows = Session.objects.all()
     if status == "live":
@@ -50,8 +53,9 @@ def session_id_resolve(given: str) -> str:
     prefix = given.strip().lower()
     if len(prefix) < 4 or any(c not in "0123456789abcdef-" for c in prefix):
         return ""
-    found = [str(pk) for pk in Session.objects.values_list("pk", flat=True)
-             if str(pk).startswith(prefix)][:2]  # fmt: skip
+    found = [
+        str(pk) for pk in Session.objects.values_list("pk", flat=True) if str(pk).startswith(prefix)
+    ][:2]
     return found[0] if len(found) == 1 else ""
 
 
@@ -63,6 +67,65 @@ def session_events(session_id: str) -> list[dict[str, Any]]:
         {**e.payload, "kind": e.kind, "session_id": session_id, "seq": e.seq}
         for e in SessionEvent.objects.filter(session_id=session_id).order_by("seq")
     ]
+
+
+APPROVALS_LIMIT = 1000
+
+
+@dataclass
+class ChatPosition:
+    """Where a chat's stored history stands (host/acp_link.py), for taking it back."""
+
+    stored_upto: int = -1  # the offset of the last agent message an event was stored from
+    in_turn: bool = False  # a prompt after the last turn's end
+    # Permission requests of the agent's, by their offset: asked and not yet decided (the
+    # stored request event), and decided (the stored decision: the agent may not have had it).
+    asked: dict[int, dict[str, Any]] = field(default_factory=dict)
+    decided: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+
+def chat_position(session_id: str) -> ChatPosition:
+    from django.db.models import Max
+
+    from sessions_app.models import SessionEvent
+
+    events = SessionEvent.objects.filter(session_id=session_id)
+    marks = events.aggregate(
+        src=Max("src"),
+        prompt=Max("seq", filter=models.Q(kind="user_message_chunk")),
+        end=Max("seq", filter=models.Q(kind="turn_end")),
+    )
+    position = ChatPosition(
+        stored_upto=marks["src"] if marks["src"] is not None else -1,
+        in_turn=(marks["prompt"] or 0) > (marks["end"] or 0),
+    )
+    permissions = events.filter(
+        src__isnull=False, kind__in=("permission_request", "permission_resolved")
+    )
+    for event in permissions.order_by("seq"):
+        if event.kind == "permission_resolved":
+            position.asked.pop(event.src, None)
+            position.decided[event.src] = event.payload
+        else:
+            position.asked[event.src] = {**event.payload, "seq": event.seq}
+    return position
+
+
+def approval_list_dicts(
+    *, session_id: str = "", since: datetime | None = None, limit: int = 200
+) -> list[dict[str, Any]]:
+    """Permission decisions, newest first (contract §17): of one session, decided at or after
+    `since`, at most `limit` (1…APPROVALS_LIMIT)."""
+    from core.errors import DomainError
+
+    if not 1 <= limit <= APPROVALS_LIMIT:
+        raise DomainError(f"limit must be between 1 and {APPROVALS_LIMIT}, got {limit}")
+    rows = Approval.objects.all()
+    if session_id:
+        rows = rows.filter(session_id=session_id)
+    if since is not None:
+        rows = rows.filter(decided_at__gte=since)
+    return [a.to_dict() for a in rows.order_by("-decided_at", "-seq")[:limit]]
 
 
 def session_newest_live(*, workspace: str, agent: str | None = None) -> Session | None:
@@ -85,46 +148,9 @@ def agent_get(name: str) -> Agent | None:
     return Agent.objects.filter(name=name).first()
 
 
-def _services(list_name: str) -> list[dict[str, Any]]:
-    from svcproject.runtime import current_or_none
-
-    runtime = current_or_none()
-    return runtime.supervisor.statuses(list_name) if runtime is not None else []
-
-
-def _with_service_status(rows: list[dict[str, Any]], list_name: str) -> list[dict[str, Any]]:
-    """A row whose supervised service runs shows that service's status and detail (§12)."""
-    running = {s["name"]: s for s in _services(list_name)}
-    for row in rows:
-        if (service := running.get(row.get("name", ""))) is not None:
-            row.update(status=service["status"], detail=service["detail"])
-    return rows
-
-
-def channel_list_dicts() -> list[dict[str, Any]]:
-    """`web` and each declared channel, with its service's status (contract §14)."""
-    from channels_app.service import channel_rows
-    from svcproject import config
-    from svcproject.runtime import current_or_none
-
-    return channel_rows(current_or_none(), config.current_settings())
-
-
-def tunnel_list_dicts() -> list[dict[str, Any]]:
-    """Declared tunnels with their service's status and public URL (contract §13)."""
-    from remote_app.tunnels.service import tunnel_rows
-    from svcproject import config
-    from svcproject.runtime import current_or_none
-
-    return tunnel_rows(current_or_none(), config.current_settings())
-
-
-def agents_runtime_dicts() -> list[dict[str, Any]]:
+def agents_runtime_dicts(runtime: Any) -> list[dict[str, Any]]:
     """Live ACP sessions as the process host sees them (busy, current turn, agent info), then
     the supervised services shown on this list, with their status."""
-    from svcproject.runtime import current_or_none
-
-    runtime = current_or_none()
     if runtime is None:
         return []
-    return [*runtime.host.activity.snapshot(), *_services("agents_runtime")]
+    return [*runtime.host.activity.snapshot(), *runtime.supervisor.statuses("agents_runtime")]

@@ -1,21 +1,15 @@
-"""Every committed change to a listed model pushes its live list, admin edits included.
+"""What happens to sessions that other apps may want to hear of: they connect in their own
+`AppConfig.ready()`; sessions never name them."""
 
-QuerySet.update() and bulk operations send no signals: services that use them call
-lists.broadcast_on_commit themselves.
-"""
+from django.dispatch import Signal
 
-from django.db.models.signals import post_delete, post_save
-from django.dispatch import receiver
-
-from sessions_app import lists
-from sessions_app.models import Channel, Session, Tunnel
-
-_LIST_OF = {Session: "sessions", Channel: "channels", Tunnel: "tunnels"}
-
-
-@receiver(post_save)
-@receiver(post_delete)
-def push_list(sender: type, **kwargs: object) -> None:
-    name = _LIST_OF.get(sender)
-    if name:
-        lists.broadcast_on_commit(name)
+# An agent asks permission and waits (kwargs: session_id, agent, tool_call — the request's
+# tool call as ACP gives it). Sent from the event loop; receivers must return at once.
+permission_requested = Signal()
+# A chat turn ended while no client showed the session (kwargs: session_id, agent, stop_reason).
+turn_ended = Signal()
+# A hosted session's process ended; its row is already marked (kwargs: session_id). Sent with
+# `asend_robust`: receivers may be coroutines (a parent's subagents stop, a failure is notified).
+session_exited = Signal()
+# A subagent turn finished: every subagent has its report (kwargs: turn_id).
+subagent_turn_completed = Signal()

@@ -1,6 +1,6 @@
 """Limits and credentials on the request line and headers, before any body is read (contract §11).
 
-The server hook (svcproject.server_compat) calls `admit` as soon as the headers are in, while the
+The server hook (core.server_compat) calls `admit` as soon as the headers are in, while the
 client still holds the body: an announced body over its limit gets 413, a request without the
 credential its surface needs gets 401 (403 for the bridge gate), and nothing of the body is
 buffered. `body_limit` then cuts a chunked body off at the limit. The apps check everything again
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from http.cookies import CookieError, SimpleCookie
 from typing import Any
 from urllib.parse import unquote
 
-from svcproject import auth, browser
+from core import auth, browser
+from core.asgi_helpers import cookie_in, header_in
 
 BRIDGE_LIMIT = 64 * 1024 * 1024  # contract §11
 OTHER_LIMIT = 4 * 1024 * 1024
@@ -36,10 +36,7 @@ class Head:
     server_port: int | None = None
 
     def header(self, name: bytes) -> str:
-        for key, value in self.headers:
-            if key == name:
-                return value.decode("latin-1")
-        return ""
+        return header_in(self.headers, name)
 
     def scope(self) -> dict[str, Any]:
         return {
@@ -116,13 +113,7 @@ def _has_owner_credential(head: Head) -> bool:
 
 
 def _cookie(head: Head, name: str) -> str:
-    jar = SimpleCookie()
-    try:
-        jar.load(head.header(b"cookie"))
-    except CookieError:
-        return ""
-    morsel = jar.get(name)
-    return morsel.value if morsel else ""
+    return cookie_in(head.header(b"cookie"), name)
 
 
 def _preview_owner(head: Head, slug: str) -> bool:
@@ -159,17 +150,25 @@ def _on_remote_listener(head: Head) -> bool:
 
 
 def _remote_refusal(head: Head, too_big: bool) -> Answer | None:
-    """The remote listener's rules (remote_app.gate), on the headers: what it never serves gets
-    404 and what needs a paired browser gets 401 without its cookie, before any body."""
-    from remote_app.routes import REMOTE_COOKIE, route_of
+    """The remote listener's rules (remote_app.gate), on the headers of a request that carries a
+    body: only a paired browser's writes may send one. What it never serves gets 404; pairing,
+    the dashboard page, static files and shares take no body; a cookie that svc did not sign
+    gets 401 and a write a paired device may not make 403 — all before the body is read, so a
+    stranger can never make svc hold a body in memory (contract §13, the listener's budget)."""
+    from remote_app.pairing import cookie_signed
+    from remote_app.routes import MAIN_PORT_ONLY, REMOTE_COOKIE, remote_write_allowed, route_of
 
     route = route_of(head.path)
     if route in ("refused", "other"):
         return _error(404, "not_found", "not served on svc's remote listener")
-    if route in ("paired", "dashboard") and not _cookie(head, REMOTE_COOKIE):
-        return _error(401, "not_paired", "pair this browser first")
     if head.path.startswith("/preview/s/"):
         return _error(405, "method", "a shared preview answers GET and HEAD only")
+    if route != "paired":
+        return _error(413, "no_body", "this page takes no request body")
+    if not cookie_signed(_cookie(head, REMOTE_COOKIE)):
+        return _error(401, "not_paired", "pair this browser first")
+    if not remote_write_allowed(head.method, head.path):
+        return _error(403, "main_port_only", MAIN_PORT_ONLY)
     if too_big:
         return _error(413, "too_large", f"request body larger than {body_limit(head)} bytes")
     return None
@@ -194,8 +193,21 @@ def admit(head: Head) -> Answer | None:
     return None
 
 
-def head_of(method: bytes, target: bytes, headers: list[tuple[bytes, bytes]], peer: str,
-            length: int | None, server_port: int | None = None) -> Head:  # fmt: skip
+def head_of(
+    method: bytes,
+    target: bytes,
+    headers: list[tuple[bytes, bytes]],
+    peer: str,
+    length: int | None,
+    server_port: int | None = None,
+) -> Head:
     path, _, query = target.partition(b"?")
-    return Head(method.decode("latin-1"), unquote(path.decode("latin-1")), query,
-                [(k.lower(), v) for k, v in headers], peer, length, server_port)  # fmt: skip
+    return Head(
+        method.decode("latin-1"),
+        unquote(path.decode("latin-1")),
+        query,
+        [(k.lower(), v) for k, v in headers],
+        peer,
+        length,
+        server_port,
+    )

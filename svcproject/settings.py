@@ -1,10 +1,10 @@
-"""Django settings for svc. Everything user-facing comes from svcproject.config ($SVC_HOME)."""
+"""Django settings for svc. Everything user-facing comes from core.config ($SVC_HOME)."""
 
 from pathlib import Path
 
 import dj_database_url
 
-from svcproject import config
+from core import config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 SVC_HOME = config.svc_home()
@@ -32,12 +32,14 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's assets, served locally (/api/docs/)
     "channels",
+    # svc's apps, lowest layer first (docs/foundation.md): their ready() runs in this order.
     "sessions_app",
+    "subagents_app",
     "bridge_app",
     "previews_app",
-    "mcp_app",
     "remote_app",
     "notifications_app",
+    "mcp_app",
     "channels_app",
     "svcproject",
 ]
@@ -48,7 +50,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "svcproject.auth.OwnerTokenMiddleware",
+    "core.auth.OwnerTokenMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -74,12 +76,17 @@ TEMPLATES = [
 
 def _database() -> dict:
     if KNOBS.database_url:
-        return dj_database_url.parse(KNOBS.database_url, conn_max_age=0)
+        # Kept with their request threads (svcproject/request_threads.py), checked before reuse.
+        return dj_database_url.parse(KNOBS.database_url, conn_max_age=600, conn_health_checks=True)
     # WAL + IMMEDIATE: read-then-write transactions take the write lock at BEGIN instead of
     # failing at lock upgrade ("database is locked") under concurrent async writers.
     return {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": SVC_HOME / "db.sqlite3",
+        # One connection per thread for the daemon's life: opening one (its PRAGMAs) was a fifth
+        # of starting a session, paid on every request and every database hop.
+        "CONN_MAX_AGE": None,
+        "CONN_HEALTH_CHECKS": True,
         "OPTIONS": {
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
             "transaction_mode": "IMMEDIATE",
@@ -131,7 +138,7 @@ SESSION_COOKIE_NAME = "svc_session"
 CSRF_COOKIE_NAME = "svc_csrftoken"
 SESSION_COOKIE_SAMESITE = "Strict"
 SESSION_COOKIE_HTTPONLY = True
-# Browser sessions (svcproject.browser) end after this long without a request.
+# Browser sessions (core.browser) end after this long without a request.
 SESSION_COOKIE_AGE = KNOBS.browser_idle_seconds
 SESSION_SAVE_EVERY_REQUEST = True
 # The CSRF secret lives in the server-side session: no cookie another local page could plant.
@@ -143,13 +150,13 @@ SECURE_REFERRER_POLICY = "same-origin"
 LOGIN_URL = "/login"
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["svcproject.auth.OwnerTokenAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["core.auth.OwnerTokenAuthentication"],
     # JSON only: a form post (the one body a page of another site can send without a CORS
     # preflight) gets 415 before any view runs.
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PERMISSION_CLASSES": ["core.auth.IsOwner"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "svcproject.api_errors.exception_handler",
+    "EXCEPTION_HANDLER": "core.api_errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
 }
 SPECTACULAR_SETTINGS = {
@@ -165,7 +172,7 @@ SPECTACULAR_SETTINGS = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"redact": {"()": "svcproject.logfilter.RedactSecrets"}},
+    "filters": {"redact": {"()": "core.logfilter.RedactSecrets"}},
     "handlers": {
         "console": {"class": "logging.StreamHandler", "filters": ["redact"]},
         "file": {

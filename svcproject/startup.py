@@ -13,8 +13,9 @@ import gc
 import logging
 import sys
 
-from svcproject import config, server_compat
-from svcproject.runtime import Runtime, install
+from core import config, connection_budget, server_compat
+from core.runtime import Runtime, install
+from svcproject import assembly
 
 logger = logging.getLogger(__name__)
 
@@ -28,8 +29,11 @@ def at_bind() -> bool:
 
 
 def _bound(port: int) -> None:
+    before, after = connection_budget.raise_open_files_limit()
+    if after != before:
+        logger.info("open files limit raised from %d to %d", before, after)
     config.declare_listening_port(port)
-    runtime = Runtime()
+    runtime = assembly.build()
     install(runtime)
     runtime.remote_port = bind_remote_listener()
     task = asyncio.get_event_loop().create_task(_start(runtime), name="svc runtime start")
@@ -43,18 +47,21 @@ def bind_remote_listener() -> int:
     then svc runs without remote access and says why (tunnels show it too). With `remote.port`
     0, the port of the previous run is taken again when it is free, so what points at it (a
     named tunnel's route, a firewall rule) keeps working across restarts."""
-    configured = config.current_settings().remote_port
-    previous = config.current_auth().remote_port
+    settings = config.current_settings()
+    configured, previous = settings.remote_port, config.current_auth().remote_port
+    budget = (settings.remote_max_connections, settings.remote_header_timeout_s)
     port = 0
     for wanted in [configured] if configured else [previous, 0] if previous else [0]:
         try:
-            port = server_compat.listen_beside(wanted)
+            port = server_compat.listen_beside(wanted, *budget)
             break
         except Exception as exc:
             logger.log(
                 logging.INFO if wanted == previous else logging.ERROR,
-                "svc's remote listener could not be bound on port %s: %s", wanted, exc,
-            )  # fmt: skip
+                "svc's remote listener could not be bound on port %s: %s",
+                wanted,
+                exc,
+            )
     config.declare_remote_port(port)
     return port
 
@@ -111,7 +118,7 @@ def freeze_startup_objects() -> None:
 def print_login_url() -> None:
     """Once, to the terminal only: the URL carries the owner token, so never to a log."""
     if sys.stderr.isatty() or config.knobs().print_login:
-        from svcproject.browser import login_url
+        from core.browser import login_url
 
         sys.stderr.write(f"\nsvc is running. Open the dashboard:\n    {login_url()}\n\n")
         sys.stderr.flush()

@@ -3,6 +3,9 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from bridge_app import api as bridge_api
+from channels_app import api as channels_api
+from core import browser
+from core import settings_api as svc_api
 from mcp_app import api as integrations_api
 from notifications_app import api as notifications_api
 from notifications_app import views_sw
@@ -10,9 +13,9 @@ from previews_app import api as previews_api
 from remote_app import api as remote_api
 from remote_app import views as remote_views
 from sessions_app import api as sessions_api
-from sessions_app import api_diffs, api_search
-from svcproject import api as svc_api
-from svcproject import browser, views
+from sessions_app import api_approvals, api_search
+from subagents_app import api as turns_api
+from svcproject import views
 
 api_patterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
@@ -25,19 +28,24 @@ api_patterns = [
     path("agents", sessions_api.AgentListView.as_view()),
     path("agents/<str:name>", sessions_api.AgentDetailView.as_view()),
     path("sessions", sessions_api.SessionListView.as_view()),
+    # Before sessions/<id>: `stop_all` is never taken for a session's id.
+    path("sessions/stop_all", sessions_api.SessionStopAllView.as_view()),
     path("sessions/<str:session_id>", sessions_api.SessionDetailView.as_view()),
+    path("sessions/<str:session_id>/resume", sessions_api.SessionResumeView.as_view()),
     path("sessions/<str:session_id>/log", sessions_api.SessionLogView.as_view()),
-    path("sessions/<str:session_id>/diff", api_diffs.SessionDiffView.as_view()),
-    path("sessions/<str:session_id>/diff/comments", api_diffs.SessionDiffCommentsView.as_view()),
-    path("subagents/<str:run_id>/diff", api_diffs.SubagentDiffView.as_view()),
-    path("subagents/<str:run_id>/diff/comments", api_diffs.SubagentDiffCommentsView.as_view()),
-    path("subagents/<str:run_id>/merge", api_diffs.SubagentMergeView.as_view()),
-    path("subagents/<str:run_id>/discard", api_diffs.SubagentDiscardView.as_view()),
+    path("sessions/<str:session_id>/permissions", api_approvals.SessionPermissionsView.as_view()),
+    path("sessions/<str:session_id>/diff", turns_api.SessionDiffView.as_view()),
+    path("sessions/<str:session_id>/diff/comments", turns_api.SessionDiffCommentsView.as_view()),
+    path("subagents/<str:run_id>/diff", turns_api.SubagentDiffView.as_view()),
+    path("subagents/<str:run_id>/diff/comments", turns_api.SubagentDiffCommentsView.as_view()),
+    path("subagents/<str:run_id>/merge", turns_api.SubagentMergeView.as_view()),
+    path("subagents/<str:run_id>/discard", turns_api.SubagentDiscardView.as_view()),
     path("handover/pickup", sessions_api.HandoverPickupView.as_view()),
     path("search", api_search.SearchView.as_view()),
-    path("subagent-turns", sessions_api.SubagentTurnListView.as_view()),
-    path("subagent-turns/<str:turn_id>", sessions_api.SubagentTurnDetailView.as_view()),
-    path("channels", sessions_api.ChannelListView.as_view()),
+    path("approvals", api_approvals.ApprovalListView.as_view()),
+    path("subagent-turns", turns_api.SubagentTurnListView.as_view()),
+    path("subagent-turns/<str:turn_id>", turns_api.SubagentTurnDetailView.as_view()),
+    path("channels", channels_api.ChannelListView.as_view()),
     path("tunnels", remote_api.TunnelListView.as_view()),
     re_path(
         r"^tunnels/(?P<name>[^/]+)/(?P<action>start|stop)$", remote_api.TunnelActionView.as_view()
@@ -45,6 +53,7 @@ api_patterns = [
     path("pairings", remote_api.PairingListView.as_view()),
     path("pairings/pending", remote_api.PairingPendingView.as_view()),
     path("pairings/approve", remote_api.PairingApproveView.as_view()),
+    path("pairings/invites", remote_api.PairingInviteView.as_view()),
     path("pairings/requests/<str:request_id>/deny", remote_api.PairingDenyView.as_view()),
     path("pairings/<str:device_id>", remote_api.PairingDetailView.as_view()),
     path("settings", svc_api.SettingsView.as_view()),

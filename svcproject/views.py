@@ -3,7 +3,7 @@
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 
-from svcproject import browser, config
+from core import browser, config
 
 
 def dashboard(request: HttpRequest) -> HttpResponse:

@@ -7,8 +7,8 @@ wire = `encodedDataLength` at `loadingFinished` (headers included; static text g
 so this is what a phone pays), WS = `/ws…` frame payloads received. Counted until the load
 event plus 0.5 s.
 
-The page's own share is split at the frame's arrival in the page and at dashboard.js's
-`svc:sessions` event (parsed, table redrawn; the sidebar renders after it).
+The page's own share is measured from the frame's arrival in the page to the sidebar showing
+the change (the store parses it, the signals re-render what depends on it).
 """
 
 from __future__ import annotations
@@ -50,12 +50,6 @@ PROBE = """
   Probe.prototype = Native.prototype;
   for (const k of ["CONNECTING", "OPEN", "CLOSING", "CLOSED"]) Probe[k] = Native[k];
   window.WebSocket = Probe;
-  // dashboard.js dispatches this after it has parsed the frame and redrawn the table, before
-  // the sidebar (Preact) renders; registered first, so it runs before the sidebar's listener.
-  document.addEventListener("svc:sessions", () => {
-    const last = b.frames[b.frames.length - 1];
-    if (b.keep && last && !last.eventP) last.eventP = performance.now();
-  });
   const observer = new MutationObserver(() => {
     const now = performance.now();
     const listed = document.querySelectorAll("#sidebar-tree li[data-session-id]").length;
@@ -104,7 +98,7 @@ FRAME_OF = """([id, ended]) => {
   const key = ended ? "ended:" : "seen:";
   return { dom: (ended ? b.ended : b.seen)[id], domP: (ended ? b.endedP : b.seenP)[id],
            paint: b.paint[key + id], frame: hit && hit.t, frameP: hit && hit.p,
-           eventP: hit && hit.eventP, bytes: hit && hit.data.length };
+           bytes: hit && hit.data.length };
 }"""
 
 # The "assets" baseline: run at the blank page's start, fetches every listed file in parallel.
@@ -223,6 +217,4 @@ class Changes:
     bare: list[float] = field(default_factory=list)  # → the bare client's frame
     in_page: list[float] = field(default_factory=list)  # → the frame reaches the page
     page_work: list[float] = field(default_factory=list)  # frame in the page → li
-    table: list[float] = field(default_factory=list)  # frame → parsed, table redrawn
-    sidebar_render: list[float] = field(default_factory=list)  # → sidebar rendered
     bytes: list[int] = field(default_factory=list)

@@ -182,8 +182,12 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
 
 
 def build(name: str, raw: dict[str, Any]) -> ProcessTunnel:
-    builders = {"cloudflared": _cloudflared, "tailscale": _tailscale,
-                "localtunnel": _localtunnel, "command": _command}  # fmt: skip
+    builders = {
+        "cloudflared": _cloudflared,
+        "tailscale": _tailscale,
+        "localtunnel": _localtunnel,
+        "command": _command,
+    }
     provider = raw.get("provider")
     if provider not in builders:
         raise TunnelError(f"tunnels.{name}.provider: not a process tunnel ({provider!r})")
@@ -193,8 +197,10 @@ def build(name: str, raw: dict[str, Any]) -> ProcessTunnel:
 def _cloudflared(name: str, raw: dict[str, Any]) -> ProcessTunnel:
     options = Options(name, raw, {"token_env", "public_url", "url_timeout_s"})
     timeout = options.seconds("url_timeout_s", URL_TIMEOUT_S)
-    missing = ("cloudflared is not installed (not on PATH): install it from https://developers."
-               "cloudflare.com/cloudflare-one/connections/connect-networks/downloads/")  # fmt: skip
+    missing = (
+        "cloudflared is not installed (not on PATH): install it from https://developers."
+        "cloudflare.com/cloudflare-one/connections/connect-networks/downloads/"
+    )
     ready = "a connection registered ('Registered tunnel connection')"
     origin = "http://127.0.0.1:{port}"
     if "token_env" not in raw:  # a quick tunnel: no account, a random trycloudflare.com name
@@ -204,16 +210,33 @@ def _cloudflared(name: str, raw: dict[str, Any]) -> ProcessTunnel:
                 f"{options.key('token_env')} too, or remove it for a quick tunnel"
             )
         argv = ["cloudflared", "tunnel", "--no-autoupdate", "--url", origin]
-        return ProcessTunnel("cloudflared", argv, CLOUDFLARED_URL, missing, CLOUDFLARED_READY,
-                             ready, url_timeout_s=timeout)  # fmt: skip
+        return ProcessTunnel(
+            "cloudflared",
+            argv,
+            CLOUDFLARED_URL,
+            missing,
+            CLOUDFLARED_READY,
+            ready,
+            url_timeout_s=timeout,
+        )
     # A named tunnel: its hostname is set up at Cloudflare, so the URL is an option; `--url`
     # routes a CLI-made tunnel to svc, a dashboard-made one takes its routes from the dashboard.
     token_env, public_url = options.text("token_env"), _http_url(options, "public_url")
-    how = ("the token is in the Cloudflare dashboard (Zero Trust → Networks → Tunnels → your "
-           "tunnel's install command) or `cloudflared tunnel token NAME`")  # fmt: skip
+    how = (
+        "the token is in the Cloudflare dashboard (Zero Trust → Networks → Tunnels → your "
+        "tunnel's install command) or `cloudflared tunnel token NAME`"
+    )
     argv = ["cloudflared", "tunnel", "--no-autoupdate", "run", "--url", origin]
-    return ProcessTunnel("cloudflared", argv, public_url, missing, CLOUDFLARED_READY, ready,
-                         ("TUNNEL_TOKEN", token_env, how), timeout)  # fmt: skip
+    return ProcessTunnel(
+        "cloudflared",
+        argv,
+        public_url,
+        missing,
+        CLOUDFLARED_READY,
+        ready,
+        ("TUNNEL_TOKEN", token_env, how),
+        timeout,
+    )
 
 
 def _tailscale(name: str, raw: dict[str, Any]) -> ProcessTunnel:
@@ -223,9 +246,11 @@ def _tailscale(name: str, raw: dict[str, Any]) -> ProcessTunnel:
         raise TunnelError(f"{options.key('https_port')}: Funnel serves only 443, 8443 or 10000")
     # Foreground (no --bg): the funnel lasts as long as the process, so ending it ends the funnel.
     argv = ["tailscale", "funnel", f"--https={https_port}", "http://127.0.0.1:{port}"]
-    missing = ("tailscale is not installed (not on PATH): install it (https://tailscale.com/"
-               "download), run `tailscale up`, and allow Funnel (https://tailscale.com/kb/1223/"
-               "funnel)")  # fmt: skip
+    missing = (
+        "tailscale is not installed (not on PATH): install it (https://tailscale.com/"
+        "download), run `tailscale up`, and allow Funnel (https://tailscale.com/kb/1223/"
+        "funnel)"
+    )
     timeout = options.seconds("url_timeout_s", URL_TIMEOUT_S)
     return ProcessTunnel("tailscale funnel", argv, TAILSCALE_URL, missing, url_timeout_s=timeout)
 
@@ -236,8 +261,10 @@ def _localtunnel(name: str, raw: dict[str, Any]) -> ProcessTunnel:
     argv = ["npx", "--yes", "localtunnel", "--port", "{port}"]
     if "host" in raw:
         argv += ["--host", _http_url(options, "host")]
-    missing = ("npx is not installed (not on PATH): localtunnel runs with npx, which comes with "
-               "Node.js (https://nodejs.org/en/download)")  # fmt: skip
+    missing = (
+        "npx is not installed (not on PATH): localtunnel runs with npx, which comes with "
+        "Node.js (https://nodejs.org/en/download)"
+    )
     timeout = options.seconds("url_timeout_s", URL_TIMEOUT_S)
     return ProcessTunnel("localtunnel", argv, LOCALTUNNEL_URL, missing, url_timeout_s=timeout)
 

@@ -12,7 +12,8 @@ from remote_app.tunnels import registry
 from remote_app.tunnels.base import TunnelError
 
 if TYPE_CHECKING:
-    from svcproject.runtime import Runtime
+    from core.runtime import Reach, Runtime
+    from core.supervisor import Supervisor
 
 
 def declared(settings: Any) -> dict[str, dict[str, Any]]:
@@ -23,42 +24,42 @@ def declared(settings: Any) -> dict[str, dict[str, Any]]:
 class TunnelService:
     list_name = "tunnels"
 
-    def __init__(self, runtime: Runtime, name: str) -> None:
-        self.runtime, self.name = runtime, name
+    def __init__(self, reach: Reach, name: str) -> None:
+        self.reach, self.name = reach, name
 
     def settings_key(self, settings: Any) -> Hashable:
         entry = declared(settings).get(self.name, {})
         return json.dumps(entry, sort_keys=True), settings.remote_port
 
     async def run(self, online: Callable[[str], None]) -> None:
-        from svcproject import config
+        from core import config
 
         entry = declared(config.current_settings()).get(self.name)
         if entry is None:
             raise TunnelError(f"tunnels.{self.name}: no longer in settings.json")
         provider = registry.build(self.name, entry)
-        port = self.runtime.remote_port
+        port = self.reach.remote_port
         if not port:
             raise TunnelError("svc's remote listener is not bound (see the daemon's log)")
 
         def up(url: str) -> None:
-            self.runtime.public_urls[self.name] = url
-            self.runtime.tunnel_started[self.name] = datetime.now(UTC).isoformat()
+            self.reach.urls[self.name] = url
+            self.reach.started[self.name] = datetime.now(UTC).isoformat()
             online(f"{url} → 127.0.0.1:{port}")
 
         try:
             await provider.run(port, up)
         finally:
-            self.runtime.public_urls.pop(self.name, None)
-            self.runtime.tunnel_started.pop(self.name, None)
+            self.reach.urls.pop(self.name, None)
+            self.reach.started.pop(self.name, None)
 
 
 class Tunnels:
     """Which tunnels run: every declared, enabled one, except those the owner stopped (held
     until started again or until svc restarts)."""
 
-    def __init__(self, runtime: Runtime) -> None:
-        self.runtime = runtime
+    def __init__(self, supervisor: Supervisor, reach: Reach) -> None:
+        self.supervisor, self.reach = supervisor, reach
         self.held: set[str] = set()
 
     def wanted(self, settings: Any) -> set[str]:
@@ -69,32 +70,32 @@ class Tunnels:
         }
 
     async def apply(self, settings: Any) -> None:
-        supervisor = self.runtime.supervisor
+        supervisor = self.supervisor
         running = supervisor.names("tunnels")
         wanted = self.wanted(settings)
         for name in sorted(running - wanted):
             await supervisor.remove(name)
         for name in sorted(wanted - running):
-            await supervisor.add(TunnelService(self.runtime, name), settings)
+            await supervisor.add(TunnelService(self.reach, name), settings)
 
     async def start(self, name: str) -> None:
-        from svcproject import config
+        from core import config
 
         settings = config.current_settings()
         if name not in declared(settings):
             raise KeyError(name)
         self.held.discard(name)
-        if name not in self.runtime.supervisor.names("tunnels"):
-            await self.runtime.supervisor.add(TunnelService(self.runtime, name), settings)
+        if name not in self.supervisor.names("tunnels"):
+            await self.supervisor.add(TunnelService(self.reach, name), settings)
 
     async def stop(self, name: str) -> None:
-        from svcproject import config
+        from core import config
 
         if name not in declared(config.current_settings()):
             raise KeyError(name)
         self.held.add(name)
-        await self.runtime.supervisor.remove(name)
-        await self.runtime.supervisor.publish("tunnels")
+        await self.supervisor.remove(name)
+        await self.supervisor.publish("tunnels")
 
 
 def tunnel_rows(runtime: Runtime | None, settings: Any) -> list[dict[str, Any]]:
@@ -110,7 +111,7 @@ def tunnel_rows(runtime: Runtime | None, settings: Any) -> list[dict[str, Any]]:
                 "status": state.get("status", "stopped"),
                 "public_url": (runtime.public_urls.get(name) if runtime else None) or None,
                 "detail": state.get("detail", ""),
-                "started_at": runtime.tunnel_started.get(name) if runtime else None,
+                "started_at": runtime.reach.started.get(name) if runtime else None,
                 "enabled": entry.get("enabled", True) is not False,
                 "retry_in_s": state.get("retry_in_s"),
             }

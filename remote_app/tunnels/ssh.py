@@ -22,8 +22,17 @@ KEEPALIVE_S = 15.0  # a server that went away is noticed within about three of t
 
 class SSHTunnel:
     def __init__(self, name: str, raw: dict[str, Any]) -> None:
-        known = {"host", "port", "user", "key_file", "known_hosts", "remote_host", "remote_port",
-                 "public_url", "keepalive_s"}  # fmt: skip
+        known = {
+            "host",
+            "port",
+            "user",
+            "key_file",
+            "known_hosts",
+            "remote_host",
+            "remote_port",
+            "public_url",
+            "keepalive_s",
+        }
         options = Options(name, raw, known)
         self.key = options.key
         self.host = options.text("host")

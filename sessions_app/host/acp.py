@@ -4,6 +4,11 @@ Every update becomes an event `{"kind", "session_id", "seq", ...}`: stored first
 injected `store`), then handed to the subscribed chat clients, so a client that reopens the
 session and replays the stored events never misses or repeats one. Permission requests go to the
 subscribed clients and are refused when nobody answers within `permission_timeout_s`.
+
+The agent's stdio is held by the holder (contract §17) and read through `acp_link.Link`: when
+svc starts again it takes the chat back (`take_back`) where the last svc left off — updates it
+had stored are not stored twice, a turn that ended meanwhile is recorded once, and what the
+agent asked meanwhile is asked again.
 """
 
 from __future__ import annotations
@@ -12,21 +17,23 @@ import asyncio
 import contextlib
 import importlib
 import logging
-import os
 import sys
 import uuid
 from collections.abc import Awaitable, Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
-from notifications_app import events as notices
-from sessions_app.host import processes
+from sessions_app import signals
+from sessions_app.host import permission_answers as answers
+from sessions_app.host import processes, resume
+from sessions_app.host.acp_link import AgentStream, Link, current_src
 from sessions_app.host.activity import Activity
 from sessions_app.host.agent_errors import failure_text
 from sessions_app.host.subscription import ChatSubscription, Deliver, History
 
 if TYPE_CHECKING:
     from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
+
+    from sessions_app.selectors import ChatPosition
 
 # The ACP SDK is imported where a chat starts, not at module level: its schema takes ~0.7 s to
 # import, which every daemon start (and every test's) would pay before it could bind, though
@@ -35,11 +42,13 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-STREAM_LIMIT = 50 << 20  # one ACP message may carry images or whole files
 EOF_GRACE_S = 0.5  # for an agent to exit by itself once its stdin closes
 
-Store = Callable[[str, str, dict[str, Any]], Awaitable[int]]
-OnExit = Callable[[str, int], Awaitable[None]]
+# (session id, kind, payload, src: the offset of the agent message it came from, if any) → seq
+Store = Callable[[str, str, dict[str, Any], int | None], Awaitable[int]]
+# A permission answer: the option chosen (None: none) and who decided, {"surface", "who"}.
+Answer = tuple[str | None, dict[str, str]]
+OnExit = Callable[[str, int | None], Awaitable[None]]  # None: the holder went away
 
 
 def update_event(update: Any) -> tuple[str, dict[str, Any]]:
@@ -63,11 +72,14 @@ class _HostClient:
         pass
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        src = current_src.get()
         self.chat.updating += 1
         try:
-            await self.chat.emit(*update_event(update))
+            if not self.chat.link.seen(src):  # read again after a restart: stored already
+                await self.chat.emit(*update_event(update), src=src)
         finally:
             self.chat.updating -= 1
+            self.chat.link.done(src)
 
     async def request_permission(
         self, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption], **kw: Any
@@ -77,9 +89,16 @@ class _HostClient:
 
 class AcpSession:
     def __init__(
-        self, session_id: str, agent: str, *, store: Store, on_exit: OnExit, activity: Activity,
-        permission_timeout_s: float = 60.0, start_timeout_s: float = 60.0,
-    ) -> None:  # fmt: skip
+        self,
+        session_id: str,
+        agent: str,
+        *,
+        store: Store,
+        on_exit: OnExit,
+        activity: Activity,
+        permission_timeout_s: float = 60.0,
+        start_timeout_s: float = 60.0,
+    ) -> None:
         self.session_id, self.agent = session_id, agent
         self.activity = activity
         self.permission_timeout_s = permission_timeout_s
@@ -92,35 +111,26 @@ class AcpSession:
         self.idle.set()
         self.agent_session_id = ""
         self.agent_info: dict[str, Any] = {}
-        self._pending: dict[str, tuple[asyncio.Future[str | None], set[str]]] = {}
+        self._pending: dict[str, tuple[asyncio.Future[Answer], set[str]]] = {}
         self._requests: dict[str, dict[str, Any]] = {}  # the events of the pending requests
         self._emit_lock = asyncio.Lock()
         self.exited = asyncio.Event()
         self.updating = 0  # session/update notifications being emitted right now
         self.exit_code: int | None = None
         self._replaying = False
+        self.replayed = 0  # updates dropped as the replay of a loaded session
+        self.continued: resume.Continued | None = None  # how a resumed chat went on
+        self.held = False  # by a holder, which keeps it when svc stops
+        self.let_go_done = False
+        self.lost = False  # the stream ended without an exit: the holder is gone
+        # A taken-back chat's permission requests, by offset (selectors.ChatPosition).
+        self._asked: dict[int, dict[str, Any]] = {}
+        self._decided: dict[int, dict[str, Any]] = {}
 
-    async def start(
-        self, argv: tuple[str, ...], env: dict[str, str], cwd: str, resume_id: str = "",
-        stderr_path: Path | None = None,
-    ) -> int:  # fmt: skip
-        with _agent_log(stderr_path) as stderr:
-            self.proc = await asyncio.create_subprocess_exec(
-                *processes.with_default_signals(argv),
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=stderr,
-                cwd=cwd,
-                env=env,
-                start_new_session=True,  # its own session: stop reaches every descendant
-                limit=STREAM_LIMIT,
-            )
-        self.pid = self.proc.pid
-        await _load_sdk()
-        from acp import connect_to_agent
-
-        self.conn = connect_to_agent(_HostClient(self), self.proc.stdin, self.proc.stdout)
-        self._watcher = asyncio.get_running_loop().create_task(self._watch_exit())
+    async def start(self, stream: AgentStream, cwd: str, resume_id: str = "") -> int:
+        """A new agent process on `stream`: ACP's handshake, then a new session — or with
+        `resume_id` the agent's earlier one (see _handshake)."""
+        await self._connect(stream, stored_upto=-1)
         try:
             await asyncio.wait_for(self._handshake(cwd, resume_id), self.start_timeout_s)
         except BaseException:
@@ -128,6 +138,36 @@ class AcpSession:
             raise
         await self._publish_runtime()
         return self.pid
+
+    async def take_back(
+        self,
+        stream: AgentStream,
+        *,
+        agent_session_id: str,
+        position: ChatPosition,
+    ) -> int:
+        """An agent the holder kept while svc was away: no handshake (it had one); what it
+        said since the last stored update is read again, a turn under way goes on, and its
+        permission requests are asked again without being stored or notified twice."""
+        self._asked, self._decided = position.asked, position.decided
+        await self._connect(stream, stored_upto=position.stored_upto)
+        self.agent_session_id = agent_session_id
+        if position.in_turn:  # its end comes as the answer to the last svc's prompt
+            self.busy = True
+            self.idle.clear()
+        await self._publish_runtime()
+        return self.pid
+
+    async def _connect(self, stream: AgentStream, *, stored_upto: int) -> None:
+        await _load_sdk()
+        from acp import connect_to_agent
+
+        self.stream, self.pid = stream, stream.pid
+        self.held = stream.held
+        self.link = Link(stream, stored_upto=stored_upto)
+        self.link.on_orphan = self._orphan_answer
+        self.conn = connect_to_agent(_HostClient(self), self.link)
+        self._watcher = asyncio.get_running_loop().create_task(self._watch_exit())
 
     async def _handshake(self, cwd: str, resume_id: str) -> None:
         from acp import PROTOCOL_VERSION
@@ -140,17 +180,30 @@ class AcpSession:
         )
         if init.agent_info is not None:
             self.agent_info = {"name": init.agent_info.name, "version": init.agent_info.version}
-        if resume_id and init.agent_capabilities and init.agent_capabilities.load_session:
-            # The agent replays the conversation as updates; svc already stored it, so drop them.
-            self._replaying = True
+        # A resumed chat continues the agent's own session the best way it offers (contract
+        # §17, host/resume.py); failing that, a new session that the next prompt primes.
+        tried: list[str] = []
+        for way in resume.ways(init.agent_capabilities) if resume_id else []:
+            # session/load replays the conversation as updates; svc already stored it: dropped.
+            self._replaying = way == "session/load"
             try:
-                await self.conn.load_session(cwd=cwd, session_id=resume_id, mcp_servers=[])
+                if way == "session/resume":
+                    await self.conn.resume_session(cwd=cwd, session_id=resume_id, mcp_servers=[])
+                else:
+                    await self.conn.load_session(cwd=cwd, session_id=resume_id, mcp_servers=[])
+                    await resume.replay_over(lambda: self.replayed)  # some replay after answering
+            except Exception as exc:  # the agent's refusal (it lost the session): the next way
+                tried.append(f"{way}: {failure_text(exc)}")
+                continue
             finally:
                 self._replaying = False
             self.agent_session_id = resume_id
+            self.continued = resume.Continued(way, resume_id, tried)
             return
         new = await self.conn.new_session(cwd=cwd, mcp_servers=[])
         self.agent_session_id = new.session_id
+        if resume_id:
+            self.continued = resume.Continued("summary", new.session_id, tried)
 
     async def _publish_runtime(self, current_turn: str | None = None) -> None:
         self.activity.put(
@@ -170,12 +223,14 @@ class AcpSession:
         return {**payload, "kind": kind, "session_id": self.session_id, "seq": seq}
 
     async def emit(
-        self, kind: str, payload: dict[str, Any], *, store: bool = True
+        self, kind: str, payload: dict[str, Any], *, store: bool = True, src: int | None = None
     ) -> dict[str, Any]:
+        """Store, then deliver; `src`: the agent message it comes from (acp_link)."""
         if self._replaying:
+            self.replayed += 1
             return {}
         async with self._emit_lock:  # stored order == delivered order
-            seq = await self._store(self.session_id, kind, payload) if store else None
+            seq = await self._store(self.session_id, kind, payload, src) if store else None
             event = self.event(kind, payload, seq)
             for subscription in list(self._subscribers):
                 subscription.receive(event)
@@ -206,17 +261,23 @@ class AcpSession:
             await self.emit("user_message_chunk", {"text": text})
             from acp import text_block
 
+            sent = self.continued.primed(text) if self.continued else text  # host/resume.py
             response = await self.conn.prompt(
-                session_id=self.agent_session_id, prompt=[text_block(text)]
+                session_id=self.agent_session_id, prompt=[text_block(sent)]
             )
+            if self.continued:
+                self.continued.primer = ""  # the summary goes with one prompt
             stop_reason = str(response.stop_reason)
             ended: dict[str, Any] = {"stop_reason": stop_reason}
             if response.usage is not None:  # the agent's own token counts, when it gives them
                 ended["usage"] = response.usage.model_dump(mode="json", exclude_none=True)
-            await self.emit("turn_end", ended)
+            await self.emit("turn_end", ended, src=self.link.turn_src)
+            self.link.turn_done()
             self._turn_ended(stop_reason)
             return stop_reason
         except Exception as exc:
+            if self.let_go_done:  # svc stops and the holder keeps the turn going: not an end
+                return "let go"
             await self.emit(
                 "error", {"message": f"prompt failed: {failure_text(exc)}", "log": True}
             )
@@ -229,6 +290,34 @@ class AcpSession:
             if not self.exited.is_set():
                 await self._publish_runtime()
 
+    async def _orphan_answer(self, src: int, message: dict[str, Any]) -> None:
+        """An answer to a request of the svc before this one: the turn that was running when it
+        stopped has ended. Recorded once (a turn end already stored is read again, not stored)."""
+        result = message.get("result")
+        if not self.busy or (isinstance(result, dict) and "stopReason" not in result):
+            return  # not a turn's end (or one already recorded): nobody waits for it
+        # The turn's last updates first, as the SDK does for a prompt's answer: their handlers
+        # were started before this answer was read.
+        await asyncio.sleep(0)
+        await self._updates_stored()
+        if self.link.seen(src):
+            stop_reason = "already recorded"
+        elif isinstance(result, dict):
+            stop_reason = str(result["stopReason"])
+            ended: dict[str, Any] = {"stop_reason": stop_reason}
+            if isinstance(result.get("usage"), dict):
+                ended["usage"] = result["usage"]
+            await self.emit("turn_end", ended, src=src)
+            self._turn_ended(stop_reason)
+        else:
+            failed = f"prompt failed: {failure_text(RuntimeError(str(message.get('error'))))}"
+            await self.emit("error", {"message": failed, "log": True}, src=src)
+            await self.emit("turn_end", {"stop_reason": "error"})
+            self._turn_ended("error")
+        self.busy = False
+        self.idle.set()
+        await self._publish_runtime()
+
     def shown(self) -> bool:
         """Whether some client shows this chat to a person right now: a dashboard tab showing
         it, or a client that never said it does not (contract §15). A chat channel never
@@ -237,54 +326,79 @@ class AcpSession:
 
     def _turn_ended(self, stop_reason: str) -> None:
         if not self.shown():  # nobody sees this turn end: tell its owner (contract §15)
-            notices.turn_ended(self.session_id, self.agent, stop_reason)
+            signals.turn_ended.send_robust(
+                sender=AcpSession,
+                session_id=self.session_id,
+                agent=self.agent,
+                stop_reason=stop_reason,
+            )
 
     async def cancel(self) -> None:
         # ACP: the client answers pending permission requests of a cancelled turn "cancelled".
         for future, _ in self._pending.values():
             if not future.done():
-                future.set_result(None)
+                future.set_result((None, {"surface": "cancelled", "who": "the turn was cancelled"}))
         await self.conn.cancel(session_id=self.agent_session_id)
 
     # --- permissions -----------------------------------------------------------------------
+    # Each answer says who decided (`decided_by`, sessions_app/approvals.py): the stored
+    # `permission_resolved` event carries it, and the approval record is made from that event.
 
     async def ask_permission(
         self, tool_call: ToolCallUpdate, options: list[PermissionOption]
     ) -> RequestPermissionResponse:
         ids = {o.option_id for o in options}
-        if self.permission_mode in ("allow", "deny") or not self._subscribers:
+        src = current_src.get()  # the same request read again after a restart has the same
+        if src is not None and (decided := self._decided.pop(src, None)) is not None:
+            # Decided before svc stopped, the answer maybe never sent: the same answer again.
+            chosen = decided.get("chosen")
+            return answers.selected(chosen) if chosen else answers.refuse(options)
+        asked_before = self._asked.pop(src, None) if src is not None else None
+        if asked_before is None and (
+            self.permission_mode in ("allow", "deny") or not self._subscribers
+        ):
             return await self._answer_by_policy(tool_call, options)
-        request_id = uuid.uuid4().hex
-        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        request_id = f"r{src}" if src is not None else uuid.uuid4().hex
+        future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = (future, ids)
-        self._requests[request_id] = await self.emit(
-            "permission_request",
-            {
-                "request_id": request_id,
-                "tool_call": tool_call.model_dump(mode="json", by_alias=True, exclude_none=True),
-                "options": [
-                    {"option_id": o.option_id, "name": o.name, "kind": str(o.kind)} for o in options
-                ],
-            },
-        )
-        asked = self._requests[request_id].get("tool_call", {})
-        notices.permission_requested(self.session_id, self.agent, asked)  # contract §15
+        if asked_before is not None:  # stored and notified by the svc before: still pending
+            seq = asked_before.pop("seq")
+            self._requests[request_id] = self.event("permission_request", asked_before, seq)
+        else:
+            self._requests[request_id] = await self.emit(
+                "permission_request",
+                {
+                    "request_id": request_id,
+                    "tool_call": tool_call.model_dump(
+                        mode="json", by_alias=True, exclude_none=True
+                    ),
+                    "options": answers.options_of(options),
+                },
+                src=src,
+            )
+            asked = self._requests[request_id].get("tool_call", {})
+            signals.permission_requested.send_robust(  # contract §15
+                sender=AcpSession, session_id=self.session_id, agent=self.agent, tool_call=asked
+            )
         try:
-            chosen = await asyncio.wait_for(future, self.permission_timeout_s)
+            chosen, by = await asyncio.wait_for(future, self.permission_timeout_s)
         except TimeoutError:
-            chosen = None
+            waited = f"nobody answered within {self.permission_timeout_s:g} s"
+            chosen, by = None, {"surface": "cancelled", "who": waited}
         finally:
             self._pending.pop(request_id, None)
             self._requests.pop(request_id, None)
-        resolved = {"request_id": request_id, "option_id": chosen, "answered": chosen is not None}
-        await self.emit("permission_resolved", resolved)
-        if chosen is None:
-            return _refuse(options)
-        from acp.schema import AllowedOutcome, RequestPermissionResponse
-
-        return RequestPermissionResponse(
-            outcome=AllowedOutcome(option_id=chosen, outcome="selected")
-        )
+        answer = answers.refuse(options) if chosen is None else answers.selected(chosen)
+        resolved = {
+            "request_id": request_id,
+            "option_id": chosen,  # the person's choice; None: nobody chose
+            "answered": chosen is not None,
+            "chosen": answers.option_of(answer),  # what the agent was answered with
+            "decided_by": by,
+            "decided_at": answers.now(),
+        }
+        await self.emit("permission_resolved", resolved, src=src)
+        return answer
 
     async def _answer_by_policy(
         self, tool_call: ToolCallUpdate, options: list[PermissionOption]
@@ -292,37 +406,56 @@ class AcpSession:
         """Answered without asking anyone (the mode says so, or nobody listens) — and said, so
         whoever reads the session later knows why the agent could or could not act."""
         allow = self.permission_mode == "allow"
-        answer = (_choose(options, "allow") if allow else None) or _refuse(options)
-        chosen = getattr(answer.outcome, "option_id", None)
+        answer = (answers.choose(options, "allow") if allow else None) or answers.refuse(options)
+        chosen = answers.option_of(answer)
         policy = self.permission_mode if self.permission_mode != "ask" else "nobody to ask"
-        await self.emit("permission_resolved", {
-            "request_id": None, "option_id": chosen, "answered": False, "policy": policy,
-            "allowed": allow and chosen is not None,
-            "tool_call": tool_call.model_dump(mode="json", by_alias=True, exclude_none=True),
-        })  # fmt: skip
+        await self.emit(
+            "permission_resolved",
+            {
+                "request_id": None,
+                "option_id": chosen,
+                "answered": False,
+                "policy": policy,
+                "allowed": allow and chosen is not None,
+                "tool_call": tool_call.model_dump(mode="json", by_alias=True, exclude_none=True),
+                "options": answers.options_of(options),
+                "chosen": chosen,
+                "decided_by": {"surface": "policy", "who": policy},
+                "decided_at": answers.now(),
+            },
+            src=current_src.get(),
+        )
         return answer
 
     def pending_requests(self) -> list[dict[str, Any]]:
         """Permission requests still waiting, for a client that (re)opens the session."""
         return [event for event in self._requests.values() if event]
 
-    def answer_permission(self, request_id: str, option_id: str) -> str | None:
-        """None when accepted, else why not."""
+    def answer_permission(
+        self, request_id: str, option_id: str, decided_by: dict[str, str] | None = None
+    ) -> str | None:
+        """None when accepted, else why not. `decided_by`: `{"surface", "who"}` of whoever
+        answered (sessions_app/approvals.py); in-process callers that do not say count as the
+        API."""
         pending = self._pending.get(request_id)
         if pending is None or pending[0].done():
             return f"no pending permission request {request_id!r}"
         if option_id not in pending[1]:
             return f"option_id must be one of {sorted(pending[1])}"
-        pending[0].set_result(option_id)
+        pending[0].set_result((option_id, decided_by or {"surface": "api", "who": ""}))
         return None
 
     # --- end -------------------------------------------------------------------------------
 
     async def _watch_exit(self) -> None:
-        returncode = await self.proc.wait()
-        self.exit_code = processes.exit_code_of(returncode)
-        # What it started and left behind (codex-acp's and Gemini CLI's helpers) goes with it.
-        await processes.kill_session(self.pid, 0.5)
+        await self.link.ended.wait()
+        if self.let_go_done:  # svc stopped; the holder keeps the agent for the next start
+            return
+        self.exit_code = self.link.exit_code
+        if self.exit_code is None and not self.link.closed:
+            # The holder went away with the agent's pipes: end what is left of its tree.
+            self.lost = True
+            await processes.kill_session(self.pid, 0.5)
         self.activity.remove(self.session_id)
         await self.activity.publish()
         await self._drain()
@@ -336,24 +469,35 @@ class AcpSession:
             await self.emit("session", ended, store=False)
 
     async def _drain(self, limit_s: float = 1.0) -> None:
-        """Closing the connection cancels its handlers: first let what the agent wrote before
-        it exited (its last words, often) be read to the end and stored, within a bound."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + limit_s
-        # Polled: the StreamReader has no end-of-file event to wait on.
-        while loop.time() < deadline and (self.updating or not self.proc.stdout.at_eof()):  # noqa: ASYNC110
-            await asyncio.sleep(0.01)
+        """Closing the connection cancels its handlers: first let the updates the agent wrote
+        before it exited (its last words, often) be stored, within a bound. Every line was
+        handed to a handler before the stream's end was seen."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._updates_stored(), limit_s)
+
+    async def _updates_stored(self) -> None:
+        while self.updating:  # noqa: ASYNC110 — polled: a handful of handlers, briefly
+            await asyncio.sleep(0.005)
 
     async def stop(self, grace: float = 1.0) -> None:
-        if self.exited.is_set():
+        if self.exited.is_set() or self.let_go_done:
             return
-        with contextlib.suppress(Exception):
-            self.proc.stdin.close()  # well-behaved agents exit at EOF, with their own status
+        self.stream.close_input()  # well-behaved agents exit at EOF, with their own status
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.exited.wait(), EOF_GRACE_S)
         await processes.kill_session(self.pid, grace)  # the rest of its tree (orphans included)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.exited.wait(), 3)
+
+    async def let_go(self) -> None:
+        """svc stops and the holder keeps the agent: stop reading, end nothing. A request of the
+        agent's left unanswered is read again by the next svc (it was never acknowledged)."""
+        self.let_go_done = True
+        with contextlib.suppress(Exception):
+            await self.conn.close()  # its reader too: nothing will see the stream end
+        self._watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._watcher
 
 
 async def _load_sdk() -> None:
@@ -361,27 +505,3 @@ async def _load_sdk() -> None:
     if "acp.schema" not in sys.modules:
         await asyncio.to_thread(importlib.import_module, "acp.schema")
         await asyncio.to_thread(importlib.import_module, "acp")
-
-
-def _agent_log(path: Path | None) -> BinaryIO:
-    """The agent's stderr, kept for the user (stdout is the protocol)."""
-    return path.open("ab") if path is not None else open(os.devnull, "ab")
-
-
-def _choose(options: list[PermissionOption], prefix: str) -> RequestPermissionResponse | None:
-    from acp.schema import AllowedOutcome, RequestPermissionResponse
-
-    for option in options:
-        if str(option.kind).startswith(prefix):
-            return RequestPermissionResponse(
-                outcome=AllowedOutcome(option_id=option.option_id, outcome="selected")
-            )
-    return None
-
-
-def _refuse(options: list[PermissionOption]) -> RequestPermissionResponse:
-    from acp.schema import DeniedOutcome, RequestPermissionResponse
-
-    return _choose(options, "reject") or RequestPermissionResponse(
-        outcome=DeniedOutcome(outcome="cancelled")
-    )

@@ -1,14 +1,16 @@
-"""Process-tree helpers: every hosted child leads its own session, so the session id finds all of
-its descendants, including background jobs that job control moved into other process groups."""
+"""Process-tree helpers: starting a hosted child with default signals, and ending its whole session
+(the session-scanning helpers are the holder's, which ends trees too)."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
-import os
 import signal
 import subprocess
+
+from holder.procs import exit_code_of, session_members, signal_session
+
+__all__ = ["exit_code_of", "kill_session", "session_members", "signal_session"]
 
 
 @functools.cache
@@ -26,36 +28,6 @@ def with_default_signals(argv: tuple[str, ...]) -> tuple[str, ...]:
     so would every job in its terminals — Ctrl-C would do nothing. GNU env resets them at exec
     (no Python runs between fork and exec); where it cannot, argv is used as it is."""
     return ("env", "--default-signal", *argv) if _env_resets_signals() else argv
-
-
-def exit_code_of(returncode: int) -> int:
-    """Shell convention: killed by signal N → 128 + N."""
-    return 128 - returncode if returncode < 0 else returncode
-
-
-def session_members(sid: int) -> list[int]:
-    pids = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        # Field 2 (comm) may hold spaces and parentheses, so split after the last ')'.
-        fields = stat.rsplit(b")", 1)[1].split()
-        if fields[0] != b"Z" and int(fields[3]) == sid:
-            pids.append(int(entry.name))
-    return pids
-
-
-def signal_session(sid: int, sig: int) -> int:
-    members = session_members(sid)
-    for pid in members:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, sig)
-    return len(members)
 
 
 async def kill_session(sid: int, grace: float = 1.0) -> None:

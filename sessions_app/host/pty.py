@@ -1,8 +1,11 @@
 """A terminal session: one child in a real PTY, its scrollback and its viewers.
 
-Spawned through `setsid -c` so the child leads a new session with the PTY as its controlling
-terminal (Ctrl-C then reaches the foreground job) without running Python between fork and exec.
-Exit is seen through a pidfd, output through add_reader on the master; nothing blocks the loop.
+The PTY is the holder's (holder/, contract §17), or svc's own with SVC_HOLDER=0
+(host/direct.py): either way svc reads the session's output as a stream of frames and keeps
+its own copy of the scrollback for viewers. The child is started through `setsid -c`, so it leads
+a new session with the PTY as its controlling terminal (Ctrl-C then reaches the foreground job)
+without running Python between fork and exec. When svc starts again, the session is attached
+again from the start of the holder's scrollback: a viewer then sees every byte once, in order.
 """
 
 from __future__ import annotations
@@ -10,27 +13,22 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import fcntl
+import json
 import logging
-import os
-import struct
-import subprocess
-import termios
+import re
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
+from holder import protocol as frames
 from sessions_app.host import processes
 from sessions_app.host.fanout import STALL_S, Flow, SendBytes, SendJson, Viewer
 
 logger = logging.getLogger(__name__)
 
 SCROLLBACK_BYTES = 2 << 20
-READ_SIZE = 64 << 10
-INPUT_LIMIT = 4 << 20
-EOF_GRACE_S = 2.0
 ENTER_AFTER_PASTE_S = 0.15
 
-OnExit = Callable[[str, int], Awaitable[None]]
+OnExit = Callable[[str, int | None], Awaitable[None]]  # None: the holder went away
 
 
 class Scrollback:
@@ -54,8 +52,35 @@ class Scrollback:
         return b"".join(self._chunks)
 
 
-def _set_size(fd: int, cols: int, rows: int) -> None:
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+# What pasted text may not carry: every C0 control but tab and newline, DEL and C1 — ESC above
+# all. Review text quotes files anyone may have written: with an ESC it could end the paste early
+# (`ESC[201~`) and type keys, with a Ctrl-C (0x03) or CR it would signal or submit by itself.
+_NOT_PASTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
+
+
+def paste_bytes(text: str, bracketed: bool) -> bytes:
+    """What svc writes for a paste of `text`: control characters removed; inside the paste
+    marks when `bracketed`, else one line — outside a paste each newline is an Enter that
+    submits and a tab is a key (completion), so both become spaces."""
+    clean = _NOT_PASTABLE.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+    if bracketed:
+        # A lone surrogate (JSON allows "\ud800") must not make the paste raise.
+        return PASTE_START + clean.encode(errors="replace") + PASTE_END
+    lines = clean.replace("\t", " ").split("\n")
+    return " ".join(line for line in lines if line.strip()).encode(errors="replace")
+
+
+class TerminalStream(Protocol):
+    """A held terminal (holder.client.Stream) or svc's own (host.direct.DirectPty)."""
+
+    pid: int
+    held: bool  # by a holder, which keeps it when svc stops
+
+    async def read(self) -> tuple[bytes, bytes] | None: ...
+    def write(self, data: bytes) -> None: ...
+    def resize(self, cols: int, rows: int) -> None: ...
+    def close(self) -> None: ...
 
 
 class PtySession:
@@ -65,39 +90,31 @@ class PtySession:
         self.viewers: set[Viewer] = set()
         self.exit_code: int | None = None
         self.exited = asyncio.Event()
+        self.lost = False  # the stream ended without an exit: the holder is gone
         self._on_exit = on_exit
         self._loop = asyncio.get_running_loop()
-        self._paused = False
-        self._eof = False
-        self._finished = False
-        self._pending_input = bytearray()
+        self._flowing = asyncio.Event()  # cleared while a viewer is full
+        self._flowing.set()
+        self._reading: asyncio.Task[None] | None = None
+        self.held = False  # by a holder, which keeps it when svc stops
+        self.let_go_done = False
 
-    def start(
-        self, argv: tuple[str, ...], env: dict[str, str], cwd: str, cols: int, rows: int
-    ) -> int:
-        master, slave = os.openpty()
-        _set_size(slave, cols, rows)
-        try:
-            self.proc = subprocess.Popen(
-                processes.with_default_signals(("setsid", "-c", *argv)),
-                stdin=slave,
-                stdout=slave,
-                stderr=slave,
-                cwd=cwd,
-                env=env,
-                close_fds=True,
-            )
-        except OSError:
-            os.close(master)
-            raise
-        finally:
-            os.close(slave)
-        self.master, self.pid = master, self.proc.pid
-        os.set_blocking(master, False)
-        self._pidfd = os.pidfd_open(self.pid)
-        self._loop.add_reader(master, self._on_readable)
-        self._loop.add_reader(self._pidfd, self._on_process_exit)
-        return self.pid
+    def run(self, stream: TerminalStream) -> None:
+        """Read `stream` until the process ends (a new one, or one taken back at start)."""
+        self.stream, self.pid = stream, stream.pid
+        self.held = stream.held
+        self._reading = self._loop.create_task(self._read())
+
+    async def let_go(self) -> None:
+        """svc stops and the holder keeps the process: stop reading, end nothing."""
+        self.let_go_done = True
+        if self._reading is not None:
+            self._reading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reading
+        self.stream.close()
+        for viewer in list(self.viewers):
+            await self.detach(viewer)
 
     # --- viewers ---------------------------------------------------------------------------
 
@@ -129,34 +146,41 @@ class PtySession:
 
     # --- output ----------------------------------------------------------------------------
 
-    def _on_readable(self) -> None:
-        for _ in range(8):  # a few reads per wake-up: fewer, larger frames under load
-            try:
-                data = os.read(self.master, READ_SIZE)
-            except BlockingIOError:
-                return
-            except OSError:  # EIO: every slave fd is closed
-                data = b""
-            if not data:
-                self._on_eof()
-                return
-            self.scrollback.append(data)
-            for viewer in self.viewers:
-                viewer.offer(data)
-            if any(v.full for v in self.viewers):
-                self._pause()
-                return
+    async def _read(self) -> None:
+        try:
+            while True:
+                await self._flowing.wait()
+                frame = await self.stream.read()
+                if frame is None:
+                    self.lost = True
+                    await self._lose()
+                    return
+                kind, data = frame
+                if kind == frames.OUTPUT:
+                    self._output(data)
+                elif kind == frames.EXIT:
+                    await self._announce_exit(json.loads(data)["exit_code"])
+                    return
+        except Exception:
+            logger.exception("reading terminal %s failed", self.session_id)
+            self.lost = True
+            await self._lose()
+
+    def _output(self, data: bytes) -> None:
+        self.scrollback.append(data)
+        for viewer in self.viewers:
+            viewer.offer(data)
+        if any(v.full for v in self.viewers):
+            self._pause()
 
     def _pause(self) -> None:
-        if not self._paused:
-            self._paused = True
-            self._loop.remove_reader(self.master)
+        if self._flowing.is_set():
+            self._flowing.clear()
             self._loop.create_task(self._watch_stalled())
 
     def _maybe_resume(self) -> None:
-        if self._paused and not self._eof and not any(v.full for v in self.viewers):
-            self._paused = False
-            self._loop.add_reader(self.master, self._on_readable)
+        if not self._flowing.is_set() and not any(v.full for v in self.viewers):
+            self._flowing.set()
 
     async def _watch_stalled(self) -> None:
         """While paused, a full viewer that sent nothing for STALL_S stops holding the PTY back —
@@ -164,7 +188,7 @@ class PtySession:
         or a loaded machine starving all readers) the PTY simply waits, as a real terminal does,
         and a momentarily slow reader never loses output. A viewer already let go (lagging)
         waits for nothing: it takes output again only once its own socket drains."""
-        while self._paused:
+        while not self._flowing.is_set():
             before = {v: v.sent for v in self.viewers if v.full}
             await asyncio.sleep(STALL_S)
             if any(not v.full and not v.lagging for v in self.viewers):
@@ -173,45 +197,15 @@ class PtySession:
                         viewer.drop_behind()
             self._maybe_resume()
 
-    def _on_eof(self) -> None:
-        self._eof = True
-        self._loop.remove_reader(self.master)
-        self._paused = False
-        self._finish_if_done()
+    async def _lose(self) -> None:
+        """The holder went away (killed, crashed): the PTY went with it. What is left of the
+        session's tree is ended, and the session ends interrupted (resumable)."""
+        await processes.kill_session(self.pid, grace=0.5)
+        await self._announce_exit(None)
 
-    def _on_process_exit(self) -> None:
-        self._loop.remove_reader(self._pidfd)
-        os.close(self._pidfd)
-        self.exit_code = processes.exit_code_of(self.proc.wait())
-        # The leader is gone: hang up what it left behind so the PTY reaches EOF.
-        self._loop.create_task(processes.kill_session(self.pid, grace=0.5))
-        self._loop.call_later(EOF_GRACE_S, self._give_up_on_eof)
-        self._finish_if_done()
-
-    def _give_up_on_eof(self) -> None:
-        """A process that left the session (`setsid cmd &`) may hold the PTY open forever; once
-        the output read so far has been handed on, the session ends without it."""
-        if self._eof:
-            return
-        if self._paused:  # viewers are still taking the last output
-            self._loop.call_later(EOF_GRACE_S, self._give_up_on_eof)
-            return
-        self._on_readable()  # what is still buffered in the PTY
-        if not self._eof and not self._paused:
-            self._on_eof()
-        elif not self._eof:
-            self._loop.call_later(EOF_GRACE_S, self._give_up_on_eof)
-
-    def _finish_if_done(self) -> None:
-        if not (self._eof and self.exit_code is not None) or self._finished:
-            return
-        self._finished = True
-        self._loop.remove_writer(self.master)
-        with contextlib.suppress(OSError):
-            os.close(self.master)
-        self._loop.create_task(self._announce_exit(self.exit_code))
-
-    async def _announce_exit(self, exit_code: int) -> None:
+    async def _announce_exit(self, exit_code: int | None) -> None:
+        self.exit_code = exit_code
+        self.stream.close()
         # The row first, so a client told "exited" that asks the API sees `exited` too.
         try:
             await self._on_exit(self.session_id, exit_code)
@@ -224,54 +218,25 @@ class PtySession:
     # --- input and control -----------------------------------------------------------------
 
     def write(self, data: bytes) -> None:
-        if self._finished or self._eof:
-            return
-        if self._pending_input:
-            if len(self._pending_input) + len(data) <= INPUT_LIMIT:
-                self._pending_input += data
-            return
-        try:
-            written = os.write(self.master, data)
-        except BlockingIOError:
-            written = 0
-        except OSError:
-            return
-        if written < len(data):
-            self._pending_input += data[written:]
-            self._loop.add_writer(self.master, self._flush_input)
+        if not self.exited.is_set():
+            self.stream.write(data)
 
     def paste(self, text: str) -> None:
-        """`text` as if pasted, then Enter. Inside bracketed-paste marks when the program turned
-        them on (`ESC[?2004h`: the agents' TUIs and bash do), so its newlines stay in one message
-        instead of each submitting a line; Enter comes a moment later, as a person's would —
-        TUIs that see it in the same read as the paste take it as part of the paste."""
-        data = text.replace("\r\n", "\n").encode()
-        if self._bracketed_paste():
-            data = b"\x1b[200~" + data + b"\x1b[201~"
-        else:
-            data = data.replace(b"\n", b"\r")
-        self.write(data)
+        """`text` as if pasted, then Enter (review comments for an agent's TUI). Inside
+        bracketed-paste marks when the program turned them on (`ESC[?2004h`: the agents' TUIs
+        do), so its newlines stay in one message; otherwise as one line. Either way the one
+        Enter svc sends is the only key: see paste_bytes. Enter comes a moment later, as a
+        person's would — TUIs that see it in the same read as the paste take it as part of it."""
+        self.write(paste_bytes(text, bracketed=self._bracketed_paste()))
         self._loop.call_later(ENTER_AFTER_PASTE_S, self.write, b"\r")
 
     def _bracketed_paste(self) -> bool:
         seen = self.scrollback.read()
         return seen.rfind(b"\x1b[?2004h") > seen.rfind(b"\x1b[?2004l")
 
-    def _flush_input(self) -> None:
-        try:
-            written = os.write(self.master, self._pending_input)
-        except BlockingIOError:
-            return
-        except OSError:
-            written = len(self._pending_input)
-        del self._pending_input[:written]
-        if not self._pending_input:
-            self._loop.remove_writer(self.master)
-
     def resize(self, cols: int, rows: int) -> None:
-        if not self._finished:  # after that the fd number may belong to another file
-            with contextlib.suppress(OSError):
-                _set_size(self.master, cols, rows)
+        if not self.exited.is_set():
+            self.stream.resize(cols, rows)
 
     async def stop(self, grace: float = 1.0) -> None:
         if not self.exited.is_set():

@@ -7,8 +7,12 @@ of the objects it returns:
   `type_into_terminal`;
 - chats: `start_chat`, `chat(session_id)` → an `AcpSession` (subscribe → replay + live, prompt,
   cancel, answer_permission, permission_mode, busy, agent_info, exited);
-- both: `stop`, `stop_soon` (in the background), `stop_all` (at shutdown).
+- both: `stop`, `stop_soon` (in the background), `stop_all` (at shutdown, `host.on_exit:
+  "stop"`), `let_go` (at shutdown, `"keep"`: the holder keeps them), `held` and `take_back_*`
+  (at start: the sessions a holder kept while svc was away).
 
+Processes are held by the holder (holder/, contract §17) so they outlive svc; with SVC_HOLDER=0,
+or when no holder can be started, they are svc's own children (host/direct.py) and end with it.
 One `ProcessHost` belongs to the runtime and lives on the daemon's event loop, so its
 dictionaries need no locks. Ended terminals stay a while so a reconnecting viewer still gets their
 scrollback and exit code.
@@ -20,13 +24,21 @@ import asyncio
 import collections
 import contextvars
 import logging
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from holder.client import HolderClient, HolderError, Stream
+from sessions_app.host import processes
 from sessions_app.host.acp import AcpSession, OnExit, Store
 from sessions_app.host.activity import Activity
+from sessions_app.host.direct import DirectPipes, DirectPty
 from sessions_app.host.fanout import Flow, SendBytes, SendJson, Viewer
-from sessions_app.host.pty import PtySession
+from sessions_app.host.pty import SCROLLBACK_BYTES, PtySession
+
+if TYPE_CHECKING:
+    from sessions_app.selectors import ChatPosition
 
 logger = logging.getLogger(__name__)
 
@@ -51,8 +63,11 @@ class TerminalView:
 
 
 class ProcessHost:
-    def __init__(self, activity: Activity | None = None) -> None:
+    def __init__(
+        self, activity: Activity | None = None, holder: HolderClient | None = None
+    ) -> None:
         self.activity = activity or Activity()
+        self.holder = holder  # None: hosted processes are svc's own children
         self._terminals: dict[str, PtySession] = {}
         self._ended: collections.deque[str] = collections.deque()
         self._chats: dict[str, AcpSession] = {}
@@ -65,22 +80,111 @@ class ProcessHost:
     # --- terminals -----------------------------------------------------------------------------
 
     async def start_terminal(
-        self, session_id: str, *, argv: tuple[str, ...], env: dict[str, str], cwd: str,
-        cols: int, rows: int, on_exit: OnExit,
-    ) -> int:  # fmt: skip
-        async def ended(sid: str, code: int) -> None:
+        self,
+        session_id: str,
+        *,
+        argv: tuple[str, ...],
+        env: dict[str, str],
+        cwd: str,
+        cols: int,
+        rows: int,
+        on_exit: OnExit,
+        preface: bytes = b"",
+    ) -> int:
+        """`preface`: output to show above the process's own (a resumed terminal's old
+        scrollback), kept in the holder's scrollback with it."""
+        argv = processes.with_default_signals(("setsid", "-c", *argv))
+        session = self._terminal(session_id, on_exit)
+        stream: Stream | DirectPty
+        if await self._holder_up():
+            assert self.holder is not None
+            await self.holder.spawn(
+                session_id,
+                kind="pty",
+                argv=argv,
+                env=env,
+                cwd=cwd,
+                cols=cols,
+                rows=rows,
+                preface=preface,
+            )
+            stream = await self.holder.attach(session_id, 0)
+        else:
+            stream = contextvars.Context().run(DirectPty, argv, env, cwd, cols, rows)
+            session.scrollback.append(preface)
+        self._run(session, stream)
+        return session.pid
+
+    async def output_of_before(self, session_id: str) -> bytes:
+        """The last scrollback a holder kept of a session whose process is gone (a reboot, the
+        holder stopped): what a resumed terminal shows above its new output."""
+        if self.holder is None:
+            return b""
+        before = await asyncio.to_thread(self.holder.journal_tail, session_id, SCROLLBACK_BYTES)
+        await self.holder.forget(session_id)  # an ended one a holder still keeps
+        return before
+
+    async def take_back_terminal(self, session_id: str, *, on_exit: OnExit) -> int:
+        """A terminal the holder kept while svc was away: its whole scrollback, then live."""
+        assert self.holder is not None
+        session = self._terminal(session_id, on_exit)
+        self._run(session, await self.holder.attach(session_id, 0))
+        return session.pid
+
+    def _terminal(self, session_id: str, on_exit: OnExit) -> PtySession:
+        async def ended(sid: str, code: int | None) -> None:
             self._remember_ended(sid)
+            if session.lost:  # its holder went away, and the PTY with it
+                self._stopped_by.setdefault(sid, "interrupted")
             try:
                 await on_exit(sid, code)
             finally:
                 self._stopped_by.pop(sid, None)
+                if self.holder is not None and session.held and not session.lost:
+                    await self.holder.forget(sid)
 
         session = PtySession(session_id, ended)
-        # A fresh context: readers and tasks registered here must not keep the caller's (a
-        # request's, soon gone) context alive.
-        pid = contextvars.Context().run(session.start, argv, env, cwd, cols, rows)
-        self._terminals[session_id] = session
-        return pid
+        return session
+
+    async def let_down(self, session_id: str) -> None:
+        """A held session no live session claims (it ended, or was removed, while svc was
+        away): hung up, and forgotten once it has ended."""
+        if self.holder is None:
+            return
+        try:
+            await self.holder.request("hangup", id=session_id)
+            await self.holder.forget(session_id)  # refused while it still runs; next start
+        except HolderError as exc:
+            logger.warning("could not let go of held session %s: %s", session_id, exc)
+
+    def _run(self, session: PtySession, stream: Stream | DirectPty) -> None:
+        # A fresh context: tasks started here must not keep the caller's (a request's, soon
+        # gone) context alive.
+        contextvars.Context().run(session.run, stream)
+        self._terminals[session.session_id] = session
+
+    async def _holder_up(self) -> bool:
+        """Whether processes are to be held: a holder answers (started when none runs). One
+        that cannot be started is logged, and svc hosts the process itself."""
+        if self.holder is None:
+            return False
+        try:
+            return await self.holder.connect(start=True)
+        except (HolderError, OSError) as exc:
+            logger.warning("no holder (%s): this session ends when svc does", exc)
+            return False
+
+    async def held(self) -> dict[str, dict]:
+        """What a holder kept while svc was away, by session id (none when no holder runs)."""
+        if self.holder is None or not self.holder.running():
+            return {}
+        try:
+            if not await self.holder.connect(start=False):
+                return {}
+            return {s["id"]: s for s in await self.holder.sessions()}
+        except (HolderError, OSError) as exc:
+            logger.warning("could not ask the holder what it holds: %s", exc)
+            return {}
 
     def _remember_ended(self, session_id: str) -> None:
         self._ended.append(session_id)
@@ -113,31 +217,101 @@ class ProcessHost:
     # --- chats ---------------------------------------------------------------------------------
 
     async def start_chat(
-        self, session_id: str, *, agent: str, argv: tuple[str, ...], env: dict[str, str],
-        cwd: str, store: Store, on_exit: OnExit, resume_id: str = "",
-        stderr_path: Path | None = None, permission_timeout_s: float = 60.0,
+        self,
+        session_id: str,
+        *,
+        agent: str,
+        argv: tuple[str, ...],
+        env: dict[str, str],
+        cwd: str,
+        store: Store,
+        on_exit: OnExit,
+        resume_id: str = "",
+        stderr_path: Path | None = None,
+        offset: int = 0,
+        permission_timeout_s: float = 60.0,
         start_timeout_s: float = 60.0,
-    ) -> tuple[int, str]:  # fmt: skip
+    ) -> tuple[int, str]:
         """Start the agent and its ACP session — a new one, or with `resume_id` the agent's
-        earlier session when it can load sessions; returns (pid, the agent's own session id)."""
+        earlier session when it can load sessions; returns (pid, the agent's own session id).
+        `offset`: where the offsets of its output start (acp_link: after its earlier process's)."""
+        chat = self._chat(session_id, agent, store, on_exit, permission_timeout_s)
+        chat.start_timeout_s = start_timeout_s
+        argv = processes.with_default_signals(argv)
+        stderr = str(stderr_path) if stderr_path is not None else ""
 
-        async def ended(sid: str, code: int) -> None:
+        async def launch() -> int:
+            stream: Stream | DirectPipes
+            if await self._holder_up():
+                assert self.holder is not None
+                await self.holder.spawn(
+                    session_id,
+                    kind="pipe",
+                    argv=argv,
+                    env=env,
+                    cwd=cwd,
+                    stderr=stderr,
+                    offset=offset,
+                )
+                stream = await self.holder.attach(session_id, -1)
+            else:
+                stream = await DirectPipes.spawn(argv, env, cwd, stderr, offset)
+            return await chat.start(stream, cwd, resume_id)
+
+        pid = await asyncio.get_running_loop().create_task(launch(), context=contextvars.Context())
+        self._chats[session_id] = chat
+        return pid, chat.agent_session_id
+
+    async def take_back_chat(
+        self,
+        session_id: str,
+        *,
+        agent: str,
+        store: Store,
+        on_exit: OnExit,
+        agent_session_id: str,
+        position: ChatPosition,
+        permission_timeout_s: float = 60.0,
+    ) -> int:
+        """A chat the holder kept while svc was away (AcpSession.take_back)."""
+        assert self.holder is not None
+        chat = self._chat(session_id, agent, store, on_exit, permission_timeout_s)
+        stream = await self.holder.attach(session_id, -1)
+        pid = await asyncio.get_running_loop().create_task(
+            chat.take_back(stream, agent_session_id=agent_session_id, position=position),
+            context=contextvars.Context(),
+        )
+        self._chats[session_id] = chat
+        return pid
+
+    def _chat(
+        self,
+        session_id: str,
+        agent: str,
+        store: Store,
+        on_exit: OnExit,
+        permission_timeout_s: float,
+    ) -> AcpSession:
+        async def ended(sid: str, code: int | None) -> None:
             self._chats.pop(sid, None)
+            if chat.lost:  # its holder went away, and the agent's pipes with it
+                self._stopped_by.setdefault(sid, "interrupted")
             try:
                 await on_exit(sid, code)
             finally:
                 self._stopped_by.pop(sid, None)
+                if self.holder is not None and chat.held and not chat.lost:
+                    await self.holder.forget(sid)
 
         chat = AcpSession(
-            session_id, agent, store=store, on_exit=ended, activity=self.activity,
-            permission_timeout_s=permission_timeout_s, start_timeout_s=start_timeout_s,
-        )  # fmt: skip
-        task = asyncio.get_running_loop().create_task(
-            chat.start(argv, env, cwd, resume_id, stderr_path), context=contextvars.Context()
+            session_id,
+            agent,
+            store=store,
+            on_exit=ended,
+            activity=self.activity,
+            permission_timeout_s=permission_timeout_s,
         )
-        pid = await task
-        self._chats[session_id] = chat
-        return pid, chat.agent_session_id
+        return chat
 
     def chat(self, session_id: str) -> AcpSession | None:
         return self._chats.get(session_id)
@@ -177,6 +351,13 @@ class ProcessHost:
         task.add_done_callback(self._prompting.discard)
         return True
 
+    def in_background(self, work: Coroutine[Any, Any, Any]) -> None:
+        """Run `work` on the daemon's loop without waiting for it (resuming chats at start);
+        svc's stop waits for it with the stops."""
+        task = asyncio.get_running_loop().create_task(work, context=contextvars.Context())
+        self._stopping.add(task)
+        task.add_done_callback(self._stopping.discard)
+
     async def stop_soon(self, session_id: str, *, by: str = "") -> bool:
         """Start stopping a hosted session and return at once (its on_exit records the end);
         False when svc hosts no such process."""
@@ -195,15 +376,30 @@ class ProcessHost:
 
     async def stop_all(self) -> int:
         """Every hosted process tree, at shutdown; returns how many were still running."""
-        sessions: list[PtySession | AcpSession] = [
-            s for s in self._terminals.values() if not s.exited.is_set()
-        ]
-        sessions += list(self._chats.values())
+        sessions = [s for s in self._live() if not s.let_go_done]
         for session in sessions:
             self._stopped_by.setdefault(session.session_id, "svc")
         await asyncio.gather(*(s.stop() for s in sessions), return_exceptions=True)
         await asyncio.gather(*self._stopping, return_exceptions=True)
         return len(sessions)
+
+    async def let_go(self) -> tuple[int, int]:
+        """At svc's stop with `host.on_exit: "keep"`: svc stops reading the held sessions and
+        the holder keeps them for the next start; a session svc hosts itself (no holder) is
+        stopped. Returns (kept, stopped)."""
+        kept = [s for s in self._live() if s.held]
+        for session in kept:
+            await session.let_go()
+        stopped = await self.stop_all()
+        if self.holder is not None:
+            await self.holder.close()
+        return len(kept), stopped
+
+    def _live(self) -> list[PtySession | AcpSession]:
+        live: list[PtySession | AcpSession] = [
+            s for s in self._terminals.values() if not s.exited.is_set()
+        ]
+        return live + list(self._chats.values())
 
 
 async def _prompt_when_idle(chat: AcpSession, text: str) -> None:

@@ -1,7 +1,9 @@
 // Web Push on the browser's side (contract §15, docs/notifications.md "Browser side"): the one-time
 // offer to turn notifications on, the Settings switch, and keeping svc's copy of this browser's
 // subscription. The service worker that shows the pushes is /sw.js (static/svc/sw.js).
-import { html, render, useEffect, useState, svc } from "/static/svc/ui.js";
+import { api } from "./api.js";
+import { follow, opened } from "./nav.js";
+import { effect, html, signal } from "./ui.js";
 
 // The in-page offer is made once per browser: "Not now" and "Turn on" both end it for good (the
 // browser's own prompt, once answered "Block", cannot be asked again anyway). Settings stay.
@@ -12,29 +14,14 @@ const supported = "serviceWorker" in navigator && "PushManager" in window && "No
 
 // --- state shared by the offer and the Settings switch --------------------------------------------
 
-const state = {
+const push = signal({
   permission: supported ? Notification.permission : "unsupported",
   subscribed: null, // null until known
   busy: false,
   error: "",
-  offer: "", // "" | "asking" | "done" | "failed"
-  listeners: new Set(),
-  set(changes) {
-    Object.assign(this, changes);
-    for (const listener of this.listeners) listener();
-  },
-};
-
-function usePush() {
-  const [, setTick] = useState(0);
-  useEffect(() => {
-    const listener = () => setTick((n) => n + 1);
-    state.listeners.add(listener);
-    listener(); // what changed before this component's effect ran (Preact runs effects later)
-    return () => state.listeners.delete(listener);
-  }, []);
-  return state;
-}
+  offer: "", // "" | "asking" | "done" | "failed" | "closed"
+});
+const set = (changes) => { push.value = { ...push.peek(), ...changes }; };
 
 // --- subscribing ------------------------------------------------------------------------------------
 
@@ -64,7 +51,7 @@ async function existing() {
 // Subscribes (or keeps the subscription) and gives svc its copy. Needs the permission granted.
 async function subscribe() {
   const reg = await registration();
-  const { public_key: publicKey } = await svc.api("GET", "push/key");
+  const { public_key: publicKey } = await api("GET", "push/key");
   const key = keyBytes(publicKey);
   let subscription = await reg.pushManager.getSubscription();
   if (subscription && !sameKey(subscription, key)) {
@@ -72,45 +59,45 @@ async function subscribe() {
     subscription = null;
   }
   if (!subscription) subscription = await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: key });
-  await svc.api("POST", "push/subscriptions", subscription.toJSON());
+  await api("POST", "push/subscriptions", subscription.toJSON());
   return subscription;
 }
 
 // Called from a click: the permission prompt is asked there, first, while the gesture counts.
 async function turnOn() {
   const asking = Notification.permission === "granted" ? Promise.resolve("granted") : Notification.requestPermission();
-  state.set({ busy: true, error: "" });
+  set({ busy: true, error: "" });
   try {
     const permission = await asking;
-    state.set({ permission });
+    set({ permission });
     if (permission !== "granted") throw new Error(permission === "denied" ? "Notifications are blocked for this site in the browser." : "Notifications were not allowed.");
     await subscribe();
-    state.set({ subscribed: true });
+    set({ subscribed: true });
     return true;
   } catch (error) {
-    state.set({ error: error.message || String(error) });
+    set({ error: error.message || String(error) });
     return false;
   } finally {
-    state.set({ busy: false });
+    set({ busy: false });
   }
 }
 
 async function turnOff() {
-  state.set({ busy: true, error: "" });
+  set({ busy: true, error: "" });
   try {
     const subscription = await existing();
     if (subscription) {
-      await svc.api("DELETE", "push/subscriptions", { endpoint: subscription.endpoint }).catch((error) => {
+      await api("DELETE", "push/subscriptions", { endpoint: subscription.endpoint }).catch((error) => {
         if (!/no push subscription/.test(error.message)) throw error; // already gone from svc
       });
       await subscription.unsubscribe();
     }
     localStorage.setItem(OFFER_KEY, "off");
-    state.set({ subscribed: false });
+    set({ subscribed: false });
   } catch (error) {
-    state.set({ error: error.message || String(error) });
+    set({ error: error.message || String(error) });
   } finally {
-    state.set({ busy: false });
+    set({ busy: false });
   }
 }
 
@@ -119,38 +106,38 @@ async function turnOff() {
 async function refresh() {
   if (!supported) return;
   if (Notification.permission !== "granted") {
-    state.set({ subscribed: false });
+    set({ subscribed: false });
     return;
   }
   try {
-    state.set({ subscribed: Boolean(await existing()) });
-    if (state.subscribed) await subscribe();
+    set({ subscribed: Boolean(await existing()) });
+    if (push.peek().subscribed) await subscribe();
   } catch (error) {
-    state.set({ error: `Could not renew this browser's subscription: ${error.message || error}` });
+    set({ error: `Could not renew this browser's subscription: ${error.message || error}` });
   }
 }
 
 // --- the one-time offer -----------------------------------------------------------------------------
 
 function offerWanted() {
-  return supported && state.permission !== "denied" && state.subscribed === false && !localStorage.getItem(OFFER_KEY);
+  return supported && push.peek().permission !== "denied" && push.peek().subscribed === false && !localStorage.getItem(OFFER_KEY);
 }
 
 // Asked when the person has just started or opened a session — the moment an agent may soon wait
 // for them — rather than on page load, before they know what it would be for.
 function maybeOffer() {
-  if (state.offer || !offerWanted()) return;
-  state.set({ offer: "asking" });
+  if (push.peek().offer || !offerWanted()) return;
+  set({ offer: "asking" });
 }
 
 function Offer() {
-  const s = usePush();
+  const s = push.value;
   if (!s.offer || s.offer === "closed") return null;
-  const close = () => s.set({ offer: "closed" });
+  const close = () => set({ offer: "closed" });
   const notNow = () => { localStorage.setItem(OFFER_KEY, "dismissed"); close(); };
   const yes = async () => {
     localStorage.setItem(OFFER_KEY, "asked");
-    s.set({ offer: (await turnOn()) ? "done" : "failed" });
+    set({ offer: (await turnOn()) ? "done" : "failed" });
   };
   let body;
   if (s.offer === "done") {
@@ -162,11 +149,17 @@ function Offer() {
   } else {
     body = html`<p id="push-offer-title">Get a notification when an agent waits for you?</p>
       <div class="push-actions">
-        <button type="button" onClick=${yes} disabled=${s.busy}>Turn on</button>
+        <button type="button" class="primary" onClick=${yes} disabled=${s.busy}>Turn on</button>
         <button type="button" onClick=${notNow} disabled=${s.busy}>Not now</button>
       </div>`;
   }
   return html`<aside role="region" aria-label="Notifications" class="push-offer card">${body}</aside>`;
+}
+
+// At the top of the main pane, in the flow: it pushes the view down rather than covering the
+// chat's input or a button someone is about to press.
+export function PushOffer() {
+  return html`<div id="push-offer"><${Offer} /></div>`;
 }
 
 // --- Settings -----------------------------------------------------------------------------------------
@@ -176,8 +169,8 @@ function unsupportedHint() {
   return "This browser cannot receive push notifications (it has no service worker or Push API support).";
 }
 
-function SettingsSwitch() {
-  const s = usePush();
+export function PushSettings() {
+  const s = push.value;
   let line;
   let action = null;
   if (!supported) line = unsupportedHint();
@@ -188,37 +181,19 @@ function SettingsSwitch() {
     action = html`<button type="button" onClick=${turnOff} disabled=${s.busy}>Turn off</button>`;
   } else {
     line = "Off.";
-    action = html`<button type="button" onClick=${turnOn} disabled=${s.busy}>Turn on</button>`;
+    action = html`<button type="button" class="primary" onClick=${turnOn} disabled=${s.busy}>Turn on</button>`;
   }
-  return html`<h3 id="push-settings-title">Browser notifications</h3>
+  return html`<div id="push-settings" role="group" aria-labelledby="push-settings-title">
+    <h3 id="push-settings-title">Browser notifications</h3>
     <p class="row"><span id="push-status" role="status">${line}</span> ${action}</p>
-    ${s.error && html`<p class="hint" role="alert">${s.error}</p>`}`;
+    ${s.error && html`<p class="hint" role="alert">${s.error}</p>`}</div>`;
 }
 
 // --- start ---------------------------------------------------------------------------------------------
 
-function mount() {
-  const offer = document.createElement("div");
-  offer.id = "push-offer";
-  // At the top of the main pane, in the flow: it pushes the view down rather than covering the
-  // chat's input or a button someone is about to press.
-  const main = document.querySelector("main");
-  if (main) main.prepend(offer); else document.body.append(offer);
-  render(html`<${Offer} />`, offer);
-
-  const settings = document.getElementById("settings-box");
-  if (settings) {
-    const box = document.createElement("div");
-    box.id = "push-settings";
-    box.setAttribute("role", "group");
-    box.setAttribute("aria-labelledby", "push-settings-title");
-    settings.append(box);
-    render(html`<${SettingsSwitch} />`, box);
-  }
-
-  // terminal.js says so when a session's tab opens (started from the form, a list, a link).
-  document.addEventListener("svc:session-opened", maybeOffer);
-
+export function startPush() {
+  // The offer waits for a session tab to open (started from the form, a list, a link).
+  effect(() => { if (opened.value > 0) maybeOffer(); });
   if (supported) {
     // A click on a notification: the worker says where to go; the dashboard follows its hash.
     navigator.serviceWorker.addEventListener("message", (event) => {
@@ -226,12 +201,10 @@ function mount() {
       if (data.type !== "svc:open" || typeof data.url !== "string") return;
       const target = new URL(data.url, location.href);
       if (target.origin !== location.origin) return;
-      if (location.hash === target.hash) window.dispatchEvent(new HashChangeEvent("hashchange"));
+      if (location.hash === target.hash) follow();
       else location.hash = target.hash;
     });
     navigator.serviceWorker.startMessages();
   }
   refresh();
 }
-
-mount();

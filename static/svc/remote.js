@@ -1,135 +1,121 @@
 // Remote access (contract §13): the tunnels (status, public URL with a copy button and a QR code
-// for a phone, start/stop) and pairing (approve a code, pending requests, paired devices).
-"use strict";
+// for a phone, start/stop) and pairing (approve a code, invite a phone, pending requests, paired
+// devices). A paired phone sees its devices but approves nothing (approving is for svc's machine).
+import qrcode from "qrcode-generator";
+import { age, api, call, pageKey } from "./api.js";
+import { pairings, tunnels } from "./store.js";
+import { CopyButton, Status, html, useRef, useState, useStatus, useTick } from "./ui.js";
 
-(() => {
-  const tunnels = document.getElementById("tunnels");
-  const tunnelsStatus = document.getElementById("tunnels-status");
-  const pairings = document.getElementById("pairings");
-  const approveForm = document.getElementById("pair-approve");
-  const approveStatus = document.getElementById("pair-approve-status");
-  const button = (label, onclick) => svc.el("button", { type: "button", textContent: label, onclick });
-  const time = (iso) => new Date(iso).toLocaleString();
+const time = (iso) => new Date(iso).toLocaleString();
 
-  // --- tunnels ----------------------------------------------------------------------------------
-
-  function copyButton(text) {
-    const copy = button("Copy", async () => {
-      try { await navigator.clipboard.writeText(text); copy.textContent = "Copied"; } catch { copy.textContent = "Copy failed"; }
-      setTimeout(() => { copy.textContent = "Copy"; }, 1500);
-    });
-    copy.setAttribute("aria-label", `Copy ${text}`);
-    return copy;
+// The URL as a QR code, drawn as SVG: dark on white in both colour schemes, with the 4-module
+// quiet zone scanners need.
+function QRCode({ text }) {
+  const qr = qrcode(0, "M");
+  qr.addData(text);
+  qr.make();
+  const count = qr.getModuleCount();
+  const size = count + 8;
+  let path = "";
+  for (let row = 0; row < count; row++) {
+    for (let col = 0; col < count; col++) if (qr.isDark(row, col)) path += `M${col + 4} ${row + 4}h1v1h-1z`;
   }
+  return html`<svg viewBox=${`0 0 ${size} ${size}`} class="qr" role="img" aria-label=${`QR code of ${text}`}>
+    <rect width=${size} height=${size} fill="#fff" /><path d=${path} fill="#000" /></svg>`;
+}
 
-  // The URL as a QR code (qrcode-generator, static/vendor), drawn as SVG: dark on white in both
-  // colour schemes, with the 4-module quiet zone scanners need.
-  function qrCode(text) {
-    const qr = qrcode(0, "M");
-    qr.addData(text);
-    qr.make();
-    const count = qr.getModuleCount(), size = count + 8;
-    let path = "";
-    for (let row = 0; row < count; row++) {
-      for (let col = 0; col < count; col++) if (qr.isDark(row, col)) path += `M${col + 4} ${row + 4}h1v1h-1z`;
-    }
-    const ns = "http://www.w3.org/2000/svg";
-    const svg = document.createElementNS(ns, "svg");
-    svg.setAttribute("viewBox", `0 0 ${size} ${size}`);
-    svg.setAttribute("class", "qr");
-    svg.setAttribute("role", "img");
-    svg.setAttribute("aria-label", `QR code of ${text}`);
-    const back = document.createElementNS(ns, "rect");
-    Object.entries({ width: size, height: size, fill: "#fff" }).forEach(([k, v]) => back.setAttribute(k, v));
-    const dark = document.createElementNS(ns, "path");
-    dark.setAttribute("d", path);
-    dark.setAttribute("fill", "#000");
-    svg.append(back, dark);
-    return svg;
-  }
-
-  async function tunnelAction(t, action) {
+function TunnelCard({ t, report }) {
+  const act = (action) => () => {
     // Stopping the tunnel this page came through cuts this browser off: ask first.
     const here = t.public_url && new URL(t.public_url).host === location.host;
     if (action === "stop" && here && !confirm(`This page reaches svc through ${t.name}: stop it anyway?`)) return;
-    tunnelsStatus.textContent = "";
-    try { await svc.api("POST", `tunnels/${encodeURIComponent(t.name)}/${action}`); } catch (error) { tunnelsStatus.textContent = `${t.name}: ${error.message}`; }
-  }
+    report(async () => {
+      try { await api("POST", `tunnels/${encodeURIComponent(t.name)}/${action}`); } catch (error) { throw new Error(`${t.name}: ${error.message}`); }
+    });
+  };
+  const retry = t.status === "error" && t.retry_in_s ? ` (retrying in ${Math.round(t.retry_in_s)} s)` : "";
+  return html`<li class="card" data-tunnel=${t.name}>
+    <strong>${t.name}</strong> ${t.provider} · <span class=${`tunnel-${t.status}`}>${t.status}</span>${" "}
+    ${t.status === "stopped" ? html`<button type="button" onClick=${act("start")}>Start</button>` : html`<button type="button" onClick=${act("stop")}>Stop</button>`}
+    ${(t.status === "error" || t.status === "starting") && t.detail && html`<div class="hint">${t.detail + retry}</div>`}
+    ${t.public_url && html`<div><a href=${t.public_url} target="_blank" rel="noopener">${t.public_url}</a> <${CopyButton} text=${t.public_url} name=${`Copy ${t.public_url}`} /></div>
+      <${QRCode} text=${t.public_url} />`}
+  </li>`;
+}
 
-  function tunnelCard(t) {
-    const item = svc.el("li", { className: "card" },
-      svc.el("strong", { textContent: t.name }), ` ${t.provider} · `,
-      svc.el("span", { className: `tunnel-${t.status}`, textContent: t.status }), " ",
-      t.status === "stopped" ? button("Start", () => tunnelAction(t, "start")) : button("Stop", () => tunnelAction(t, "stop")));
-    item.dataset.tunnel = t.name;
-    if ((t.status === "error" || t.status === "starting") && t.detail) {
-      const retry = t.status === "error" && t.retry_in_s ? ` (retrying in ${Math.round(t.retry_in_s)} s)` : "";
-      item.append(svc.el("div", { className: "hint", textContent: t.detail + retry }));
-    }
-    if (t.public_url) {
-      item.append(svc.el("div", {}, svc.el("a", { href: t.public_url, target: "_blank", rel: "noopener", textContent: t.public_url }), " ", copyButton(t.public_url)),
-        qrCode(t.public_url));
-    }
-    return item;
-  }
+function Tunnels() {
+  const [text, report] = useStatus();
+  const rows = tunnels.value;
+  return html`<h3>Tunnels</h3>
+    <ul id="tunnels" class="cards">${rows && (rows.length ? rows.map((t) => html`<${TunnelCard} key=${t.name} t=${t} report=${report} />`)
+      : html`<li class="hint">No tunnels: declare one under "tunnels" in settings.json.</li>`)}</ul>
+    <p id="tunnels-status" class="hint" role="status">${text}</p>`;
+}
 
-  function renderTunnels(rows) {
-    tunnels.replaceChildren(...(rows.length ? rows.map(tunnelCard)
-      : [svc.el("li", { className: "hint", textContent: "No tunnels: declare one under \"tunnels\" in settings.json." })]));
-  }
-
-  // --- pairing ----------------------------------------------------------------------------------
-
-  let pairingRows = [];
-
-  function pairingCard(p) {
-    if (p.kind === "request") {
-      const deny = button("Deny", () => svc.api("POST", `pairings/requests/${encodeURIComponent(p.id)}/deny`).catch((error) => { approveStatus.textContent = error.message; }));
-      const item = svc.el("li", { className: "card" }, `waiting: ${p.device || "unknown browser"} since ${time(p.created_at)} `, deny);
-      item.dataset.request = p.id;
-      return item;
-    }
-    const revoke = button("Revoke", () => svc.api("DELETE", `pairings/${encodeURIComponent(p.id)}`).catch((error) => { approveStatus.textContent = error.message; }));
-    revoke.dataset.revoke = p.id;
-    const item = svc.el("li", { className: "card" }, svc.el("strong", { textContent: p.device || "unknown browser" }), " ", revoke,
-      svc.el("div", { className: "hint", textContent: `via ${p.host || "?"} · first seen ${time(p.first_seen)} · last seen ${svc.age(p.last_seen)} ago` }));
-    item.dataset.device = p.id;
-    return item;
-  }
-
-  function renderPairings() {
-    pairings.replaceChildren(...(pairingRows.length ? pairingRows.map(pairingCard)
-      : [svc.el("li", { className: "hint", textContent: "No paired devices. Open a tunnel's URL on your phone to pair it." })]));
-  }
-
-  // Not svc.api: its 403 means "logged out", while a wrong code here is a 403 of its own.
-  async function approve(code) {
-    let response;
-    try {
-      response = await fetch("/api/pairings/approve", { method: "POST", headers: svc.headers(), body: JSON.stringify({ code }), credentials: "same-origin" });
-    } catch {
-      throw new Error("svc is unreachable");
-    }
-    const data = await response.json().catch(() => null);
-    if (!response.ok) throw new Error((data && data.error && data.error.message) || `HTTP ${response.status}`);
-    return data;
-  }
-
-  approveForm.addEventListener("submit", async (event) => {
+// Not api(): its 403 means "logged out", while a wrong code here is a 403 of its own.
+function Approve({ text, run, hidden }) {
+  const code = useRef(null);
+  const submit = (event) => {
     event.preventDefault();
-    approveStatus.textContent = "approving…";
-    try {
-      const approved = await approve(approveForm.code.value.trim());
-      approveStatus.textContent = `Approved: ${approved.device || "the browser"} is paired as soon as its page notices.`;
-      approveForm.reset();
-    } catch (error) {
-      approveStatus.textContent = error.message;
-    }
-  });
+    run(async () => {
+      const approved = await call("POST", "pairings/approve", { code: code.current.value.trim() });
+      event.target.reset();
+      return `Approved: ${approved.device || "the browser"} is paired as soon as its page notices.`;
+    }, "approving…");
+  };
+  return html`<form id="pair-approve" class="row" hidden=${hidden} onSubmit=${submit}>
+    <label>Pairing code <input name="code" ref=${code} required inputmode="numeric" pattern="[0-9]{6}" minlength="6" maxlength="6" autocomplete="off" placeholder="123456" /></label>
+    <button type="submit" class="primary">Approve</button> <${Status} id="pair-approve-status" text=${text} />
+  </form>`;
+}
 
-  subscribe("/ws/tunnels", renderTunnels);
-  // A request's code lasts 60 s and no message says when it lapses: it is dropped here.
-  const live = (p) => p.kind !== "request" || Date.parse(p.expires_at) > Date.now();
-  subscribe("/ws/pairings", (rows) => { pairingRows = rows.filter(live); renderPairings(); });
-  setInterval(() => { if (!pairingRows.every(live)) { pairingRows = pairingRows.filter(live); renderPairings(); } }, 1000);
-})();
+// An invite: a link (QR code for a phone) whose fragment carries a one-use secret; the browser
+// that opens it through the tunnel is paired without a code (docs/remote.md).
+function Invite() {
+  const [made, setMade] = useState(null);
+  const make = async () => {
+    setMade(null);
+    try { setMade(await api("POST", "pairings/invites")); } catch (error) { setMade({ hint: error.message }); }
+  };
+  const until = made && made.url && new Date(Date.now() + made.expires_in * 1000).toLocaleTimeString();
+  return html`<div id="pair-invite" class="row">
+      <button type="button" id="pair-invite-make" onClick=${make}>Invite a phone</button>
+      <span class="hint">a link that pairs the browser opening it within 10 minutes, once; it works even while strangers flood the pairing page</span>
+    </div>
+    <div id="pair-invite-link" aria-live="polite">${made && (made.url ? html`
+      <div><code>${made.url}</code> <${CopyButton} text=${made.url} name=${`Copy ${made.url}`} /></div><${QRCode} text=${made.url} />
+      <p class="hint">Open it on the phone before ${until}; it works once.</p>` : html`<p class="hint">${made.hint}</p>`)}</div>`;
+}
+
+function PairingCard({ p, report }) {
+  if (p.kind === "request") {
+    const deny = () => report(() => api("POST", `pairings/requests/${encodeURIComponent(p.id)}/deny`));
+    return html`<li class="card" data-request=${p.id}>waiting: ${p.device || "unknown browser"} since ${time(p.created_at)} <button type="button" class="danger" onClick=${deny}>Deny</button></li>`;
+  }
+  const revoke = () => report(() => api("DELETE", `pairings/${encodeURIComponent(p.id)}`));
+  return html`<li class="card" data-device=${p.id}>
+    <strong>${p.device || "unknown browser"}</strong> <button type="button" class="danger" data-revoke=${p.id} onClick=${revoke}>Revoke</button>
+    <div class="hint">via ${p.host || "?"} · first seen ${time(p.first_seen)} · last seen ${age(p.last_seen)} ago</div>
+  </li>`;
+}
+
+// A request's code lasts 60 s and no message says when it lapses: it is dropped here.
+function Pairings({ report }) {
+  const now = useTick(1000);
+  const rows = pairings.value.filter((p) => p.kind !== "request" || Date.parse(p.expires_at) > now);
+  return html`<ul id="pairings" class="cards">${rows.length ? rows.map((p) => html`<${PairingCard} key=${p.id} p=${p} report=${report} />`)
+    : html`<li class="hint">No paired devices. Open a tunnel's URL on your phone to pair it.</li>`}</ul>`;
+}
+
+export function RemoteView() {
+  const remote = Boolean(pageKey());
+  const [text, run, setText] = useStatus();
+  // Deny and Revoke say what went wrong where Approve does; success leaves that line as it was.
+  const report = (action) => action().catch((error) => setText(error.message));
+  return html`<p class="hint">A tunnel makes svc reachable from elsewhere; a browser that comes through one must be paired first.</p>
+    <${Tunnels} />
+    <h3>Paired devices</h3>
+    <${Approve} text=${text} run=${run} hidden=${remote} />
+    ${remote ? html`<p class="hint">New devices are approved on svc's own machine (dashboard or <code>svc pair CODE</code>).</p>` : html`<${Invite} />`}
+    <${Pairings} report=${report} />`;
+}

@@ -1,6 +1,7 @@
 // Search over every session's chat history (contract §10 Search), from GET /api/search. A hit
 // links to `#session=<id>&at=<seq>`: the session view opens there and scrolls to that event.
-import { html, render, useEffect, useRef, useState, svc, hashParams } from "/static/svc/ui.js";
+import { api } from "./api.js";
+import { hashParams, html, useEffect, useRef, useState } from "./ui.js";
 
 const DEBOUNCE_MS = 250;
 const LIMIT = 50;
@@ -42,7 +43,7 @@ function Hit({ hit }) {
   const name = hit.title || `${hit.agent} session`;
   const href = `#session=${encodeURIComponent(hit.session_id)}&at=${hit.seq}`;
   return html`<li class="search-hit" data-session-id=${hit.session_id} data-hit-seq=${hit.seq}>
-    <a href=${href} class="search-open">
+    <a href=${href} class="search-open card">
       <span class="search-title">${name}</span>
       <span class="search-meta">${hit.title ? `${hit.agent} · ` : ""}${KINDS[hit.kind] || hit.kind.replaceAll("_", " ")} · ${when(hit.created_at)}</span>
       <${Snippet} snippet=${hit.snippet} />
@@ -55,69 +56,68 @@ function asked() {
   return params.get("view") === "search" ? (params.get("q") || "").trim() : "";
 }
 
-function Search() {
-  const [text, setText] = useState(asked);
-  const [result, setResult] = useState(null); // {q, hits} or {q, error}
+// The query's answer: {q, hits} or {q, error}; an older answer that comes late is dropped.
+function useQuery() {
+  const [result, setResult] = useState(null);
   const [busy, setBusy] = useState(false);
   const latest = useRef(0);
   const timer = useRef(0);
-  const input = useRef(null);
-
-  async function run(q) {
+  const run = async (text) => {
     clearTimeout(timer.current);
-    q = q.trim();
+    const q = text.trim();
     const ticket = ++latest.current;
     if (!q) { setResult(null); setBusy(false); return; }
     setBusy(true);
     try {
-      const hits = await svc.api("GET", `search?q=${encodeURIComponent(q)}&limit=${LIMIT}`);
+      const hits = await api("GET", `search?q=${encodeURIComponent(q)}&limit=${LIMIT}`);
       if (ticket === latest.current) setResult({ q, hits });
     } catch (e) {
       if (ticket === latest.current) setResult({ q, error: e.message });
     } finally {
       if (ticket === latest.current) setBusy(false);
     }
-  }
+  };
+  const later = (q) => { clearTimeout(timer.current); timer.current = setTimeout(() => run(q), DEBOUNCE_MS); };
+  return { result, busy, run, later, stop: () => clearTimeout(timer.current) };
+}
 
+function statusOf(busy, result) {
+  if (busy) return "Searching…";
+  if (!result || result.error) return "";
+  const count = result.hits.length;
+  if (!count) return `No match for “${result.q}”.`;
+  return `${count === LIMIT ? `The first ${LIMIT}` : count} ${count === 1 ? "hit" : "hits"} for “${result.q}”.`;
+}
+
+export function Search() {
+  const [text, setText] = useState(asked);
+  const query = useQuery();
+  const input = useRef(null);
   // `#view=search&q=word` (a link, the back button) fills the box and runs the query.
   useEffect(() => {
     const follow = () => {
       const q = asked();
       if (!q) return;
       setText(q);
-      run(q);
+      query.run(q);
     };
     follow();
     window.addEventListener("hashchange", follow);
-    return () => { window.removeEventListener("hashchange", follow); clearTimeout(timer.current); };
+    return () => { window.removeEventListener("hashchange", follow); query.stop(); };
   }, []);
-
-  const typed = (event) => {
-    const q = event.currentTarget.value;
-    setText(q);
-    clearTimeout(timer.current);
-    timer.current = setTimeout(() => run(q), DEBOUNCE_MS);
-  };
-  const submitted = (event) => { event.preventDefault(); run(input.current.value); };
-
-  let status = "";
-  if (busy) status = "Searching…";
-  else if (result && result.error) status = "";
-  else if (result && !result.hits.length) status = `No match for “${result.q}”.`;
-  else if (result) status = `${result.hits.length === LIMIT ? `The first ${LIMIT}` : result.hits.length} ${result.hits.length === 1 ? "hit" : "hits"} for “${result.q}”.`;
-
+  // Typed, the box searches once the typing pauses; Enter searches at once.
+  const typed = (event) => { setText(event.currentTarget.value); query.later(event.currentTarget.value); };
+  const submitted = (event) => { event.preventDefault(); query.run(input.current.value); };
+  const { result } = query;
   return html`
     <form class="row search-form" role="search" onSubmit=${submitted}>
       <label>Search chat history <input id="search-q" ref=${input} type="search" name="q" value=${text}
         onInput=${typed} autocomplete="off" enterkeyhint="search" placeholder=${'words, "a phrase", -word'} /></label>
-      <button type="submit">Search</button>
+      <button type="submit" class="primary">Search</button>
     </form>
-    <p class="hint search-status" role="status">${status}</p>
-    ${result && result.error ? html`<p class="search-error" role="alert">Search failed: ${result.error}</p>` : null}
+    <p class="hint search-status" role="status">${statusOf(query.busy, result)}</p>
+    ${result && result.error ? html`<p class="search-error notice notice-bad" role="alert">Search failed: ${result.error}</p>` : null}
     ${result && result.hits && result.hits.length
       ? html`<ol class="search-hits">${result.hits.map((hit) => html`<${Hit} key=${`${hit.session_id}:${hit.seq}`} hit=${hit} />`)}</ol>`
       : null}`;
 }
-
-const root = document.getElementById("search");
-if (root) render(html`<${Search} />`, root);

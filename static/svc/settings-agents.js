@@ -1,152 +1,129 @@
-// Settings views, continued: workspaces (rename, remove; the register form is in settings.js) and
-// agents (edit, add, drop an entry) through /api/workspaces and /api/agents. settings.json stays
-// the source of truth: a save replaces only the keys the form shows and keeps every other one.
-"use strict";
+// Settings, agents: the table of agents (detected, enabled, where their entry comes from) and a
+// form that edits, adds or drops an agent's settings.json entry through /api/agents. A save
+// replaces only the keys the form shows and keeps every other one.
+import { api } from "./api.js";
+import { choices, loadChoices } from "./store.js";
+import { Status, html, useRef, useState } from "./ui.js";
 
-(() => {
-  // --- workspaces: the list lives in settings.json (paths), the names in svc's database
+// argv as words (quote a word that holds spaces), env as NAME=value lines.
+const WORD = /(?:"[^"]*"|'[^']*'|[^\s"']+)+/g;
+function words(text, field) {
+  if (text.replace(WORD, "").trim()) throw new Error(`${field}: a quote is not closed`);
+  return (text.match(WORD) || []).map((w) => w.replace(/"([^"]*)"|'([^']*)'/g, (_, d, s) => (d !== undefined ? d : s)));
+}
+const shown = (argv) => (argv || []).map((a) => (a === "" || /[\s"']/.test(a) ? (a.includes("'") ? `"${a}"` : `'${a}'`) : a)).join(" ");
 
-  function workspaceItem(w) {
-    const status = document.getElementById("workspace-status");
-    const act = (call) => call().then(() => fillPickers()).catch((error) => { status.textContent = error.message; });
-    const label = svc.el("span", { textContent: `${w.name} — ${w.path} ` });
-    const input = svc.el("input", { name: "name", value: w.name, maxLength: 200, placeholder: "blank: the folder's name" });
-    const rename = svc.el("form", { className: "row", hidden: true },
-      svc.el("label", {}, "Name ", input),
-      svc.el("button", { type: "submit", textContent: "Save name" }),
-      svc.el("button", { type: "button", textContent: "Cancel", onclick: () => { rename.hidden = true; buttons.hidden = false; } }));
-    rename.addEventListener("submit", (event) => {
-      event.preventDefault();
-      act(async () => { await svc.api("PATCH", `workspaces/${w.id}`, { name: input.value }); status.textContent = "renamed"; });
-    });
-    const buttons = svc.el("span", {},
-      svc.el("button", { type: "button", textContent: "Rename", ariaLabel: `Rename workspace ${w.name}`,
-        onclick: () => { rename.hidden = false; buttons.hidden = true; input.focus(); } }), " ",
-      svc.el("button", { type: "button", textContent: "Remove", ariaLabel: `Remove workspace ${w.name}`,
-        onclick: () => act(async () => { await svc.api("DELETE", `workspaces/${w.id}`); status.textContent = "removed"; }) }));
-    const item = svc.el("li", {}, label, buttons, rename);
-    item.dataset.workspace = w.path;
-    return item;
+function envOf(text) {
+  const env = {};
+  for (const line of text.split("\n").map((l) => l.trim()).filter(Boolean)) {
+    const at = line.indexOf("=");
+    if (at < 1) throw new Error(`env: "${line}" is not NAME=value`);
+    env[line.slice(0, at).trim()] = line.slice(at + 1);
   }
+  return env;
+}
 
-  function renderWorkspaces(workspaces) {
-    const list = document.getElementById("workspaces");
-    list.replaceChildren(...workspaces.map(workspaceItem));
-    svc.noneYet(list, workspaces.length === 0, "No workspaces yet: register a folder below.");
-  }
+const ENABLED = [["", "when its command is found"], ["true", "on"], ["false", "off"]];
 
-  // --- agents: argv as words (quote a word that holds spaces), env as NAME=value lines
+// Placeholders say what a blank field means: a built-in's own argv, or none.
+function placeholders(row) {
+  return {
+    command: row && row.builtin ? `built-in: ${shown(row.command)}` : "terminal argv, e.g. my-agent --flag",
+    acp: row && row.builtin ? `built-in: ${shown(row.acp_command) || "none"}` : "argv speaking ACP on stdio",
+  };
+}
 
-  const WORD = /(?:"[^"]*"|'[^']*'|[^\s"']+)+/g;
-  function words(text, field) {
-    if (text.replace(WORD, "").trim()) throw new Error(`${field}: a quote is not closed`);
-    return (text.match(WORD) || []).map((w) => w.replace(/"([^"]*)"|'([^']*)'/g, (_, d, s) => (d !== undefined ? d : s)));
-  }
-  const shown = (argv) => (argv || []).map((a) => (a === "" || /[\s"']/.test(a) ? (a.includes("'") ? `"${a}"` : `'${a}'`) : a)).join(" ");
+// The form says it is loading until the agent's entry has come: what is typed meanwhile would
+// be overwritten by it.
+async function fill(form, name) {
+  const agents = (await api("GET", "settings")).agents || {};
+  const entry = agents[name] || {};
+  form.reset();
+  form.agent_name.value = name;
+  form.enabled.value = typeof entry.enabled === "boolean" ? String(entry.enabled) : "";
+  form.command.value = shown(entry.command);
+  form.acp_command.value = shown(entry.acp_command);
+  form.env.value = Object.entries(entry.env || {}).map(([k, v]) => `${k}=${v}`).join("\n");
+  form.enabled.focus();
+  return name in agents;
+}
 
-  function envOf(text) {
-    const env = {};
-    for (const line of text.split("\n").map((l) => l.trim()).filter(Boolean)) {
-      const at = line.indexOf("=");
-      if (at < 1) throw new Error(`env: "${line}" is not NAME=value`);
-      env[line.slice(0, at).trim()] = line.slice(at + 1);
-    }
-    return env;
-  }
+function bodyOf(form) {
+  return {
+    enabled: form.enabled.value === "" ? null : form.enabled.value === "true",
+    command: words(form.command.value, "command"),
+    acp_command: words(form.acp_command.value, "acp_command"),
+    env: envOf(form.env.value),
+  };
+}
 
-  const ENABLED = [["", "when its command is found"], ["true", "on"], ["false", "off"]];
-  const form = svc.el("form", { id: "agent-form" },
-    svc.el("div", { className: "row" },
-      svc.el("label", {}, "Agent ", svc.el("input", { name: "agent_name", required: true, pattern: "[a-z0-9][a-z0-9_\\-]{0,63}", placeholder: "e.g. my-agent", autocomplete: "off" })),
-      svc.el("label", {}, "Enabled ", svc.el("select", { name: "enabled" }, ...ENABLED.map(([value, text]) => svc.el("option", { value, textContent: text }))))),
-    svc.el("div", { className: "row" },
-      svc.el("label", {}, "Command ", svc.el("input", { name: "command", size: 40, autocomplete: "off", placeholder: "terminal argv, e.g. my-agent --flag" })),
-      svc.el("label", {}, "ACP command ", svc.el("input", { name: "acp_command", size: 40, autocomplete: "off", placeholder: "argv speaking ACP on stdio" }))),
-    svc.el("div", { className: "row" },
-      svc.el("label", {}, "Environment ", svc.el("textarea", { name: "env", rows: 2, cols: 40, placeholder: "NAME=value, one a line" }))),
-    svc.el("div", { className: "row" },
-      svc.el("button", { type: "submit", textContent: "Save agent" }),
-      svc.el("button", { type: "button", id: "agent-drop", hidden: true, textContent: "Drop its settings.json entry" }),
-      svc.el("button", { type: "reset", textContent: "New agent" }),
-      svc.el("span", { id: "agent-status", role: "status" })));
-  const heading = svc.el("h4", { id: "agent-form-title", textContent: "Add an agent" });
-  form.setAttribute("aria-labelledby", "agent-form-title");
-  document.getElementById("agents").closest(".table-wrap").after(heading, form);
-  document.querySelector("#agents thead tr").append(svc.el("th", { scope: "col", textContent: "Edit" }));
-  const status = document.getElementById("agent-status");
-  const drop = document.getElementById("agent-drop");
-  let rowsByName = {};
+function AgentRow({ a, edit }) {
+  return html`<tr data-agent=${a.name}><td>${a.name}</td><td>${a.executable_found ? "found" : "not found"}</td>
+    <td>${a.enabled ? "yes" : "no"}</td><td>${a.source}</td>
+    <td><button type="button" aria-label=${`Edit agent ${a.name}`} onClick=${() => edit(a.name)}>Edit</button></td></tr>`;
+}
 
-  // Placeholders say what a blank field means: a built-in's own argv, or none.
-  function placeholders(row) {
-    form.command.placeholder = row && row.builtin ? `built-in: ${shown(row.command)}` : "terminal argv, e.g. my-agent --flag";
-    form.acp_command.placeholder = row && row.builtin ? `built-in: ${shown(row.acp_command) || "none"}` : "argv speaking ACP on stdio";
-  }
-
-  // The form says it is loading until the agent's entry has come: what is typed meanwhile would
-  // be overwritten by it.
-  async function edit(name) {
-    form.setAttribute("aria-busy", "true");
-    const settings = await svc.api("GET", "settings").finally(() => form.removeAttribute("aria-busy"));
-    const entry = (settings.agents || {})[name] || {};
-    form.reset();
-    form.agent_name.value = name;
-    form.enabled.value = typeof entry.enabled === "boolean" ? String(entry.enabled) : "";
-    form.command.value = shown(entry.command);
-    form.acp_command.value = shown(entry.acp_command);
-    form.env.value = Object.entries(entry.env || {}).map(([k, v]) => `${k}=${v}`).join("\n");
-    placeholders(rowsByName[name]);
-    drop.hidden = !(name in (settings.agents || {}));
-    heading.textContent = `Edit agent ${name}`;
-    status.textContent = "";
-    form.enabled.focus();
-  }
-
-  form.addEventListener("reset", () => { placeholders(null); drop.hidden = true; heading.textContent = "Add an agent"; });
-  form.agent_name.addEventListener("change", () => placeholders(rowsByName[form.agent_name.value.trim()]));
-
-  form.addEventListener("submit", async (event) => {
-    event.preventDefault();
-    const name = form.agent_name.value.trim();
+// What the form is: {name, entry (whether settings.json has one), busy}; name null for a new agent.
+function useAgentForm(form, rows, setText) {
+  const [state, setState] = useState({ name: null, entry: false, busy: false, hints: placeholders(null) });
+  const edit = async (name) => {
+    setState((s) => ({ ...s, busy: true }));
     try {
-      const body = {
-        enabled: form.enabled.value === "" ? null : form.enabled.value === "true",
-        command: words(form.command.value, "command"),
-        acp_command: words(form.acp_command.value, "acp_command"),
-        env: envOf(form.env.value),
-      };
-      await svc.api("PUT", `agents/${encodeURIComponent(name)}`, body);
-      status.textContent = `saved ${name}`;
-      drop.hidden = false;
-      heading.textContent = `Edit agent ${name}`;
-      await fillPickers();
-    } catch (error) {
-      status.textContent = error.message;
-    }
+      const entry = await fill(form.current, name);
+      setState({ name, entry, busy: false, hints: placeholders(rows[name]) });
+      setText("");
+    } catch (error) { setState((s) => ({ ...s, busy: false })); setText(error.message); }
+  };
+  const act = (action) => async () => {
+    try { setText(await action()); } catch (error) { setText(error.message); }
+  };
+  const save = act(async () => {
+    const name = form.current.agent_name.value.trim();
+    await api("PUT", `agents/${encodeURIComponent(name)}`, bodyOf(form.current));
+    setState((s) => ({ ...s, name, entry: true }));
+    await loadChoices();
+    return `saved ${name}`;
   });
+  const drop = act(async () => {
+    const name = form.current.agent_name.value.trim();
+    await api("DELETE", `agents/${encodeURIComponent(name)}`);
+    form.current.reset();
+    await loadChoices();
+    return `dropped the entry of ${name}`;
+  });
+  const reset = () => setState({ name: null, entry: false, busy: false, hints: placeholders(null) });
+  const named = (event) => setState((s) => ({ ...s, hints: placeholders(rows[event.currentTarget.value.trim()]) }));
+  return { state, edit, save, drop, reset, named };
+}
 
-  drop.addEventListener("click", async () => {
-    const name = form.agent_name.value.trim();
-    try {
-      await svc.api("DELETE", `agents/${encodeURIComponent(name)}`);
-      form.reset();
-      status.textContent = `dropped the entry of ${name}`;
-      await fillPickers();
-    } catch (error) {
-      status.textContent = error.message;
-    }
-  });
-
-  document.addEventListener("svc:settings", ({ detail }) => {
-    renderWorkspaces(detail.workspaces);
-    rowsByName = Object.fromEntries(detail.agents.map((a) => [a.name, a]));
-    document.querySelector("#agents tbody").replaceChildren(...detail.agents.map((a) => {
-      const tr = svc.el("tr", {}, ...[a.name, a.executable_found ? "found" : "not found", a.enabled ? "yes" : "no", a.source]
-        .map((text) => svc.el("td", { textContent: text })),
-        svc.el("td", {}, svc.el("button", { type: "button", textContent: "Edit", ariaLabel: `Edit agent ${a.name}`,
-          onclick: () => edit(a.name).catch((error) => { status.textContent = error.message; }) })));
-      tr.dataset.agent = a.name;
-      return tr;
-    }));
-  });
-})();
+export function AgentsSettings() {
+  const { agents } = choices.value;
+  const rows = Object.fromEntries(agents.map((a) => [a.name, a]));
+  const form = useRef(null);
+  const [text, setText] = useState("");
+  const { state, edit, save, drop, reset, named } = useAgentForm(form, rows, setText);
+  const submit = (event) => { event.preventDefault(); save(); };
+  return html`<h3>Agents</h3>
+    <div class="table-wrap" tabindex="0" role="region" aria-label="agents table"><table id="agents">
+      <thead><tr><th scope="col">Agent</th><th scope="col">Detected</th><th scope="col">Enabled</th><th scope="col">Source</th><th scope="col">Edit</th></tr></thead>
+      <tbody>${agents.map((a) => html`<${AgentRow} key=${a.name} a=${a} edit=${edit} />`)}</tbody>
+    </table></div>
+    <h4 id="agent-form-title">${state.name ? `Edit agent ${state.name}` : "Add an agent"}</h4>
+    <form id="agent-form" ref=${form} aria-labelledby="agent-form-title" aria-busy=${state.busy ? "true" : undefined} onSubmit=${submit} onReset=${reset}>
+      <div class="row">
+        <label>Agent <input name="agent_name" required pattern="[a-z0-9][a-z0-9_\\-]{0,63}" placeholder="e.g. my-agent" autocomplete="off" onChange=${named} /></label>
+        <label>Enabled <select name="enabled">${ENABLED.map(([value, label]) => html`<option value=${value}>${label}</option>`)}</select></label>
+      </div>
+      <div class="row">
+        <label>Command <input name="command" size="40" autocomplete="off" placeholder=${state.hints.command} /></label>
+        <label>ACP command <input name="acp_command" size="40" autocomplete="off" placeholder=${state.hints.acp} /></label>
+      </div>
+      <div class="row"><label>Environment <textarea name="env" rows="2" cols="40" placeholder="NAME=value, one a line"></textarea></label></div>
+      <div class="row">
+        <button type="submit" class="primary">Save agent</button>
+        <button type="button" id="agent-drop" class="danger" hidden=${!state.entry} onClick=${drop}>Drop its settings.json entry</button>
+        <button type="reset">New agent</button>
+        <${Status} id="agent-status" text=${text} />
+      </div>
+    </form>`;
+}

@@ -1,108 +1,126 @@
-// Settings views: the workspace register form and profiles (keys never shown; add and edit
-// through PATCH /api/settings, so settings.json stays the source of truth). The workspaces list
-// and the agents are settings-agents.js's.
-"use strict";
+// The Settings view: workspaces (register, rename, remove), profiles (keys never shown; added and
+// edited through PATCH /api/settings, so settings.json stays the source of truth), agents
+// (settings-agents.js), the agent integrations and this browser's notifications.
+import { api } from "./api.js";
+import { IntegrationsBox } from "./integrations.js";
+import { PushSettings } from "./push.js";
+import { AgentsSettings } from "./settings-agents.js";
+import { choices, loadChoices } from "./store.js";
+import { Status, html, useRef, useState, useStatus } from "./ui.js";
 
-(() => {
-  const PROVIDERS = ["openai-chat", "openai-responses", "anthropic", "gemini"];
+const PROVIDERS = ["openai-chat", "openai-responses", "anthropic", "gemini"];
 
-  // An empty list says so in one short line instead of showing an empty table or list.
-  function noneYet(container, empty, text) {
-    let note = container.nextElementSibling;
-    if (!note || !note.classList.contains("none-yet")) {
-      note = svc.el("p", { className: "hint none-yet", textContent: text });
-      container.after(note);
-    }
-    note.hidden = !empty;
-    container.hidden = empty;
-  }
-  svc.noneYet = noneYet;  // settings-agents.js says so for workspaces
+// An empty list says so in one short line instead of showing an empty table or list.
+export const NoneYet = ({ empty, text }) => empty && html`<p class="hint none-yet">${text}</p>`;
 
-  function rows(tbody, items, cells) {
-    document.querySelector(tbody).replaceChildren(...items.map((item) => svc.el("tr", {}, ...cells(item).map((v) => (v instanceof Node ? svc.el("td", {}, v) : svc.el("td", { textContent: v }))))));
-  }
-
-  // What the Key column says: where the key comes from and, when svc lacks it, which variable.
-  function keyText(p) {
-    const key = p.key || { source: p.api_key ? "settings.json" : "none", set: Boolean(p.api_key) };
-    if (key.source === "env") return key.set ? `from $${key.env} (set)` : `missing: $${key.env} is not set in svc's environment`;
-    if (key.source === "settings.json") return "in settings.json (hidden)";
-    return "none";
-  }
-
-  // --- the profile form: add a profile, or edit one (its other keys, unknown ones too, are kept)
-
-  const form = svc.el("form", { id: "profile-form", className: "row" },
-    svc.el("label", {}, "Profile ", svc.el("input", { name: "profile_id", required: true, pattern: "[a-z0-9][a-z0-9_\\-]{0,63}", placeholder: "e.g. openai" })),
-    svc.el("label", {}, "Provider ", svc.el("select", { name: "provider" }, ...PROVIDERS.map((p) => svc.el("option", { value: p, textContent: p })))),
-    svc.el("label", {}, "Base URL ", svc.el("input", { name: "base_url", required: true, placeholder: "https://api.openai.com/v1" })),
-    svc.el("label", {}, "Models ", svc.el("input", { name: "models", placeholder: "comma-separated" })),
-    svc.el("label", {}, "Key variable ", svc.el("input", { name: "api_key_env", placeholder: "OPENAI_API_KEY" })),
-    svc.el("label", {}, "Key ", svc.el("input", { name: "api_key", type: "password", autocomplete: "off", placeholder: "or a literal key (blank: keep)" })),
-    svc.el("button", { type: "submit", textContent: "Save profile" }), " ",
-    svc.el("span", { id: "profile-status", role: "status" }));
-  document.getElementById("profiles").closest(".table-wrap").after(form);
-  const headRow = document.querySelector("#profiles thead tr");
-  headRow.append(svc.el("th", { scope: "col", textContent: "Edit" }));
-
-  async function edit(id) {
-    const settings = await svc.api("GET", "settings");
-    const p = (settings.profiles || {})[id] || {};
-    form.profile_id.value = id;
-    form.provider.value = p.provider || PROVIDERS[0];
-    form.base_url.value = p.base_url || "";
-    form.models.value = (p.models || []).join(", ");
-    form.api_key_env.value = p.api_key_env || "";
-    form.api_key.value = "";
-    form.profile_id.focus();
-  }
-
-  form.addEventListener("submit", async (event) => {
+function Workspace({ w, report }) {
+  const [renaming, setRenaming] = useState(false);
+  const name = useRef(null);
+  const rename = (event) => {
     event.preventDefault();
-    const status = document.getElementById("profile-status");
-    const id = form.profile_id.value.trim();
-    try {
-      const settings = await svc.api("GET", "settings");  // secrets come back redacted …
-      const profiles = { ...(settings.profiles || {}) };  // … and are kept on write-back
-      const profile = { ...(profiles[id] || {}) };
-      profile.provider = form.provider.value;
-      profile.base_url = form.base_url.value.trim();
-      profile.models = form.models.value.split(",").map((m) => m.trim()).filter(Boolean);
-      const env = form.api_key_env.value.trim();
-      if (env) profile.api_key_env = env; else delete profile.api_key_env;
-      if (form.api_key.value) profile.api_key = form.api_key.value;
-      profiles[id] = profile;
-      await svc.api("PATCH", "settings", { profiles });
-      status.textContent = `saved ${id}`;
-      form.reset();
-      await fillPickers();
-    } catch (error) {
-      status.textContent = error.message;
-    }
-  });
-
-  document.addEventListener("svc:settings", ({ detail }) => {
-    rows("#profiles tbody", detail.profiles, (p) => [p.id, p.provider, p.base_url, (p.models || []).join(", "), keyText(p),
-      svc.el("button", { type: "button", textContent: "Edit", ariaLabel: `Edit profile ${p.id}`, onclick: () => edit(p.id).catch((e) => { document.getElementById("profile-status").textContent = e.message; }) })]);
-    document.querySelectorAll("#profiles tbody tr").forEach((tr, i) => {
-      tr.dataset.profile = detail.profiles[i].id;
-      const key = detail.profiles[i].key;
-      if (key && key.source === "env" && !key.set) tr.children[4].className = "key-missing";
+    report(async () => {
+      await api("PATCH", `workspaces/${w.id}`, { name: name.current.value });
+      setRenaming(false);
+      await loadChoices();
+      return "renamed";
     });
-    noneYet(document.getElementById("profiles").closest(".table-wrap"), detail.profiles.length === 0, "No profiles yet: add one below.");
-  });
+  };
+  const remove = () => report(async () => { await api("DELETE", `workspaces/${w.id}`); await loadChoices(); return "removed"; });
+  const start = () => { setRenaming(true); requestAnimationFrame(() => name.current.focus()); };
+  return html`<li data-workspace=${w.path}><span>${w.name} — ${w.path} </span>
+    <span hidden=${renaming}><button type="button" aria-label=${`Rename workspace ${w.name}`} onClick=${start}>Rename</button>${" "}
+      <button type="button" class="danger" aria-label=${`Remove workspace ${w.name}`} onClick=${remove}>Remove</button></span>
+    <form class="row" hidden=${!renaming} onSubmit=${rename}>
+      <label>Name <input name="name" ref=${name} value=${w.name} maxlength="200" placeholder="blank: the folder's name" /></label>
+      <button type="submit" class="primary">Save name</button><button type="button" onClick=${() => setRenaming(false)}>Cancel</button>
+    </form></li>`;
+}
 
-  document.getElementById("register-workspace").addEventListener("submit", async (event) => {
+function Workspaces() {
+  const { workspaces } = choices.value;
+  const [text, run] = useStatus();
+  const register = (event) => {
     event.preventDefault();
-    const form = event.target;
-    const status = document.getElementById("workspace-status");
-    try {
-      await svc.api("POST", "workspaces", { path: form.path.value, name: form.name.value });
-      status.textContent = "registered";
-      form.reset();
-      await fillPickers();
-    } catch (error) {
-      status.textContent = error.message;
-    }
-  });
-})();
+    const form = event.currentTarget;
+    run(async () => { await api("POST", "workspaces", { path: form.path.value, name: form.name.value }); form.reset(); await loadChoices(); return "registered"; });
+  };
+  return html`<h3>Workspaces</h3>
+    <ul id="workspaces" hidden=${!workspaces.length}>${workspaces.map((w) => html`<${Workspace} key=${w.id} w=${w} report=${run} />`)}</ul>
+    <${NoneYet} empty=${!workspaces.length} text="No workspaces yet: register a folder below." />
+    <form id="register-workspace" class="row" onSubmit=${register}>
+      <label>Folder <input name="path" required placeholder="/absolute/path" /></label>
+      <label>Name <input name="name" placeholder="optional" /></label>
+      <button type="submit" class="primary">Register</button> <${Status} id="workspace-status" text=${text} />
+    </form>`;
+}
+
+// What the Key column says: where the key comes from and, when svc lacks it, which variable.
+function keyText(p) {
+  const key = p.key || { source: p.api_key ? "settings.json" : "none", set: Boolean(p.api_key) };
+  if (key.source === "env") return key.set ? `from $${key.env} (set)` : `missing: $${key.env} is not set in svc's environment`;
+  if (key.source === "settings.json") return "in settings.json (hidden)";
+  return "none";
+}
+
+// The profile in the form, from settings.json (its other keys, unknown ones too, are kept on save).
+async function fill(form, id) {
+  const p = ((await api("GET", "settings")).profiles || {})[id] || {};
+  form.profile_id.value = id;
+  form.provider.value = p.provider || PROVIDERS[0];
+  form.base_url.value = p.base_url || "";
+  form.models.value = (p.models || []).join(", ");
+  form.api_key_env.value = p.api_key_env || "";
+  form.api_key.value = "";
+  form.profile_id.focus();
+}
+
+async function save(form) {
+  const id = form.profile_id.value.trim();
+  const settings = await api("GET", "settings"); // secrets come back redacted …
+  const profiles = { ...(settings.profiles || {}) }; // … and are kept on write-back
+  const profile = { ...(profiles[id] || {}) };
+  profile.provider = form.provider.value;
+  profile.base_url = form.base_url.value.trim();
+  profile.models = form.models.value.split(",").map((m) => m.trim()).filter(Boolean);
+  const env = form.api_key_env.value.trim();
+  if (env) profile.api_key_env = env; else delete profile.api_key_env;
+  if (form.api_key.value) profile.api_key = form.api_key.value;
+  profiles[id] = profile;
+  await api("PATCH", "settings", { profiles });
+  form.reset();
+  await loadChoices();
+  return `saved ${id}`;
+}
+
+function ProfileRow({ p, edit }) {
+  const missing = p.key && p.key.source === "env" && !p.key.set;
+  return html`<tr data-profile=${p.id}><td>${p.id}</td><td>${p.provider}</td><td>${p.base_url}</td><td>${(p.models || []).join(", ")}</td>
+    <td class=${missing ? "key-missing" : undefined}>${keyText(p)}</td>
+    <td><button type="button" aria-label=${`Edit profile ${p.id}`} onClick=${() => edit(p.id)}>Edit</button></td></tr>`;
+}
+
+function Profiles() {
+  const { profiles } = choices.value;
+  const form = useRef(null);
+  const [text, run, setText] = useStatus();
+  const submit = (event) => { event.preventDefault(); run(() => save(form.current)); };
+  return html`<h3>Profiles</h3>
+    <div class="table-wrap" tabindex="0" role="region" aria-label="profiles table" hidden=${!profiles.length}><table id="profiles">
+      <thead><tr><th scope="col">Profile</th><th scope="col">Provider</th><th scope="col">Base URL</th><th scope="col">Models</th><th scope="col">Key</th><th scope="col">Edit</th></tr></thead>
+      <tbody>${profiles.map((p) => html`<${ProfileRow} key=${p.id} p=${p} edit=${(id) => fill(form.current, id).catch((e) => setText(e.message))} />`)}</tbody>
+    </table></div>
+    <${NoneYet} empty=${!profiles.length} text="No profiles yet: add one below." />
+    <form id="profile-form" class="row" ref=${form} onSubmit=${submit}>
+      <label>Profile <input name="profile_id" required pattern="[a-z0-9][a-z0-9_\\-]{0,63}" placeholder="e.g. openai" /></label>
+      <label>Provider <select name="provider">${PROVIDERS.map((p) => html`<option value=${p}>${p}</option>`)}</select></label>
+      <label>Base URL <input name="base_url" required placeholder="https://api.openai.com/v1" /></label>
+      <label>Models <input name="models" placeholder="comma-separated" /></label>
+      <label>Key variable <input name="api_key_env" placeholder="OPENAI_API_KEY" /></label>
+      <label>Key <input name="api_key" type="password" autocomplete="off" placeholder="or a literal key (blank: keep)" /></label>
+      <button type="submit" class="primary">Save profile</button> <${Status} id="profile-status" text=${text} />
+    </form>`;
+}
+
+export function SettingsView() {
+  return html`<${Workspaces} /><${Profiles} /><${AgentsSettings} /><${IntegrationsBox} /><${PushSettings} />`;
+}

@@ -1,13 +1,14 @@
-// The dashboard's component library: Preact with htm templates (no build step; the import map in
-// dashboard.html resolves "preact", "preact/hooks" and "htm" to /static/vendor). Views written as
-// components import from here; `svc` (dashboard.js) stays the one API and socket helper.
-import { h, render } from "preact";
-import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks";
+// The dashboard's component kit: Preact with htm templates and signals (no build step; the import
+// map in dashboard.html resolves "preact", "preact/hooks", "htm" and "@preact/signals" to
+// /static/vendor). Components import from here, and a few small parts every view uses live here.
+import { Component, h, render } from "preact";
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
+import { batch, computed, effect, signal, useComputed, useSignal, useSignalEffect } from "@preact/signals";
 import htm from "htm";
 
 export const html = htm.bind(h);
-export { render, useCallback, useEffect, useMemo, useRef, useState };
-export const svc = window.svc;
+export { Component, render, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState };
+export { batch, computed, effect, signal, useComputed, useSignal, useSignalEffect };
 
 // The URL hash carries what is shown: `#view=usage`, `#session=<id>&at=<seq>`, `#view=diff&of=…`.
 export function hashParams() {
@@ -23,4 +24,47 @@ export function useHash() {
     return () => window.removeEventListener("hashchange", changed);
   }, []);
   return params;
+}
+
+// Re-renders the component every `ms` (a countdown, an age that ticks).
+export function useTick(ms) {
+  const [now, setNow] = useState(Date.now);
+  useEffect(() => {
+    const timer = setInterval(() => setNow(Date.now()), ms);
+    return () => clearInterval(timer);
+  }, [ms]);
+  return now;
+}
+
+// A button that copies `text` and says so for a moment.
+export function CopyButton({ text, label = "Copy", name }) {
+  const [said, setSaid] = useState("");
+  const copy = async () => {
+    try { await navigator.clipboard.writeText(text); setSaid("Copied"); } catch { setSaid("Copy failed"); }
+    setTimeout(() => setSaid(""), 1500);
+  };
+  return html`<button type="button" class="small" aria-label=${name} onClick=${copy}>${said || label}</button>`;
+}
+
+// An <option> whose value is an attribute too, so a selector finds it: Preact leaves the attribute
+// out when the value equals the text (the property already reads so).
+export function Option({ value, children }) {
+  const keep = useCallback((node) => { if (node) node.setAttribute("value", value); }, [value]);
+  return html`<option value=${value} ref=${keep}>${children}</option>`;
+}
+
+// A form's status line (what a submit did, or why it failed).
+export function Status({ id, text, class: cls }) {
+  return html`<span id=${id} class=${cls || "form-status"} role="status">${text}</span>`;
+}
+
+// An action's status held by the component: [text, run(action)] where run shows the error, if any.
+export function useStatus() {
+  const [text, setText] = useState("");
+  const run = useCallback(async (action, busy) => {
+    if (busy !== undefined) setText(busy);
+    try { const said = await action(); setText(typeof said === "string" ? said : ""); }
+    catch (error) { setText(error.message); }
+  }, []);
+  return [text, run, setText];
 }

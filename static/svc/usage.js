@@ -1,7 +1,9 @@
 // Usage and cost (contract §16): totals, a chart per day, and tables per session, profile and
 // model, all from GET /api/usage. The API's days are UTC days and its cost is `cost_usd`, so the
 // page counts days in UTC and shows cost in USD.
-import { html, render, useEffect, useMemo, useRef, useState, svc, hashParams } from "/static/svc/ui.js";
+import { api } from "./api.js";
+import { view, visible } from "./nav.js";
+import { hashParams, html, useEffect, useMemo, useRef, useState } from "./ui.js";
 // uPlot loads with the first chart, not with the page (most loads never show this view).
 let uPlotLoading = null;
 let uPlotLoaded = null; // once here, charts are made in the same task (no moment without one)
@@ -45,15 +47,9 @@ const byCost = (a, b) => (b.cost_usd - a.cost_usd) || (b.input_tokens + b.output
 async function load(days) {
   const since = firstDay(days).toISOString().slice(0, 10);
   const [day, session, profile, model] = await Promise.all(
-    ["day", "session", "profile", "model"].map((group) => svc.api("GET", `usage?group_by=${group}&since=${since}`)),
+    ["day", "session", "profile", "model"].map((group) => api("GET", `usage?group_by=${group}&since=${since}`)),
   );
   return { days, since, day, session: session.sort(byCost), profile: profile.sort(byCost), model: model.sort(byCost) };
-}
-
-// The section is shown when the layout gives it a box (a hidden view has none) and the tab is visible.
-function shown() {
-  const box = document.getElementById("usage-box");
-  return Boolean(box) && !document.hidden && box.getClientRects().length > 0;
 }
 
 function colours() {
@@ -110,19 +106,23 @@ function options(uPlot, width, c) {
   };
 }
 
+// The colours live in CSS variables that change with the scheme; the canvas must be redrawn.
+function useDarkScheme() {
+  const [dark, setDark] = useState(() => matchMedia("(prefers-color-scheme: dark)").matches);
+  useEffect(() => {
+    const query = matchMedia("(prefers-color-scheme: dark)");
+    const changed = () => setDark(query.matches);
+    query.addEventListener("change", changed);
+    return () => query.removeEventListener("change", changed);
+  }, []);
+  return dark;
+}
+
 function Chart({ data, label }) {
   const box = useRef(null);
   const plot = useRef(null);
   const cols = useMemo(() => columns(data), [data]);
-  const [scheme, setScheme] = useState(() => matchMedia("(prefers-color-scheme: dark)").matches);
-
-  // The colours live in CSS variables that change with the scheme; the canvas must be redrawn.
-  useEffect(() => {
-    const query = matchMedia("(prefers-color-scheme: dark)");
-    const changed = () => setScheme(query.matches);
-    query.addEventListener("change", changed);
-    return () => query.removeEventListener("change", changed);
-  }, []);
+  const scheme = useDarkScheme();
 
   const latestCols = useRef(cols);
   latestCols.current = cols;
@@ -165,7 +165,7 @@ function Totals({ total }) {
     ["Cost (USD)", money(total.cost_usd)],
   ];
   return html`<dl class="usage-totals">
-    ${items.map(([name, value]) => html`<div><dt>${name}</dt><dd data-total=${name}>${value}</dd></div>`)}
+    ${items.map(([name, value]) => html`<div class="card"><dt>${name}</dt><dd data-total=${name}>${value}</dd></div>`)}
   </dl>`;
 }
 
@@ -200,68 +200,51 @@ function sessionName(row) {
   return html`<a href=${`#session=${row.session_id}`}>${title}</a>${row.title ? html` <span class="usage-agent">${row.agent}</span>` : null}`;
 }
 
-function Usage() {
-  const [days, setDays] = useState(() => {
-    const asked = Number(hashParams().get("days"));
-    return RANGES.includes(asked) ? asked : 30;
-  });
+// The usage of the last `days` days, loaded while the view is shown (a hidden view loads when it
+// is shown) and again every half minute; an older answer that arrives late is dropped.
+function useUsage(days) {
   const [data, setData] = useState(null);
   const [error, setError] = useState("");
   const latest = useRef(0);
-
-  async function refresh() {
-    const ticket = ++latest.current;
-    try {
-      const loaded = await load(days);
-      if (ticket !== latest.current) return; // an older answer that arrived late
-      setData(loaded);
-      setError("");
-    } catch (e) {
-      if (ticket === latest.current) setError(e.message);
-    }
-  }
-
+  const here = view.value === "usage" && visible.value;
   useEffect(() => {
-    if (shown()) refresh(); // a hidden view loads when it is shown (svc:view below)
-    const whenShown = (event) => { if (event.detail && event.detail.view === "usage") refresh(); };
-    const onHash = () => { if (hashParams().get("view") === "usage") refresh(); };
-    const onVisible = () => { if (shown()) refresh(); };
-    const timer = setInterval(() => { if (shown()) refresh(); }, REFRESH_MS);
-    document.addEventListener("svc:view", whenShown);
-    window.addEventListener("hashchange", onHash);
-    document.addEventListener("visibilitychange", onVisible);
-    return () => {
-      clearInterval(timer);
-      document.removeEventListener("svc:view", whenShown);
-      window.removeEventListener("hashchange", onHash);
-      document.removeEventListener("visibilitychange", onVisible);
+    if (!here) return undefined;
+    const refresh = async () => {
+      const ticket = ++latest.current;
+      try {
+        const loaded = await load(days);
+        if (ticket === latest.current) { setData(loaded); setError(""); }
+      } catch (e) {
+        if (ticket === latest.current) setError(e.message);
+      }
     };
-  }, [days]);
+    refresh();
+    const timer = setInterval(refresh, REFRESH_MS);
+    return () => clearInterval(timer);
+  }, [days, here]);
+  return { data, error };
+}
 
-  const picker = html`<div class="row usage-range" role="group" aria-label="Time range">
-    ${RANGES.map((d) => html`<button type="button" aria-pressed=${d === days ? "true" : "false"} onClick=${() => setDays(d)}>${d} days</button>`)}
+function Picker({ days, setDays, data, error }) {
+  return html`<div class="row usage-range" role="group" aria-label="Time range">
+    <span class="segmented">${RANGES.map((d) => html`<button type="button" aria-pressed=${d === days ? "true" : "false"} onClick=${() => setDays(d)}>${d} days</button>`)}</span>
     <span role="status" class="hint">${error ? "" : data && data.days === days ? `since ${data.since} (UTC)` : "loading…"}</span>
   </div>`;
-  if (error) return html`${picker}<p class="usage-error" role="alert">Usage could not be loaded: ${error}</p>`;
-  if (!data) return picker;
+}
 
-  const total = sum(data.day);
-  if (!total.requests) {
-    return html`${picker}<p class="hint usage-empty">No model requests went through svc's bridge in the last ${data.days} days.</p>`;
-  }
+const keyed = (rows, key) => rows.map((row) => ({ ...row, key: row[key] }));
+
+function Report({ data, total }) {
   const attributed = sum(data.session).requests;
   const label = `Chart of input tokens, output tokens and cost per day over the last ${data.days} days: `
     + `${n(total.requests)} requests, ${n(total.input_tokens)} input tokens, ${n(total.output_tokens)} output tokens, `
     + `${money(total.cost_usd)}. The tables below give the numbers.`;
-  const keyed = (rows, key) => rows.map((row) => ({ ...row, key: row[key] }));
-  const perDay = keyed([...data.day].reverse(), "day");
   return html`
-    ${picker}
     <${Totals} total=${total} />
     <p class="hint">Cost counts only requests whose profile has <code>prices</code> for the model.</p>
     <${Chart} data=${data} label=${label} />
     <details class="usage-days"><summary>Per day (table)</summary>
-      <${Table} caption="Per day (UTC)" first="Day" kind="day" rows=${perDay} name=${(r) => r.day} empty="" />
+      <${Table} caption="Per day (UTC)" first="Day" kind="day" rows=${keyed([...data.day].reverse(), "day")} name=${(r) => r.day} empty="" />
     </details>
     <${Table} caption="Per session" first="Session" kind="session" rows=${keyed(data.session, "session_id")}
       name=${sessionName} empty="No request came from a session svc hosts." />
@@ -272,5 +255,18 @@ function Usage() {
     <${Table} caption="Per model" first="Model" kind="model" rows=${keyed(data.model, "model")} name=${(r) => r.model || "(none)"} empty="" />`;
 }
 
-const root = document.getElementById("usage");
-if (root) render(html`<${Usage} />`, root);
+export function Usage() {
+  const [days, setDays] = useState(() => {
+    const asked = Number(hashParams().get("days"));
+    return RANGES.includes(asked) ? asked : 30;
+  });
+  const { data, error } = useUsage(days);
+  const picker = html`<${Picker} days=${days} setDays=${setDays} data=${data} error=${error} />`;
+  if (error) return html`${picker}<p class="usage-error notice notice-bad" role="alert">Usage could not be loaded: ${error}</p>`;
+  if (!data) return picker;
+  const total = sum(data.day);
+  if (!total.requests) {
+    return html`${picker}<p class="hint usage-empty">No model requests went through svc's bridge in the last ${data.days} days.</p>`;
+  }
+  return html`${picker}<${Report} data=${data} total=${total} />`;
+}

@@ -16,9 +16,9 @@ from asgiref.sync import sync_to_async
 
 from bridge_app import ir, routes
 from bridge_app.conversations import Conversation
+from core.runtime import Runtime
 from sessions_app import selectors
 from sessions_app.models import Session
-from svcproject.runtime import Runtime
 from tests.sessions_app.termclient import hosting_settings
 from tests.support.runtime import running, settings_file
 
@@ -46,9 +46,12 @@ def named(key: str) -> dict[str, str]:
 
 
 async def slot(
-    rt: Runtime, workspace: Path, route: Any = CHAT, body: dict | None = None,
+    rt: Runtime,
+    workspace: Path,
+    route: Any = CHAT,
+    body: dict | None = None,
     headers: dict[str, str] | None = None,
-) -> Conversation:  # fmt: skip
+) -> Conversation:
     async with rt.conversations.turn_slot(route, body or {}, headers or {}, str(workspace)) as c:
         return c
 

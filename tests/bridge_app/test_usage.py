@@ -17,8 +17,8 @@ from django.test import Client
 from bridge_app import usage
 from bridge_app.models import BridgeRequest
 from bridge_app.services import bridge_requests_record as write_rows  # before the fixture's patch
-from svcproject import config
-from svcproject.settings_schema import parse_settings
+from core import config
+from core.settings_schema import parse_settings
 from tests.fakes import bridge_setup
 from tests.fakes.bridge_fake_plan import extract, plan
 from tests.fakes.bridge_inprocess import DRIVERS, IDS, PAIRS, Bridge, ask, chat
@@ -110,9 +110,11 @@ async def test_a_chat_stream_that_asked_for_usage_still_gets_it(
     marker = "asked-usage"
     client = bridge.sdk("openai-chat", PROFILE["openai-chat"])
     stream = await client.chat.completions.create(
-        model="fake-model", stream=True, stream_options={"include_usage": True},
+        model="fake-model",
+        stream=True,
+        stream_options={"include_usage": True},
         messages=[{"role": "user", "content": marker}],
-    )  # fmt: skip
+    )
     chunks = [chunk async for chunk in stream]
     assert chunks[-1].usage is not None and not chunks[-1].choices
     inp, out = reported(bridge, "openai-chat", marker)
@@ -121,28 +123,64 @@ async def test_a_chat_stream_that_asked_for_usage_still_gets_it(
 
 def test_the_meter_reads_cached_and_reasoning_tokens_in_every_dialect() -> None:
     m = usage.Meter("openai-chat")
-    m.whole({"usage": {"prompt_tokens": 100, "completion_tokens": 40,
-                       "prompt_tokens_details": {"cached_tokens": 60},
-                       "completion_tokens_details": {"reasoning_tokens": 30}}})  # fmt: skip
-    assert m.fields() == {"input_tokens": 100, "output_tokens": 40,
-                          "cached_input_tokens": 60, "reasoning_tokens": 30}  # fmt: skip
+    m.whole(
+        {
+            "usage": {
+                "prompt_tokens": 100,
+                "completion_tokens": 40,
+                "prompt_tokens_details": {"cached_tokens": 60},
+                "completion_tokens_details": {"reasoning_tokens": 30},
+            }
+        }
+    )
+    assert m.fields() == {
+        "input_tokens": 100,
+        "output_tokens": 40,
+        "cached_input_tokens": 60,
+        "reasoning_tokens": 30,
+    }
     a = usage.Meter("anthropic")  # stream: input at message_start, output at message_delta
-    a.scan(b'event: message_start\ndata: {"type":"message_start","message":{"usage":'
-           b'{"input_tokens":10,"cache_read_input_tokens":90,"output_tokens":1}}}\n\n')  # fmt: skip
+    a.scan(
+        b'event: message_start\ndata: {"type":"message_start","message":{"usage":'
+        b'{"input_tokens":10,"cache_read_input_tokens":90,"output_tokens":1}}}\n\n'
+    )
     a.scan(b'event: message_delta\ndata: {"type":"message_delta","usage":{"output_tokens":7}}')
-    assert a.fields() == {"input_tokens": 100, "output_tokens": 7,
-                          "cached_input_tokens": 90, "reasoning_tokens": 0}  # fmt: skip
+    assert a.fields() == {
+        "input_tokens": 100,
+        "output_tokens": 7,
+        "cached_input_tokens": 90,
+        "reasoning_tokens": 0,
+    }
     g = usage.Meter("gemini")
     meta = {"promptTokenCount": 5, "candidatesTokenCount": 2, "thoughtsTokenCount": 3}
     g.event("", {"usageMetadata": {**meta, "cachedContentTokenCount": 4}})
-    assert g.fields() == {"input_tokens": 5, "output_tokens": 5,
-                          "cached_input_tokens": 4, "reasoning_tokens": 3}  # fmt: skip
+    assert g.fields() == {
+        "input_tokens": 5,
+        "output_tokens": 5,
+        "cached_input_tokens": 4,
+        "reasoning_tokens": 3,
+    }
     r = usage.Meter("openai-responses")
-    r.event("response.completed", {"type": "response.completed", "response": {"usage": {
-        "input_tokens": 8, "output_tokens": 6, "input_tokens_details": {"cached_tokens": 2},
-        "output_tokens_details": {"reasoning_tokens": 1}}}})  # fmt: skip
-    assert r.fields() == {"input_tokens": 8, "output_tokens": 6,
-                          "cached_input_tokens": 2, "reasoning_tokens": 1}  # fmt: skip
+    r.event(
+        "response.completed",
+        {
+            "type": "response.completed",
+            "response": {
+                "usage": {
+                    "input_tokens": 8,
+                    "output_tokens": 6,
+                    "input_tokens_details": {"cached_tokens": 2},
+                    "output_tokens_details": {"reasoning_tokens": 1},
+                }
+            },
+        },
+    )
+    assert r.fields() == {
+        "input_tokens": 8,
+        "output_tokens": 6,
+        "cached_input_tokens": 2,
+        "reasoning_tokens": 1,
+    }
 
 
 def test_cost_prices_cached_input_apart_and_unpriced_models_stay_null() -> None:
@@ -163,7 +201,8 @@ def test_prices_are_parsed_leniently() -> None:
 async def test_a_session_scope_attributes_usage_to_the_session_and_its_turn(
     bridge: Bridge, svc_runtime: Any
 ) -> None:
-    from sessions_app.models import Session, Subagent, SubagentTurn
+    from sessions_app.models import Session
+    from subagents_app.models import Subagent, SubagentTurn
 
     def make() -> tuple[str, str, str]:
         parent = Session.objects.create(agent="claude", workspace="/w")
@@ -173,19 +212,21 @@ async def test_a_session_scope_attributes_usage_to_the_session_and_its_turn(
         return str(parent.id), str(child.id), str(turn.id)
 
     parent, child, turn = await sync_to_async(make)()
-    for scope, stream in ((f"s-{parent}", False), (f"s-{child}", True), ("tests", False)):
+    # The parent's scope as svc hands it out now (contract §0), the child's as it did before.
+    mine, legacy = f"claude.{parent}", f"s-{child}"
+    for scope, stream in ((mine, False), (legacy, True), ("tests", False)):
         url = bridge.base_url("openai-chat", PROFILE["anthropic"], scope)
         await chat(bridge.openai(url, max_retries=0), ALIAS, f"attr-{scope}", stream)
     await svc_runtime.requestlog.flush()
     await sync_to_async(write_rows)(rows=bridge.logged)
 
     def read() -> dict[str, Any]:
-        rows = BridgeRequest.objects.filter(scope__in=[f"s-{parent}", f"s-{child}", "tests"])
+        rows = BridgeRequest.objects.filter(scope__in=[mine, legacy, "tests"])
         return {r.scope: r for r in rows}
 
     rows = await sync_to_async(read)()
-    assert (rows[f"s-{parent}"].session_id, rows[f"s-{parent}"].turn_id) == (parent, "")
-    assert (rows[f"s-{child}"].session_id, rows[f"s-{child}"].turn_id) == (child, turn)
+    assert (rows[mine].session_id, rows[mine].turn_id) == (parent, "")
+    assert (rows[legacy].session_id, rows[legacy].turn_id) == (child, turn)
     assert (rows["tests"].session_id, rows["tests"].turn_id) == ("", "")
     for r in rows.values():
         inp, out = reported(bridge, "anthropic", f"attr-{r.scope}")
@@ -210,8 +251,15 @@ async def test_a_session_scope_attributes_usage_to_the_session_and_its_turn(
     assert claude["input_tokens"] == sum(r.input_tokens for r in rows.values())
     assert claude["output_tokens"] == sum(r.output_tokens for r in rows.values())
     assert claude["cost_usd"] == pytest.approx(sum(r.cost_usd for r in rows.values()), abs=1e-6)
-    assert set(claude) == {"profile_id", "requests", "input_tokens", "output_tokens",
-                           "cached_input_tokens", "reasoning_tokens", "cost_usd"}  # fmt: skip
+    assert set(claude) == {
+        "profile_id",
+        "requests",
+        "input_tokens",
+        "output_tokens",
+        "cached_input_tokens",
+        "reasoning_tokens",
+        "cost_usd",
+    }
     day = (await sync_to_async(grouped)("group_by=day")).json()
     assert sum(r["requests"] for r in day) == 3 and all(len(r["day"]) == 10 for r in day)
     assert (await sync_to_async(grouped)("group_by=model&since=2999-01-01")).json() == []

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async
 
-from svcproject.runtime import Runtime
+from core.runtime import Runtime
+from svcproject.assembly import build as build_runtime
 from tests.fakes.slack_api import FakeSlack
 from tests.support.runtime import running, settings_file, wait_status
 
@@ -31,18 +32,25 @@ def slack() -> Iterator[FakeSlack]:
 def settings(fake: FakeSlack, workspace: Path, **extra: Any) -> dict[str, Any]:
     return {
         "agents": {"fake": {"acp_command": [sys.executable, FAKE_ACP]}},
-        "channels": {"slack": {
-            "kind": "slack", "bot_token": fake.bot_token, "app_token": fake.app_token,
-            "api_base": fake.base_url, "allowed_users": [OWNER], "agent": "fake",
-            "workspace": str(workspace), **extra,
-        }},
-    }  # fmt: skip
+        "channels": {
+            "slack": {
+                "kind": "slack",
+                "bot_token": fake.bot_token,
+                "app_token": fake.app_token,
+                "api_base": fake.base_url,
+                "allowed_users": [OWNER],
+                "agent": "fake",
+                "workspace": str(workspace),
+                **extra,
+            }
+        },
+    }
 
 
 @pytest.fixture
 async def svc(slack: FakeSlack, tmp_path: Path) -> AsyncIterator[Runtime]:
     with settings_file(settings(slack, tmp_path)):
-        async with running(Runtime(backoff_first_s=0.2)) as runtime:
+        async with running(build_runtime(backoff_first_s=0.2)) as runtime:
             await wait_status(runtime, "slack", "online")
             yield runtime
 
@@ -83,8 +91,11 @@ async def test_a_permission_request_is_buttons_and_a_click_answers_it(
     asked = slack.post_message(OWNER, "permission")
 
     def buttons() -> list[dict]:
-        return [m for m in thread_of(slack, asked)
-                if any(b.get("type") == "actions" for b in m.get("blocks") or [])]  # fmt: skip
+        return [
+            m
+            for m in thread_of(slack, asked)
+            if any(b.get("type") == "actions" for b in m.get("blocks") or [])
+        ]
 
     question = (await slack.wait_for_async(buttons, timeout=30))[0]
     slack.click(OWNER, "C1", question["ts"], "svc_0")
@@ -111,7 +122,7 @@ async def test_a_wrong_token_is_an_error_naming_the_setting(
     wrong = settings(slack, tmp_path)
     wrong["channels"]["slack"]["bot_token"] = "xoxb-wrong"
     with settings_file(wrong):
-        async with running(Runtime(backoff_first_s=0.2)) as runtime:
+        async with running(build_runtime(backoff_first_s=0.2)) as runtime:
             failed = await wait_status(runtime, "slack", "error")
     assert "channels.slack.bot_token_env" in failed["detail"]
     assert "invalid_auth" in failed["detail"]

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async
 
-from svcproject.runtime import Runtime
+from core.runtime import Runtime, current
+from svcproject.assembly import build as build_runtime
 from tests.fakes.telegram_api import FakeTelegram
 from tests.support.runtime import running, settings_file, wait_status
 
@@ -35,17 +36,23 @@ def tg() -> Iterator[FakeTelegram]:
 def settings(fake: FakeTelegram, workspace: Path, **extra: Any) -> dict[str, Any]:
     return {
         "agents": {"fake": {"acp_command": [sys.executable, FAKE_ACP]}},
-        "channels": {"telegram": {
-            "bot_token": fake.token, "api_base": fake.api_base, "allowed_users": [OWNER],
-            "agent": "fake", "workspace": str(workspace), **extra,
-        }},
-    }  # fmt: skip
+        "channels": {
+            "telegram": {
+                "bot_token": fake.token,
+                "api_base": fake.api_base,
+                "allowed_users": [OWNER],
+                "agent": "fake",
+                "workspace": str(workspace),
+                **extra,
+            }
+        },
+    }
 
 
 @pytest.fixture
 async def svc(tg: FakeTelegram, tmp_path: Path) -> AsyncIterator[Runtime]:
     with settings_file(settings(tg, tmp_path)):
-        async with running(Runtime(backoff_first_s=0.2)) as runtime:
+        async with running(build_runtime(backoff_first_s=0.2)) as runtime:
             await wait_status(runtime, "telegram", "online")
             yield runtime
 
@@ -130,7 +137,9 @@ async def test_pickup_continues_a_handed_over_session_while_the_dashboard_watche
     from sessions_app import services
     from tests.mcp_app.test_tools_inprocess import call, mcp
 
-    session = await services.asession_create(agent="fake", workspace=str(tmp_path), kind="chat")
+    session = await services.asession_create(
+        host=current().host, agent="fake", workspace=str(tmp_path), kind="chat"
+    )
     chat = svc.host.chat(str(session.id))
     seen: list[dict] = []
     watching = await chat.subscribe(seen.append)  # what the dashboard's /ws/chat does
@@ -245,7 +254,7 @@ async def test_a_wrong_token_is_an_error_naming_the_setting(
     wrong = settings(tg, tmp_path)
     wrong["channels"]["telegram"]["bot_token"] = "999:WRONG"
     with settings_file(wrong):
-        async with running(Runtime(backoff_first_s=0.2)) as runtime:
+        async with running(build_runtime(backoff_first_s=0.2)) as runtime:
             failed = await wait_status(runtime, "telegram", "error")
     assert "channels.telegram.bot_token_env or bot_token" in failed["detail"]
 
@@ -270,18 +279,48 @@ async def test_a_notification_reaches_the_channels_notify_chat_once(
     tg: FakeTelegram, tmp_path: Path
 ) -> None:
     with settings_file(settings(tg, tmp_path, notify_chat=str(OWNER))):
-        async with running(Runtime(backoff_first_s=0.2)) as runtime:
+        async with running(build_runtime(backoff_first_s=0.2)) as runtime:
             await wait_status(runtime, "telegram", "online")
             tg.send_text(OWNER, "/help")  # a bot may write only to someone who wrote to it
             await until_sent(tg, "/pickup CODE")
             await runtime.notifier.notify(
-                "permission_requested", session_id=None, agent="fake",
-                title="fake asks for permission", body="edit notes.md",
-            )  # fmt: skip
+                "permission_requested",
+                session_id=None,
+                agent="fake",
+                title="fake asks for permission",
+                body="edit notes.md",
+            )
             sent = await until_sent(tg, "fake asks for permission")
     # The runtime has stopped (its notifier first): no delivery can follow.
     assert "edit notes.md" in sent[0]["text"]
     assert sum("fake asks for permission" in t for t in texts(tg)) == 1
+
+
+async def test_a_chat_that_drove_a_turn_gets_its_answer_not_also_a_notice(
+    tg: FakeTelegram, tmp_path: Path
+) -> None:
+    """The chat is also the channel's notify_chat: the answer arrives there, marked done, and no
+    "finished its turn" notification follows it into the same chat (issue 33)."""
+    with settings_file(settings(tg, tmp_path, notify_chat=str(OWNER))):
+        async with running(build_runtime(backoff_first_s=0.2)) as runtime:
+            await wait_status(runtime, "telegram", "online")
+            tg.send_text(OWNER, "echo from the phone")
+            await until_sent(tg, "— done")
+
+            async def notified() -> bool:
+                from notifications_app.models import Notification
+
+                found = Notification.objects.filter(event="turn_ended")
+                return await database_sync_to_async(found.exists)()
+
+            for _ in range(200):  # the turn's end is notified (no dashboard shows the chat)
+                if await notified():
+                    break
+                await asyncio.sleep(0.05)
+            assert await notified()
+            await runtime.notifier.wait_idle()  # every target has had its delivery
+    assert not [t for t in texts(tg) if "finished its turn" in t], texts(tg)
+    assert sum("— done" in t for t in texts(tg)) == 1
 
 
 async def test_a_file_too_large_for_a_bot_is_named_not_dropped(
@@ -293,3 +332,40 @@ async def test_a_file_too_large_for_a_bot_is_named_not_dropped(
     assert "larger than" in told[0]["text"]
     await until_sent(tg, "and the rest")  # the message itself still reached the agent
     assert not (tmp_path / ".svc-inbox").exists()
+
+
+async def test_resume_brings_the_chats_stopped_session_back_and_a_stranger_cannot(
+    tg: FakeTelegram, svc: Runtime
+) -> None:
+    from sessions_app import services
+
+    tg.send_text(OWNER, "echo first")
+    await until_sent(tg, "— done")
+    sid = await database_sync_to_async(_only)()
+    await services.asession_stop(host=svc.host, session_id=sid)  # e.g. the dashboard's Stop
+    tg.send_text(OWNER, "echo lost")
+    told = await until_sent(tg, "no longer running")
+    assert "/resume" in told[0]["text"]
+
+    tg.send_text(STRANGER, "/resume")
+    await until_sent(tg, str(STRANGER), chat=STRANGER)
+    assert svc.host.chat(sid) is None
+    tg.send_text(OWNER, "/resume nope")
+    await until_sent(tg, "Say which: /resume")
+
+    tg.send_text(OWNER, "/resume")
+    await until_sent(tg, f"Session {sid[:8]} (fake) is running again")
+    row = (await sessions())[0]
+    assert (str(row.id), row.status, row.ended_by) == (sid, "running", "")
+    tg.send_text(OWNER, "echo again")
+    await tg.async_wait_for(
+        lambda: [t for t in texts(tg) if "again" in t and "— done" in t], timeout=30
+    )
+    # The same session, its history once: the first prompt stored once, the lost one never.
+    counts = await database_sync_to_async(lambda: [_prompts(t) for t in PROMPTS])()
+    assert counts == [1, 0, 1]
+    assert len(await sessions()) == 1
+    await services.asession_stop(host=svc.host, session_id=sid)
+
+
+PROMPTS = ("echo first", "echo lost", "echo again")

@@ -141,7 +141,7 @@ async def test_the_agent_sees_its_environment(host: Daemon, tmp_path: Path) -> N
     assert env["SVC_AGENT"] == "fake"
     assert env["SVC_WORKSPACE"] == str(tmp_path.resolve())
     assert env["SVC_PROFILE_ID"] == "p1"
-    assert env["SVC_BRIDGE_URL"] == f"http://127.0.0.1:{host.port}/svc/local-api/p1/s-{sid}"
+    assert env["SVC_BRIDGE_URL"] == f"http://127.0.0.1:{host.port}/svc/local-api/p1/fake.{sid}"
     await chat.close()
     stop_session(host, sid)
 

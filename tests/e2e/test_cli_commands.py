@@ -12,10 +12,18 @@ import pytest
 from tests.support.daemon import Daemon, free_port, manage, migrated_home
 
 COMMANDS = [
-    ["status"], ["sessions"], ["previews"], ["profiles"], ["agents"], ["turns"],
-    ["attach", "00000000-0000-0000-0000-000000000000"], ["pickup", "ABCD"], ["tunnels"],
-    ["pair", "123456"], ["channels"],
-]  # fmt: skip
+    ["status"],
+    ["sessions"],
+    ["previews"],
+    ["profiles"],
+    ["agents"],
+    ["turns"],
+    ["attach", "00000000-0000-0000-0000-000000000000"],
+    ["pickup", "ABCD"],
+    ["tunnels"],
+    ["pair", "123456"],
+    ["channels"],
+]
 
 
 @pytest.fixture(scope="module")
@@ -23,11 +31,13 @@ def svc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     settings = {
         "profiles": {
             "work": {
-                "provider": "anthropic", "base_url": "https://api.anthropic.com",
-                "api_key": "sk-SECRET", "models": ["m1"],
+                "provider": "anthropic",
+                "base_url": "https://api.anthropic.com",
+                "api_key": "sk-SECRET",
+                "models": ["m1"],
             }
         }
-    }  # fmt: skip
+    }
     server = Daemon(migrated_home(tmp_path_factory.mktemp("cli") / "home", settings)).start()
     yield server
     server.stop()
@@ -85,11 +95,19 @@ def test_a_reader_that_leaves_early_costs_no_traceback(svc: Daemon) -> None:
     env = {**os.environ, "SVC_HOME": str(svc.home)}
     piped = subprocess.run(
         ["sh", "-c", f"'{PYTHON}' manage.py status | true"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert "Traceback" not in piped.stderr and "BrokenPipe" not in piped.stderr, piped.stderr
     whole = subprocess.run(
         ["sh", "-c", f"'{PYTHON}' manage.py status | head -1"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert whole.stdout.startswith("svc is running at ") and whole.stderr == ""

@@ -29,9 +29,13 @@ ACTIVE = "#session-panel .session-view.active"  # the session tab shown
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 VIEWPORTS = {
     "desktop": {"viewport": {"width": 1280, "height": 900}},
-    "phone": {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True,
-              "device_scale_factor": 2},
-}  # fmt: skip
+    "phone": {
+        "viewport": {"width": 390, "height": 844},
+        "is_mobile": True,
+        "has_touch": True,
+        "device_scale_factor": 2,
+    },
+}
 
 
 @pytest.fixture(scope="module")
@@ -162,8 +166,11 @@ def test_the_dashboard_shows_everything_svc_does(page: Page, host: Daemon, tmp_p
     # A preview an agent made: owner link, share link and its countdown.
     with Upstream() as upstream:
         title = f"site on {page.viewport_name}"  # type: ignore[attr-defined]
-        httpx.post(f"{host.url}/api/previews", json={"port": upstream.port, "title": title},
-                   headers=host.owner_headers()).raise_for_status()  # fmt: skip
+        httpx.post(
+            f"{host.url}/api/previews",
+            json={"port": upstream.port, "title": title},
+            headers=host.owner_headers(),
+        ).raise_for_status()
         show(page, "previews")
         card = page.locator("#previews li.card", has_text=title)
         expect(card.locator(".countdown")).to_contain_text("share expires in", timeout=10000)
@@ -173,8 +180,9 @@ def test_the_dashboard_shows_everything_svc_does(page: Page, host: Daemon, tmp_p
 
     # A subagent turn's reports.
     agents = [{"name": "scout", "agent": "fake", "task": 'report {"summary": "scouted it"}'}]
-    turn = run(tool(host, "initialize_subagents", mode="parallel", cwd=str(workspace),
-                    agents=agents))  # fmt: skip
+    turn = run(
+        tool(host, "initialize_subagents", mode="parallel", cwd=str(workspace), agents=agents)
+    )
     run(tool(host, "wait_for_subagents", turn_id=turn["turn_id"], timeout_s=60))
     show(page, "turns")
     row = page.locator(f"article[data-turn='{turn['turn_id']}'] tr[data-subagent=scout]")

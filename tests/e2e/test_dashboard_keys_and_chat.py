@@ -18,9 +18,13 @@ from tests.support.daemon import Daemon
 ACTIVE = "#session-panel .session-view.active"  # the session tab shown
 VIEWPORTS = {
     "desktop": {"viewport": {"width": 1280, "height": 800}},
-    "phone": {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True,
-              "device_scale_factor": 2},
-}  # fmt: skip
+    "phone": {
+        "viewport": {"width": 390, "height": 844},
+        "is_mobile": True,
+        "has_touch": True,
+        "device_scale_factor": 2,
+    },
+}
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +35,9 @@ def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
 
 
 def open_page(browser: Browser, host: Daemon, workspace: Path, viewport: str) -> Page:
-    httpx.post(f"{host.url}/api/workspaces", json={"path": str(workspace)},
-               headers=host.owner_headers()).raise_for_status()  # fmt: skip
+    httpx.post(
+        f"{host.url}/api/workspaces", json={"path": str(workspace)}, headers=host.owner_headers()
+    ).raise_for_status()
     page = browser.new_context(**VIEWPORTS[viewport]).new_page()
     page.goto(f"{host.url}/login?token={host.owner_token}")
     expect(page.locator(f"#new-workspace option[value='{workspace}']")).to_have_count(1)

@@ -27,11 +27,25 @@ SCREENSHOTS = ROOT / "docs" / "screenshots"
 ARTIFACTS = Path(os.environ.get("SVC_TEST_ARTIFACTS", ROOT / "test-artifacts"))
 SIZES = {
     "desktop": {"viewport": {"width": 1280, "height": 800}},
-    "phone": {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True,
-              "device_scale_factor": 2},
-}  # fmt: skip
-VIEWS = ["sessions", "session", "previews", "turns", "remote", "channels", "usage", "search",
-         "settings"]  # fmt: skip
+    "phone": {
+        "viewport": {"width": 390, "height": 844},
+        "is_mobile": True,
+        "has_touch": True,
+        "device_scale_factor": 2,
+    },
+}
+VIEWS = [
+    "sessions",
+    "session",
+    "previews",
+    "turns",
+    "remote",
+    "channels",
+    "usage",
+    "approvals",
+    "search",
+    "settings",
+]
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +59,11 @@ def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
 def workspace(host: Daemon, tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("layout") / "app"
     path.mkdir()
-    httpx.post(f"{host.url}/api/workspaces", json={"path": str(path), "name": "app"},
-               headers=host.owner_headers()).raise_for_status()  # fmt: skip
+    httpx.post(
+        f"{host.url}/api/workspaces",
+        json={"path": str(path), "name": "app"},
+        headers=host.owner_headers(),
+    ).raise_for_status()
     return path
 
 

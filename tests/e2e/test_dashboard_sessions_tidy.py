@@ -5,6 +5,7 @@ the All / Live / Exited filter, and Remove taking an ended row away."""
 from __future__ import annotations
 
 import asyncio
+import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from playwright.sync_api import Browser, expect
 from tests.sessions_app.termclient import (
     Chat,
     create_session,
+    hosting_settings,
     start_hosting_daemon,
     stop_session,
 )
@@ -33,7 +35,10 @@ def test_the_sessions_table_tidies_up(browser: Browser, tmp_path: Path) -> None:
     daemon = start_hosting_daemon(tmp_path)
     context = browser.new_context()
     try:
-        before = create_session(daemon, tmp_path)  # svc stops it at its shutdown
+        # svc stops it at its shutdown (host.on_exit "stop"; by default the holder keeps it).
+        settings = {**hosting_settings(), "host": {"on_exit": "stop"}}
+        (daemon.home / "settings.json").write_text(json.dumps(settings))
+        before = create_session(daemon, tmp_path)
         daemon.restart()
         chat = create_session(daemon, tmp_path, agent="fake", kind="chat")
         with ThreadPoolExecutor(1) as pool:

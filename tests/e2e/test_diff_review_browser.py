@@ -19,7 +19,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.test_dashboard import screenshot, serious_violations
-from tests.sessions_app.termclient import Chat, start_hosting_daemon
+from tests.sessions_app.termclient import Chat, create_session, start_hosting_daemon, stop_session
 from tests.support.daemon import Daemon
 from tests.support.git import feature_repo, git
 from tests.support.mcp import tool
@@ -112,8 +112,9 @@ def test_review_comment_merge_conflict_and_discard_in_the_page(
     done = run(tool(host, "wait_for_subagents", turn_id=made["turn_id"], timeout_s=120))
     assert done["completed"] and [r["status"] for r in done["reports"]] == ["done"] * 4, done
     by_name = {r["name"]: r for r in done["reports"]}
-    base = httpx.get(f"{host.url}/api/subagent-turns/{made['turn_id']}",
-                     headers=host.owner_headers()).json()["base_commit"]  # fmt: skip
+    base = httpx.get(
+        f"{host.url}/api/subagent-turns/{made['turn_id']}", headers=host.owner_headers()
+    ).json()["base_commit"]
 
     # The turn's row offers the review; it opens the diff view by the subagent's id.
     page.evaluate("location.hash = '#view=turns'")
@@ -220,3 +221,19 @@ def test_review_comment_merge_conflict_and_discard_in_the_page(
     expect(page.locator("#diff .diff-error")).to_contain_text("are gone")  # the view refreshed
     assert not worktree.exists() and git(repo, "branch", "--list", branch) == ""
     assert str(worktree) not in git(repo, "worktree", "list")
+
+
+def test_a_plain_shells_changes_offer_no_comment_box(page: Page, host: Daemon, repo: Path) -> None:
+    """svc refuses diff comments for a plain shell (it would run the quoted lines): the page
+    says so, instead of offering a comment box whose comments would fail."""
+    (repo / "notes.txt").write_text("$(touch svc-should-never-run)\n")
+    session = create_session(host, repo)  # the built-in `shell` agent's terminal
+    try:
+        page.evaluate(f"location.hash = '#view=diff&of=sessions/{session['id']}'")
+        expect(page.locator("#diff .diff-no-comments")).to_contain_text("Comments go to agents")
+        expect(page.locator("#diff nav.diff-files li")).to_have_count(1)
+        expect(page.get_by_role("button", name="Comment on notes.txt:1")).to_have_count(0)
+        expect(page.locator("#diff .diff-pending")).to_have_count(0)
+        assert serious_violations(page) == []
+    finally:
+        stop_session(host, session["id"])

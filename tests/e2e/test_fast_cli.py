@@ -1,5 +1,5 @@
 """`bin/svc status` and the other read-only list commands answer without loading Django
-(svcproject/cli), and print exactly what `manage.py <command>` prints against the same daemon.
+(cli), and print exactly what `manage.py <command>` prints against the same daemon.
 
 How "without Django" is seen: the commands run from a copy of the clone whose `.venv/bin/python`
 is the real interpreter started with `-X importtime` (and PYTHONPROFILEIMPORTTIME, for a
@@ -30,11 +30,24 @@ from tests.support.mcp import tool
 from tests.support.pty import run_in_pty
 
 FAST = [
-    ["status"], ["status", "--json"], ["sessions"], ["sessions", "--live"],
-    ["sessions", "--json", "--live"], ["previews"], ["previews", "--json"], ["profiles"],
-    ["profiles", "--json"], ["agents"], ["agents", "--json"], ["turns"], ["turns", "--json"],
-    ["channels"], ["channels", "--json"], ["tunnels"], ["tunnels", "--json"],
-]  # fmt: skip
+    ["status"],
+    ["status", "--json"],
+    ["sessions"],
+    ["sessions", "--live"],
+    ["sessions", "--json", "--live"],
+    ["previews"],
+    ["previews", "--json"],
+    ["profiles"],
+    ["profiles", "--json"],
+    ["agents"],
+    ["agents", "--json"],
+    ["turns"],
+    ["turns", "--json"],
+    ["channels"],
+    ["channels", "--json"],
+    ["tunnels"],
+    ["tunnels", "--json"],
+]
 IMPORT_LINE = re.compile(r"^import time:")
 DJANGO = re.compile(r"\|\s+(django|rest_framework|channels|daphne|httpx)(\.|\s*$)")
 
@@ -68,7 +81,7 @@ def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "bin").mkdir()
     shutil.copy2(ROOT / "bin" / "svc", root / "bin" / "svc")
     (root / "manage.py").symlink_to(ROOT / "manage.py")
-    (root / "svcproject").symlink_to(ROOT / "svcproject")
+    (root / "cli").symlink_to(ROOT / "cli")
     python = root / ".venv" / "bin" / "python"
     python.parent.mkdir(parents=True)
     real = ROOT / ".venv" / "bin" / "python"
@@ -89,19 +102,27 @@ def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
         session = create_session(server, work)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            got = httpx.get(f"{server.url}/api/sessions/{session['id']}",
-                            headers=server.owner_headers()).json()  # fmt: skip
+            got = httpx.get(
+                f"{server.url}/api/sessions/{session['id']}", headers=server.owner_headers()
+            ).json()
             if got["status"] == "running":
                 break
             time.sleep(0.1)
-        made = httpx.post(f"{server.url}/api/previews", headers=server.owner_headers(),
-                          json={"port": free_port(), "workspace": str(work)})  # fmt: skip
+        made = httpx.post(
+            f"{server.url}/api/previews",
+            headers=server.owner_headers(),
+            json={"port": free_port(), "workspace": str(work)},
+        )
         assert made.status_code == 201, made.text
         agents = [{"name": "slow", "agent": "fake", "task": "sleep 60"}]
-        turn = asyncio.run(tool(server, "initialize_subagents", mode="parallel", cwd=str(work),
-                                agents=agents))  # fmt: skip
-        cancelled = httpx.delete(f"{server.url}/api/subagent-turns/{turn['turn_id']}",
-                                 headers=server.owner_headers(), timeout=30)  # fmt: skip
+        turn = asyncio.run(
+            tool(server, "initialize_subagents", mode="parallel", cwd=str(work), agents=agents)
+        )
+        cancelled = httpx.delete(
+            f"{server.url}/api/subagent-turns/{turn['turn_id']}",
+            headers=server.owner_headers(),
+            timeout=30,
+        )
         assert cancelled.status_code == 200, cancelled.text
         yield server
     finally:
@@ -114,8 +135,13 @@ def env_for(home: Path) -> dict[str, str]:
 
 
 def svc(clone: Path, home: Path, *args: str) -> Run:
-    result = subprocess.run([str(clone / "bin" / "svc"), *args], env=env_for(home),
-                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    result = subprocess.run(
+        [str(clone / "bin" / "svc"), *args],
+        env=env_for(home),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     stderr, imports = split_imports(result.stderr)
     assert imports, "the traced interpreter reported no imports"
     return Run(result.returncode, result.stdout, stderr, imports)
@@ -140,7 +166,7 @@ def test_status_on_a_terminal_answers_without_importing_django(clone: Path, host
     text, imports = split_imports(output)
     assert code == 0, output
     assert imports and django_imports(imports) == [], django_imports(imports)
-    assert "svcproject.cli.api" in imports  # the fast client did the work
+    assert "cli.api" in imports  # the fast client did the work
     expected = manage(host.home, "status").stdout
     assert text == expected.replace("\n", "\r\n")
     head = rf"svc is running at {host.url}\r\nsessions: [1-9]\d* live, \d+ in total\r\n"
@@ -218,9 +244,13 @@ def test_a_home_to_create_goes_to_manage_py(clone: Path, tmp_path: Path) -> None
     """No auth.json yet: the Django side writes it (with $SVC_PORT), and says svc is down."""
     home = tmp_path / "new-home"
     port = str(free_port())
-    result = subprocess.run([str(clone / "bin" / "svc"), "status"],
-                            env={**env_for(home), "SVC_PORT": port}, capture_output=True,
-                            text=True, timeout=60)  # fmt: skip
+    result = subprocess.run(
+        [str(clone / "bin" / "svc"), "status"],
+        env={**env_for(home), "SVC_PORT": port},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     stderr, imports = split_imports(result.stderr)
     assert "django" in imports
     assert json.loads((home / "auth.json").read_text())["port"] == int(port)
@@ -231,9 +261,19 @@ def test_a_home_to_create_goes_to_manage_py(clone: Path, tmp_path: Path) -> None
 def test_a_reader_that_leaves_early_costs_no_traceback(host: Daemon) -> None:
     env = env_for(host.home)
     for reader in ("true", "head -c 1"):
-        piped = subprocess.run(["sh", "-c", f"'{ROOT}/bin/svc' status | {reader}"], env=env,
-                               capture_output=True, text=True, timeout=60)  # fmt: skip
+        piped = subprocess.run(
+            ["sh", "-c", f"'{ROOT}/bin/svc' status | {reader}"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert piped.stderr == "", piped.stderr
-    first = subprocess.run(["sh", "-c", f"'{ROOT}/bin/svc' sessions | head -1"], env=env,
-                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    first = subprocess.run(
+        ["sh", "-c", f"'{ROOT}/bin/svc' sessions | head -1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert first.stdout.startswith("id ") and first.stderr == ""

@@ -107,8 +107,13 @@ async def test_pickup_on_the_command_line_attaches_to_the_terminal(
     env = {**os.environ, "SVC_HOME": str(host.home)}
     proc = subprocess.Popen(
         [PYTHON, str(ROOT / "manage.py"), "pickup", code],
-        stdin=slave, stdout=slave, stderr=slave, cwd=ROOT, env=env, start_new_session=True,
-    )  # fmt: skip
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+    )
     os.close(slave)
     try:
         deadline = time.monotonic() + 20

@@ -67,38 +67,58 @@ def rss_kib(daemon: Daemon) -> int:
 
 
 def test_an_unauthenticated_100_mib_upload_gets_401_on_its_headers(svc: Daemon) -> None:
-    status, headers, body = head_only(svc, [
-        "POST /api/settings HTTP/1.1", f"Host: 127.0.0.1:{svc.port}",
-        "Content-Type: application/json", f"Content-Length: {100 * MIB}",
-    ])  # fmt: skip
+    status, headers, body = head_only(
+        svc,
+        [
+            "POST /api/settings HTTP/1.1",
+            f"Host: 127.0.0.1:{svc.port}",
+            "Content-Type: application/json",
+            f"Content-Length: {100 * MIB}",
+        ],
+    )
     assert status == 401 and headers["connection"] == "close"
     assert json.loads(body)["error"]["code"] == "not_authenticated"
 
 
 def test_a_bridge_body_announced_over_64_mib_gets_413_in_the_clients_dialect(svc: Daemon) -> None:
-    status, _, body = head_only(svc, [
-        "POST /svc/local-api/p1/t/openai-chat/v1/chat/completions HTTP/1.1",
-        f"Host: 127.0.0.1:{svc.port}", "Content-Type: application/json",
-        f"Content-Length: {BRIDGE_LIMIT + 1}",
-    ])  # fmt: skip
+    status, _, body = head_only(
+        svc,
+        [
+            "POST /svc/local-api/p1/t/openai-chat/v1/chat/completions HTTP/1.1",
+            f"Host: 127.0.0.1:{svc.port}",
+            "Content-Type: application/json",
+            f"Content-Length: {BRIDGE_LIMIT + 1}",
+        ],
+    )
     assert status == 413
     assert "larger than" in json.loads(body)["error"]["message"]  # OpenAI's error shape
 
 
 def test_an_owner_request_over_4_mib_gets_413_on_its_headers(svc: Daemon) -> None:
-    status, _, _ = head_only(svc, [
-        "PUT /api/settings HTTP/1.1", f"Host: 127.0.0.1:{svc.port}",
-        f"Authorization: Bearer {svc.owner_token}", "Content-Type: application/json",
-        f"Content-Length: {4 * MIB + 1}",
-    ])  # fmt: skip
+    status, _, _ = head_only(
+        svc,
+        [
+            "PUT /api/settings HTTP/1.1",
+            f"Host: 127.0.0.1:{svc.port}",
+            f"Authorization: Bearer {svc.owner_token}",
+            "Content-Type: application/json",
+            f"Content-Length: {4 * MIB + 1}",
+        ],
+    )
     assert status == 413
 
 
 def test_a_wrong_mcp_token_gets_its_json_rpc_error_on_the_headers(svc: Daemon) -> None:
-    status, _, body = head_only(svc, [
-        "POST /mcp HTTP/1.1", f"Host: 127.0.0.1:{svc.port}", "Authorization: Bearer nope",
-        "Content-Type: application/json", f"Content-Length: {MIB}",
-    ])  # fmt: skip
+    status, _, body = head_only(
+        svc,
+        [
+            "POST /mcp HTTP/1.1",
+            f"Host: 127.0.0.1:{svc.port}",
+            "Authorization: Bearer nope",
+            "Content-Type: application/json",
+            f"Content-Length: {MIB}",
+        ],
+    )
     assert status == 401 and json.loads(body)["error"]["code"] == -32001
 
 
@@ -106,11 +126,13 @@ def test_a_chunked_body_is_cut_off_at_the_limit(svc: Daemon) -> None:
     chunk = b"x" * (256 * 1024)
     sent = 0
     with socket.create_connection(("127.0.0.1", svc.port), timeout=10) as sock:
-        sock.sendall((
-            f"PUT /api/settings HTTP/1.1\r\nHost: 127.0.0.1:{svc.port}\r\n"
-            f"Authorization: Bearer {svc.owner_token}\r\nContent-Type: application/json\r\n"
-            "Transfer-Encoding: chunked\r\n\r\n"
-        ).encode())  # fmt: skip
+        sock.sendall(
+            (
+                f"PUT /api/settings HTTP/1.1\r\nHost: 127.0.0.1:{svc.port}\r\n"
+                f"Authorization: Bearer {svc.owner_token}\r\nContent-Type: application/json\r\n"
+                "Transfer-Encoding: chunked\r\n\r\n"
+            ).encode()
+        )
         with pytest.raises(OSError):  # svc hangs up once the limit is passed
             for _ in range(200):  # 50 MiB offered
                 sock.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
@@ -126,10 +148,12 @@ def test_ten_refused_uploads_leave_the_daemons_memory_flat(svc: Daemon) -> None:
     before = rss_kib(svc)
     for _ in range(10):
         with socket.create_connection(("127.0.0.1", svc.port), timeout=10) as sock:
-            sock.sendall((
-                f"POST /api/settings HTTP/1.1\r\nHost: 127.0.0.1:{svc.port}\r\n"
-                f"Content-Type: application/json\r\nContent-Length: {100 * MIB}\r\n\r\n"
-            ).encode())  # fmt: skip
+            sock.sendall(
+                (
+                    f"POST /api/settings HTTP/1.1\r\nHost: 127.0.0.1:{svc.port}\r\n"
+                    f"Content-Type: application/json\r\nContent-Length: {100 * MIB}\r\n\r\n"
+                ).encode()
+            )
             try:
                 for _ in range(400):  # push what the kernel takes until svc hangs up
                     sock.sendall(b"x" * (256 * 1024))

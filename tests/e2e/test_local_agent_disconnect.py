@@ -40,8 +40,10 @@ def svc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, Fake
     slow = [sys.executable, FAKE_ACP, "--start-delay", str(START_DELAY_S)]
     config["agents"]["slow"] = {"acp_command": slow, "enabled": True}
     config["local_agent_api"]["agents"].append("slow")
-    env = {"FAKE_AGENT_PROMPT_LOG": str(root / "prompts.log"),
-           "FAKE_AGENT_CANCEL_LOG": str(root / "cancels.log")}  # fmt: skip
+    env = {
+        "FAKE_AGENT_PROMPT_LOG": str(root / "prompts.log"),
+        "FAKE_AGENT_CANCEL_LOG": str(root / "cancels.log"),
+    }
     server = Daemon(migrated_home(root / "home", config), env=env).start()
     yield server, fake, root
     server.stop()
@@ -62,8 +64,9 @@ def logged(log: Path, marker: str, timeout: float) -> float | None:
 
 def post(daemon: Daemon, agent: str, content: str, stream: bool) -> socket.socket:
     """chat/completions on a raw socket, so that closing it is the client leaving."""
-    body = json.dumps({"model": agent, "stream": stream,
-                       "messages": [{"role": "user", "content": content}]})  # fmt: skip
+    body = json.dumps(
+        {"model": agent, "stream": stream, "messages": [{"role": "user", "content": content}]}
+    )
     sock = socket.create_connection(("127.0.0.1", daemon.port))
     sock.sendall(
         f"POST /svc/local-agent/{agent}/chat/v1/chat/completions HTTP/1.1\r\n"
@@ -121,8 +124,10 @@ def test_a_client_that_leaves_while_its_agent_starts_leaves_no_turn_and_no_proce
     before = {s["id"] for s in api_sessions(daemon)}
     marker = f"#{uuid.uuid4().hex[:8]}"
     sock = post(daemon, "slow", f"wait 30 ; echo {marker}", stream)
-    wait_until(lambda: any(s["id"] not in before for s in api_sessions(daemon)),
-               "the request never started its agent")  # fmt: skip
+    wait_until(
+        lambda: any(s["id"] not in before for s in api_sessions(daemon)),
+        "the request never started its agent",
+    )
     time.sleep(0.5)
     close_unanswered(sock)  # the agent is still starting (it answers `initialize` at 3 s)
     (new,) = [s for s in api_sessions(daemon) if s["id"] not in before]

@@ -114,9 +114,11 @@ def _zombie(pid: int) -> bool:
 async def test_a_new_request_on_a_busy_conversation_cancels_the_running_turn(svc) -> None:
     daemon, _ = svc
     c = openai.AsyncOpenAI(
-        base_url=f"{daemon.url}/svc/local-agent/fake/chat/v1", api_key="x", max_retries=0,
+        base_url=f"{daemon.url}/svc/local-agent/fake/chat/v1",
+        api_key="x",
+        max_retries=0,
         default_headers={"X-Svc-Conversation": "busy-1"},
-    )  # fmt: skip
+    )
     slow = asyncio.ensure_future(
         c.chat.completions.create(model="fake", messages=[{"role": "user", "content": "sleep 20"}])
     )
@@ -133,8 +135,11 @@ async def test_a_new_request_on_a_busy_conversation_cancels_the_running_turn(svc
 async def test_a_client_that_leaves_cancels_the_agents_turn_and_its_model_call(svc) -> None:
     daemon, fake = svc
     url = f"{daemon.url}/svc/local-agent/fake/chat/v1/chat/completions"
-    body = {"model": "fake", "stream": True,
-            "messages": [{"role": "user", "content": "ask go on [slow] [gone]"}]}  # fmt: skip
+    body = {
+        "model": "fake",
+        "stream": True,
+        "messages": [{"role": "user", "content": "ask go on [slow] [gone]"}],
+    }
     async with (
         httpx.AsyncClient(timeout=30) as http,
         http.stream("POST", url, json=body) as resp,
@@ -166,11 +171,15 @@ def test_bad_bodies_are_refused_like_the_bridge(svc) -> None:
     assert httpx.post(url, content=b"{}", headers={"Content-Type": "text/plain"}).status_code == 415
     bad = httpx.post(url, content=b"{nope", headers={"Content-Type": "application/json"})
     assert bad.status_code == 400 and bad.json()["error"]["message"]
-    status, _, answer = head_only(daemon, [
-        "POST /svc/local-agent/fake/chat/v1/chat/completions HTTP/1.1",
-        f"Host: 127.0.0.1:{daemon.port}", "Content-Type: application/json",
-        f"Content-Length: {64 * 1024 * 1024 + 1}",
-    ])  # fmt: skip
+    status, _, answer = head_only(
+        daemon,
+        [
+            "POST /svc/local-agent/fake/chat/v1/chat/completions HTTP/1.1",
+            f"Host: 127.0.0.1:{daemon.port}",
+            "Content-Type: application/json",
+            f"Content-Length: {64 * 1024 * 1024 + 1}",
+        ],
+    )
     assert status == 413 and "larger than" in json.loads(answer)["error"]["message"]
 
 

@@ -45,9 +45,14 @@ def test_bin_svc_runs_the_cli_with_the_system_python_first_on_path(
     assert os.access(SVC, os.X_OK)
     python3 = shutil.which("python3", path=SYSTEM_PATH)
     assert python3 is None or ".venv" not in python3
-    result = subprocess.run([str(SVC), "status", "--json"], cwd=tmp_path,
-                            env=outside_the_venv(host), capture_output=True, text=True,
-                            timeout=60)  # fmt: skip
+    result = subprocess.run(
+        [str(SVC), "status", "--json"],
+        cwd=tmp_path,
+        env=outside_the_venv(host),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     status = json.loads(result.stdout)
     assert status["running"] and status["url"] == host.url
@@ -55,8 +60,9 @@ def test_bin_svc_runs_the_cli_with_the_system_python_first_on_path(
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "svc").symlink_to(SVC)
     env = {**outside_the_venv(host), "PATH": f"{tmp_path / 'bin'}:{SYSTEM_PATH}"}
-    listed = subprocess.run(["svc", "sessions", "--json"], cwd="/", env=env,
-                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    listed = subprocess.run(
+        ["svc", "sessions", "--json"], cwd="/", env=env, capture_output=True, text=True, timeout=60
+    )
     assert listed.returncode == 0, listed.stderr
     assert isinstance(json.loads(listed.stdout), list)
 
@@ -65,8 +71,13 @@ def test_bin_svc_says_to_run_make_run_when_the_venv_is_missing(tmp_path: Path) -
     clone = tmp_path / "svc"
     (clone / "bin").mkdir(parents=True)
     shutil.copy2(SVC, clone / "bin" / "svc")
-    result = subprocess.run([str(clone / "bin" / "svc"), "status"], capture_output=True, text=True,
-                            env={"PATH": SYSTEM_PATH}, timeout=30)  # fmt: skip
+    result = subprocess.run(
+        [str(clone / "bin" / "svc"), "status"],
+        capture_output=True,
+        text=True,
+        env={"PATH": SYSTEM_PATH},
+        timeout=30,
+    )
     assert result.returncode == 1
     assert "run `make run` first" in result.stderr and str(clone) in result.stderr
     assert result.stdout == ""
@@ -84,8 +95,9 @@ def test_a_command_on_a_terminal_never_prints_the_login_url(
 
 def test_turns_cancel_and_the_api_take_the_short_turn_id(host: Daemon, tmp_path: Path) -> None:
     agents = [{"name": "slow", "agent": "fake", "task": "sleep 60"}]
-    made = asyncio.run(tool(host, "initialize_subagents", mode="parallel", cwd=str(tmp_path),
-                            agents=agents))  # fmt: skip
+    made = asyncio.run(
+        tool(host, "initialize_subagents", mode="parallel", cwd=str(tmp_path), agents=agents)
+    )
     turn_id = made["turn_id"]
     short = turn_id[:8]
     assert short in host.manage("turns").stdout  # the short id the list prints
@@ -115,13 +127,18 @@ def test_the_api_link_opens_readable_docs_served_offline(browser: Browser, host:
         # are not the docs' failures.
         page = context.new_page()
         failed: list[str] = []
-        page.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400
-                else None)  # fmt: skip
+        page.on(
+            "response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None
+        )
         page.on("requestfailed", lambda r: failed.append(f"failed {r.url}"))
         origin = docs_url.split("/api/")[0]
         outside: list[str] = []
-        page.on("request", lambda r: None if r.url.startswith((origin, "data:", "blob:"))
-                else outside.append(r.url))  # fmt: skip
+        page.on(
+            "request",
+            lambda r: (
+                None if r.url.startswith((origin, "data:", "blob:")) else outside.append(r.url)
+            ),
+        )
         page.goto(docs_url)
         expect(page.locator(".opblock-tag", has_text="sessions").first).to_be_visible(timeout=15000)
         expect(page.get_by_text("/api/sessions", exact=True).first).to_be_visible()

@@ -90,8 +90,9 @@ def test_a_hosted_agent_gets_the_port_and_reaches_svc_over_mcp(svc) -> None:
     report = json.loads(out.read_text())
     env = report["env"]
     assert env["SVC_MCP_URL"] == f"http://127.0.0.1:{daemon.port}/mcp"
-    # The scope names the session, so its bridge requests are counted to it (contract §16).
-    bridge = f"http://127.0.0.1:{daemon.port}/svc/local-api/p1/s-{session_id}"
+    # The scope names the agent and the session (contract §0), so its bridge requests are
+    # counted to it (§16).
+    bridge = f"http://127.0.0.1:{daemon.port}/svc/local-api/p1/probe.{session_id}"
     assert env["SVC_BRIDGE_URL"] == bridge
     assert report["mcp"]["session_id"] == session_id
 

@@ -6,10 +6,7 @@ One browser for the module; a fresh context (no cookies) per test.
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,9 +15,8 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page
 
-from tests.previews_app.upstream import Upstream
 from tests.support.browser_login import dashboard_url
-from tests.support.daemon import Daemon, free_port
+from tests.support.daemon import Daemon
 from tests.support.workspaces import register
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "previews"
@@ -35,17 +31,6 @@ def context(browser: Browser, daemon: Daemon) -> Iterator[BrowserContext]:
     page.close()
     yield ctx
     ctx.close()
-
-
-@pytest.fixture(scope="module")
-def site(daemon: Daemon) -> Iterator[dict]:
-    with Upstream() as upstream:
-        made = httpx.post(
-            f"{daemon.url}/api/previews",
-            json={"port": upstream.port, "title": "browser site"},
-            headers=daemon.owner_headers(),
-        )
-        yield made.json()
 
 
 @pytest.fixture(scope="module")
@@ -194,39 +179,6 @@ CONTRAST_JS = """() => {
     const codeBg = rgb(getComputedStyle(code).backgroundColor);
     return {text: contrast(text, bg), code: contrast(kw, codeBg), dark_background: lum(bg) < 0.2};
 }"""
-
-
-VITE_APP = FIXTURES / "vite-app"
-
-
-@pytest.fixture
-def vite(tmp_path: Path) -> Iterator[tuple[int, Path]]:
-    """The fixture app copied to a scratch folder (its node_modules linked), served by Vite."""
-    app = tmp_path / "vite-app"
-    shutil.copytree(VITE_APP, app, ignore=shutil.ignore_patterns("node_modules"))
-    (app / "node_modules").symlink_to(VITE_APP / "node_modules")
-    port = free_port()
-    proc = subprocess.Popen(
-        [str(app / "node_modules" / ".bin" / "vite"), "--host", "127.0.0.1", "--port", str(port)],
-        cwd=app,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("vite did not start (run `make test-fixtures`)") from None
-                time.sleep(0.1)
-        yield port, app
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(10)
 
 
 def test_a_vite_dev_server_hot_reloads_through_the_preview(

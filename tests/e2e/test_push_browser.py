@@ -4,7 +4,10 @@ subscription, and the page's real service worker shows it as a notification whos
 the session.
 
 Headless Chromium offline cannot subscribe at its real push service (FCM), so the push service is
-tests/fakes/push_endpoint.py, a strict local one, and the test carries the push the last step:
+tests/fakes/push_endpoint.py, a strict local one on https://127.0.0.1 with a throw-away CA — the
+daemon trusts it through SSL_CERT_FILE and lists 127.0.0.1 in notifications.push_private_hosts,
+as a deployment with a self-hosted push service does — and the test carries the push the last
+step:
 
 1. Before any page loads, an init script replaces `PushManager.prototype.subscribe` and
    `getSubscription`: they return a subscription whose endpoint is the fake's URL and whose
@@ -37,7 +40,7 @@ import pytest
 from aiohttp import web
 from playwright.sync_api import Browser, BrowserContext, CDPSession, Page, Worker, expect
 
-from tests.fakes.push_endpoint import PushEndpoint
+from tests.fakes.push_endpoint import PRIVATE_HOSTS, PushCA, PushEndpoint
 from tests.sessions_app.termclient import start_hosting_daemon
 from tests.support.browser_login import dashboard_url, lget
 from tests.support.daemon import Daemon
@@ -84,8 +87,8 @@ STUB = """
 class Endpoint(PushEndpoint):
     """The strict fake push service, telling the test when a push got through."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, ca: PushCA) -> None:
+        super().__init__(ca)
         self.arrived = threading.Condition()
 
     async def handle(self, request: web.Request) -> web.Response:
@@ -102,13 +105,22 @@ class Endpoint(PushEndpoint):
 
 
 @pytest.fixture(scope="module")
-def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+def push_ca(tmp_path_factory: pytest.TempPathFactory) -> PushCA:
+    return PushCA(tmp_path_factory.mktemp("push-ca"))
+
+
+@pytest.fixture(scope="module")
+def host(tmp_path_factory: pytest.TempPathFactory, push_ca: PushCA) -> Iterator[Daemon]:
     tmp = tmp_path_factory.mktemp("svc-push-browser")
-    server = start_hosting_daemon(tmp)
+    server = start_hosting_daemon(tmp, env={"SSL_CERT_FILE": str(push_ca.cert_file)})
     workspace = tmp / "work"
     workspace.mkdir()
-    httpx.post(f"{server.url}/api/workspaces", json={"path": str(workspace)},
-               headers=server.owner_headers(), timeout=30).raise_for_status()  # fmt: skip
+    with httpx.Client(base_url=f"{server.url}/api", headers=server.owner_headers()) as api:
+        api.post("/workspaces", json={"path": str(workspace)}, timeout=30).raise_for_status()
+        # The owner lets the self-hosted push service's private address through, on svc's
+        # main port.
+        private = {"notifications": {"push_private_hosts": PRIVATE_HOSTS}}
+        api.patch("/settings", json=private, timeout=30).raise_for_status()
     server.workspace = workspace  # type: ignore[attr-defined]
     yield server
     server.stop()
@@ -124,8 +136,8 @@ def browser() -> Iterator[Browser]:
 
 
 @pytest.fixture(scope="module")
-def push_service() -> Iterator[Endpoint]:
-    endpoint = Endpoint()
+def push_service(push_ca: PushCA) -> Iterator[Endpoint]:
+    endpoint = Endpoint(push_ca)
     endpoint.start()
     yield endpoint
     endpoint.stop()

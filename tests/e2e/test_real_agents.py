@@ -9,7 +9,6 @@ One svc, one fake provider and one HOME for the module; each CLI runs once or tw
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import re
@@ -26,18 +25,19 @@ import pytest
 from tests.fakes import bridge_fake_formats as fmt
 from tests.fakes.fake_provider import FakeProvider
 from tests.sessions_app.termclient import Chat, stop_session
+from tests.support import real_agents
 from tests.support.agents import agent_env, binary, processes_in, run_cli, throwaway_home
 from tests.support.daemon import Daemon, migrated_home
 from tests.support.dashboard import show
+from tests.support.real_agents import (
+    MODEL,
+    PROFILES,
+    kinds,
+    requests_with,
+    settings,
+    through_bridge,
+)
 
-MODEL = "fake-model"
-# One profile per provider dialect, all on the fake: each agent's own dialect passes through.
-PROFILES = {
-    "fake-anthropic": "anthropic",
-    "fake-gemini": "gemini",
-    "fake-responses": "openai-responses",
-    "fake-chat": "openai-chat",
-}
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
@@ -47,19 +47,6 @@ class World:
     workspace: Path
     fake: FakeProvider
     daemon: Daemon
-
-
-def settings(fake: FakeProvider, workspace: Path) -> dict[str, Any]:
-    profiles = {
-        pid: {
-            "provider": dialect,
-            "base_url": fake.base_url(dialect),
-            "api_key": "k-fake",
-            "models": [MODEL],
-        }
-        for pid, dialect in PROFILES.items()
-    }
-    return {"profiles": profiles, "workspaces": [str(workspace)]}
 
 
 @pytest.fixture(scope="module")
@@ -110,42 +97,7 @@ def test_status_shows_what_was_installed_and_where(world: World) -> None:
 
 
 async def chat_turn(world: World, agent: str, profile: str, text: str) -> tuple[Chat, str]:
-    """Open a chat session of `agent` bound to `profile`, run one prompt (allowing whatever it
-    asks), and return the chat with every event and the session id."""
-    chat = await Chat.connect(world.daemon)
-    # A real CLI may take long to start on a busy machine (OpenCode's took over 10 s once, with
-    # the suite on both cores): svc itself gives an agent 60 s to answer `initialize`.
-    ready = await chat.open(
-        timeout=60, agent=agent, workspace=str(world.workspace), profile_id=profile
-    )
-    assert ready.get("status") == "running", ready
-    sid = ready["session_id"]
-    await chat.send(type="prompt", session_id=sid, text=text)
-    async with asyncio.timeout(120):
-        while True:
-            event = await next_event(chat)
-            if event["kind"] == "permission_request":
-                allow = [o for o in event["options"] if o["kind"].startswith("allow")]
-                option = allow[0]["option_id"]
-                await chat.send(type="permission", request_id=event["request_id"], option_id=option)
-            if event["kind"] == "turn_end":
-                break
-    return chat, sid
-
-
-async def next_event(chat: Chat) -> dict[str, Any]:
-    if chat.cursor == len(chat.events):
-        chat.events.append(json.loads(await chat.ws.recv()))
-    chat.cursor += 1
-    return chat.events[chat.cursor - 1]
-
-
-def kinds(chat: Chat) -> list[str]:
-    return [e.get("message") or e["kind"] for e in chat.events]
-
-
-def requests_with(fake: FakeProvider, marker: str) -> list[Any]:
-    return [r for r in fake.requests if marker in json.dumps(r.body)]
+    return await real_agents.chat_turn(world.daemon, world.workspace, agent, profile, text)
 
 
 async def test_a_codex_turn_carries_svcs_tools_to_the_model(world: World) -> None:
@@ -167,16 +119,6 @@ async def test_a_codex_turn_carries_svcs_tools_to_the_model(world: World) -> Non
         await chat.close()
         stop_session(world.daemon, sid)
     assert_gone(world, sid)  # codex-acp's native child included
-
-
-def through_bridge(request: Any) -> bool:
-    """svc swapped the agent's dummy key for the profile's: the request came through the bridge."""
-    headers = request.headers
-    return "k-fake" in (
-        headers.get("authorization", "")
-        + headers.get("x-api-key", "")
-        + headers.get("x-goog-api-key", "")
-    )
 
 
 @pytest.mark.parametrize("agent", ["qwen", "opencode"])

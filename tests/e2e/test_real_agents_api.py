@@ -39,15 +39,17 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         settings = {
             "profiles": {
                 "fake-chat": {
-                    "provider": "openai-chat", "base_url": fake.base_url("openai-chat"),
-                    "api_key": "k-fake", "models": [MODEL],
+                    "provider": "openai-chat",
+                    "base_url": fake.base_url("openai-chat"),
+                    "api_key": "k-fake",
+                    "models": [MODEL],
                 },
             },
             "workspaces": [str(workspace)],
             "local_agent_api": {"enabled": True, "agents": AGENTS},
             "integrations": {"mcp_auto_install": False},
             "skill_auto_install": False,
-        }  # fmt: skip
+        }
         svc_home = migrated_home(tmp_path_factory.mktemp("agents-api"), settings)
         daemon = Daemon(svc_home, env=agent_env(home)).start()
         try:
@@ -65,9 +67,11 @@ def requests_with(fake: FakeProvider, marker: str) -> list[Any]:
 def test_a_real_agent_answers_a_streamed_request_on_its_profile(world: World, agent: str) -> None:
     client = openai.OpenAI(
         base_url=f"{world.daemon.url}/svc/local-agent/{agent}/fake-chat/v1",
-        api_key="unused", max_retries=0, timeout=180,
+        api_key="unused",
+        max_retries=0,
+        timeout=180,
         default_headers={"X-Svc-Permission-Mode": "allow"},
-    )  # fmt: skip
+    )
     marker = f"[api-{agent}] say hello"
     chunks = client.chat.completions.create(
         model=agent, stream=True, messages=[{"role": "user", "content": marker}]

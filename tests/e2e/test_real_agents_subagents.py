@@ -32,13 +32,15 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Fake
         settings = {
             "profiles": {
                 "fake-chat": {
-                    "provider": "openai-chat", "base_url": fake.base_url("openai-chat"),
-                    "api_key": "k-fake", "models": [MODEL],
+                    "provider": "openai-chat",
+                    "base_url": fake.base_url("openai-chat"),
+                    "api_key": "k-fake",
+                    "models": [MODEL],
                 },
             },
             "integrations": {"mcp_auto_install": False},
             "skill_auto_install": False,
-        }  # fmt: skip
+        }
         svc_home = migrated_home(tmp_path_factory.mktemp("real-subagents"), settings)
         daemon = Daemon(svc_home, env=agent_env(home)).start()
         try:

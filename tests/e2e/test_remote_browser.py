@@ -18,7 +18,6 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
-from tests.e2e.test_preview_browser import vite  # noqa: F401 (fixture)
 from tests.e2e.test_remote_tunnel import PUBLIC_HOST, wait_online
 from tests.previews_app.upstream import Upstream
 from tests.sessions_app.termclient import hosting_settings, shell_env
@@ -82,9 +81,10 @@ def pair_in_page(page: Page, daemon: Daemon) -> None:
     there), approved with the owner's API on the main port."""
     started = page.evaluate("async () => (await fetch('/pair/start', {method: 'POST'})).json()")
     approved = httpx.post(
-        f"{daemon.url}/api/pairings/approve", json={"code": started["code"]},
+        f"{daemon.url}/api/pairings/approve",
+        json={"code": started["code"]},
         headers=daemon.owner_headers(),
-    )  # fmt: skip
+    )
     assert approved.status_code == 200, approved.text
     status = page.evaluate(
         "async (id) => (await fetch('/pair/status?pair_id=' + id)).json()", started["pair_id"]
@@ -137,13 +137,14 @@ def test_a_phone_pairs_through_the_tunnel_and_types_into_a_terminal(
 def test_a_share_renders_whole_through_the_tunnel(
     browser: Browser,
     daemon: Daemon,
-    vite,  # noqa: F811
+    vite,
 ) -> None:
     port, app = vite
     made = httpx.post(
-        f"{daemon.url}/api/previews", json={"port": port, "workspace": str(app)},
+        f"{daemon.url}/api/previews",
+        json={"port": port, "workspace": str(app)},
         headers=daemon.owner_headers(),
-    )  # fmt: skip
+    )
     links = made.json()
     assert links["share_url"].startswith(public(daemon) + "/preview/s/"), links
     assert links["local_share_url"].startswith(daemon.url + "/preview/s/"), links
@@ -199,9 +200,10 @@ def test_a_paired_phones_owner_preview_cannot_use_the_remote_session(
 ) -> None:
     with Upstream() as upstream:
         made = httpx.post(
-            f"{daemon.url}/api/previews", json={"port": upstream.port},
+            f"{daemon.url}/api/previews",
+            json={"port": upstream.port},
             headers=daemon.owner_headers(),
-        )  # fmt: skip
+        )
         slug = made.json()["slug"]
         phone: BrowserContext = browser.new_context(**PHONE)
         try:
@@ -223,3 +225,34 @@ def test_a_paired_phones_owner_preview_cannot_use_the_remote_session(
             expect(page.locator("#sidebar h1")).to_have_text("svc")
         finally:
             phone.close()
+
+
+def test_an_invite_from_the_dashboard_pairs_the_phone_that_opens_it(
+    browser: Browser, daemon: Daemon
+) -> None:
+    owner = browser.new_context()
+    phone = browser.new_context(**PHONE)
+    try:
+        desk = owner.new_page()
+        desk.goto(f"{daemon.url}/login?token={daemon.owner_token}")
+        show(desk, "remote")
+        desk.click("#pair-invite-make")
+        link = desk.locator("#pair-invite-link code")
+        expect(link).to_contain_text("/pair#invite=")
+        expect(desk.locator("#pair-invite-link svg.qr")).to_be_visible()
+        url = link.text_content() or ""
+        assert url.startswith(public(daemon) + "/pair#invite=")
+        page = phone.new_page()
+        page.goto(url)
+        expect(page.locator("#sidebar h1")).to_have_text("svc", timeout=15000)  # paired at once
+        assert "invite" not in page.url  # the secret left the address bar
+        again = browser.new_context(**PHONE)
+        try:
+            other = again.new_page()
+            other.goto(url)  # one use
+            expect(other.locator("#status")).to_contain_text("wrong, used or expired")
+        finally:
+            again.close()
+    finally:
+        owner.close()
+        phone.close()

@@ -135,9 +135,12 @@ def test_bridge_agent_api_mcp_admin_and_login_are_404_whatever_the_request_says(
                         headers = {**extra, **credential, **({"Host": host} if host else {})}
                         query = {"token": daemon.owner_token} if path == "/login" else {}
                         response = client.request(
-                            method, path, headers=headers, params=query,
+                            method,
+                            path,
+                            headers=headers,
+                            params=query,
                             json=body if method == "POST" else None,
-                        )  # fmt: skip
+                        )
                         answered.append((path, host, bool(extra), response.status_code))
     assert {status for *_, status in answered} == {404}, [a for a in answered if a[-1] != 404]
     assert len(answered) == len(REFUSED) * len(hosts) * 4
@@ -202,15 +205,17 @@ def test_wrong_codes_are_limited_across_surfaces(remote: Remote) -> None:
         statuses = []
         for _ in range(10):
             answer = httpx.post(
-                f"{daemon.url}/api/pairings/approve", json={"code": wrong},
+                f"{daemon.url}/api/pairings/approve",
+                json={"code": wrong},
                 headers=daemon.owner_headers(),
-            )  # fmt: skip
+            )
             statuses.append(answer.status_code)
         assert statuses == [403] * 10
         right = httpx.post(
-            f"{daemon.url}/api/pairings/approve", json={"code": started["code"]},
+            f"{daemon.url}/api/pairings/approve",
+            json={"code": started["code"]},
             headers=daemon.owner_headers(),
-        )  # fmt: skip
+        )
         assert right.status_code == 429, right.text  # the 11th within the minute, right or not
         cli = daemon.manage("pair", started["code"], check=False)
         assert cli.returncode != 0 and "429" in cli.stderr + cli.stdout
@@ -298,9 +303,10 @@ def test_without_fetch_metadata_previews_through_the_tunnel_are_sandboxed(remote
     daemon = remote.daemon
     with Upstream() as upstream, remote.client() as client:
         made = httpx.post(
-            f"{daemon.url}/api/previews", json={"port": upstream.port},
+            f"{daemon.url}/api/previews",
+            json={"port": upstream.port},
             headers=daemon.owner_headers(),
-        ).json()  # fmt: skip
+        ).json()
         remote.pair(client)
         share = made["share_url"].split(str(remote.port), 1)[1]
         owner = f"/preview/u/{made['slug']}/"

@@ -160,7 +160,7 @@ def test_a_word_said_two_restarts_ago_is_found_and_opens_its_event(
         page.locator(f"#search .search-hit[data-hit-seq='{seq}'] a").click()
         page.wait_for_function("window.__hashes.length > 0")
         assert page.evaluate("window.__hashes") == [f"#session={sid}&at={seq}"]
-        # The session view (terminal.js) gives each chat message the seq of its first event and
+        # The session view (chat.js) gives each chat message the seq of its first event and
         # marks the message that holds the hit's event (streamed chunks share one message).
         held = page.locator(f"#session-panel .chat-log [data-hit='{seq}']")
         expect(held).to_be_visible()

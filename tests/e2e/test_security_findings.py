@@ -17,9 +17,17 @@ from tests.support.daemon import Daemon, migrated_home
 
 # contract §0: the only SVC_* variables a hosted agent may see.
 AGENT_SVC_VARS = {
-    "SVC_SESSION_ID", "SVC_AGENT", "SVC_WORKSPACE", "SVC_PROFILE_ID", "SVC_MCP_URL",
-    "SVC_MCP_TOKEN", "SVC_BRIDGE_URL", "SVC_SUBAGENT_ID", "SVC_SUBAGENT_TURN_ID", "SVC_AGENT_ROLE",
-}  # fmt: skip
+    "SVC_SESSION_ID",
+    "SVC_AGENT",
+    "SVC_WORKSPACE",
+    "SVC_PROFILE_ID",
+    "SVC_MCP_URL",
+    "SVC_MCP_TOKEN",
+    "SVC_BRIDGE_URL",
+    "SVC_SUBAGENT_ID",
+    "SVC_SUBAGENT_TURN_ID",
+    "SVC_AGENT_ROLE",
+}
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +44,7 @@ def svc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, Path
                 "headers": {"X-Secret-Header": "hdr-SECRET-456"},
             }
         },
-    }  # fmt: skip
+    }
     env = {"DATABASE_URL": ""}  # the daemon's own variables must not reach agents either
     server = Daemon(migrated_home(root / "home", settings), env=env).start()
     yield server, root
@@ -121,8 +129,12 @@ def raw_status(daemon: Daemon, path: str) -> int:
 
 def test_10_a_static_path_that_leaves_the_folder_is_404(svc) -> None:
     daemon, _ = svc
-    for path in ("/static/../x", "/static/%2e%2e/settings.py", "/static/svc/../../manage.py",
-                 "/static/no-such-file.js"):  # fmt: skip
+    for path in (
+        "/static/../x",
+        "/static/%2e%2e/settings.py",
+        "/static/svc/../../manage.py",
+        "/static/no-such-file.js",
+    ):
         assert raw_status(daemon, path) == 404, path
 
 
@@ -139,14 +151,21 @@ def test_10_debugger_and_container_ports_cannot_be_previewed(svc, port: int) -> 
 
 # contract §2: every header a proxy or tunnel adds. Before, only five of them were refused.
 FORWARDING = [
-    ("Forwarded", "for=203.0.113.7"), ("X-Forwarded-For", "203.0.113.7"),
-    ("X-Forwarded-Host", "tunnel.example"), ("X-Forwarded-Proto", "https"),
-    ("X-Forwarded-Port", "443"), ("X-Original-Forwarded-For", "203.0.113.7"),
-    ("X-Real-IP", "203.0.113.7"), ("True-Client-IP", "203.0.113.7"),
-    ("CF-Connecting-IP", "203.0.113.7"), ("CF-Ray", "8a1b2c3d4e5f-AMS"),
-    ("Fastly-Client-IP", "203.0.113.7"), ("Via", "1.1 tunnel"),
-    ("Tailscale-Funnel-Request", "?1"), ("Ngrok-Trace-Id", "abc123"),
-]  # fmt: skip
+    ("Forwarded", "for=203.0.113.7"),
+    ("X-Forwarded-For", "203.0.113.7"),
+    ("X-Forwarded-Host", "tunnel.example"),
+    ("X-Forwarded-Proto", "https"),
+    ("X-Forwarded-Port", "443"),
+    ("X-Original-Forwarded-For", "203.0.113.7"),
+    ("X-Real-IP", "203.0.113.7"),
+    ("True-Client-IP", "203.0.113.7"),
+    ("CF-Connecting-IP", "203.0.113.7"),
+    ("CF-Ray", "8a1b2c3d4e5f-AMS"),
+    ("Fastly-Client-IP", "203.0.113.7"),
+    ("Via", "1.1 tunnel"),
+    ("Tailscale-Funnel-Request", "?1"),
+    ("Ngrok-Trace-Id", "abc123"),
+]
 
 
 @pytest.mark.parametrize(("name", "value"), FORWARDING, ids=[h for h, _ in FORWARDING])

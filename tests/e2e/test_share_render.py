@@ -13,7 +13,6 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext
 
-from tests.e2e.test_preview_browser import site, vite  # noqa: F401 (fixtures)
 from tests.support.browser_login import dashboard_url, lget
 from tests.support.daemon import Daemon
 
@@ -56,7 +55,7 @@ def assert_static_site_rendered(page) -> None:  # type: ignore[no-untyped-def]
 def test_a_shared_static_site_with_root_relative_assets_renders(
     stranger: BrowserContext,
     daemon: Daemon,
-    site: dict,  # noqa: F811
+    site: dict,
 ) -> None:
     page = stranger.new_page()
     page.goto(share_url(daemon, site["port"]))
@@ -66,7 +65,7 @@ def test_a_shared_static_site_with_root_relative_assets_renders(
 def test_a_shared_vite_app_loads_its_module_graph(
     stranger: BrowserContext,
     daemon: Daemon,
-    vite,  # noqa: F811
+    vite,
 ) -> None:
     port, app = vite
     page = stranger.new_page()
@@ -77,7 +76,7 @@ def test_a_shared_vite_app_loads_its_module_graph(
 def test_a_shared_page_cannot_use_the_owners_login(
     browser: Browser,
     daemon: Daemon,
-    site: dict,  # noqa: F811
+    site: dict,
 ) -> None:
     owner = browser.new_context()
     page = owner.new_page()
@@ -149,7 +148,7 @@ class Relay:
 def test_through_a_tunnel_host_the_share_renders_and_nothing_else_answers(
     stranger: BrowserContext,
     daemon: Daemon,
-    site: dict,  # noqa: F811
+    site: dict,
 ) -> None:
     relay = Relay(daemon.port)
     public = f"http://{TUNNEL_HOST}:{relay.port}"
@@ -189,7 +188,7 @@ def test_through_a_tunnel_host_no_websocket_opens(daemon: Daemon) -> None:
         relay.close()
 
 
-def test_a_share_never_runs_on_the_dashboard_host(daemon: Daemon, site: dict) -> None:  # noqa: F811
+def test_a_share_never_runs_on_the_dashboard_host(daemon: Daemon, site: dict) -> None:
     """The dashboard host carries the owner's browser session: a shared page opened there would
     be same-origin with it, so svc sends it to the loopback origin instead."""
     share = share_url(daemon, site["port"])
@@ -201,7 +200,7 @@ def test_a_share_never_runs_on_the_dashboard_host(daemon: Daemon, site: dict) ->
 
 def test_only_a_live_shares_own_page_routes_a_root_relative_read(
     daemon: Daemon,
-    site: dict,  # noqa: F811
+    site: dict,
 ) -> None:
     share = share_url(daemon, site["port"])
     page = share + "index.html"

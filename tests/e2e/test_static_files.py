@@ -39,8 +39,12 @@ def test_a_revalidation_is_still_a_304(daemon: Daemon) -> None:
     first, _ = get(daemon, "/static/svc/app.js", **{"Accept-Encoding": "gzip"})
     modified = first.getheader("Last-Modified")
     assert modified
-    again, body = get(daemon, "/static/svc/app.js", **{"Accept-Encoding": "gzip"},
-                      **{"If-Modified-Since": modified})  # fmt: skip
+    again, body = get(
+        daemon,
+        "/static/svc/app.js",
+        **{"Accept-Encoding": "gzip"},
+        **{"If-Modified-Since": modified},
+    )
     assert (again.status, body) == (304, b"")
 
 

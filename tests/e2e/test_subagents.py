@@ -26,9 +26,10 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     tmp = tmp_path_factory.mktemp("svc-subagents")
     settings = hosting_settings()
     settings["agents"]["broken"] = {
-        "command": ["false"], "acp_command": [sys.executable, "-c", "import sys; sys.exit(7)"],
+        "command": ["false"],
+        "acp_command": [sys.executable, "-c", "import sys; sys.exit(7)"],
         "enabled": True,
-    }  # fmt: skip
+    }
     server = Daemon(migrated_home(tmp, settings), env=shell_env(tmp)).start()
     yield server
     server.stop()
@@ -135,8 +136,12 @@ async def test_parallel_runs_at_once_in_worktrees_from_head_and_measures_the_cha
     seen: list[str] = []
     while "done" not in seen:
         entries = json.loads(await runtime.recv())
-        seen += [s["status"] for e in entries if e.get("turn_id") == made["turn_id"]
-                 for s in e["subagents"]]  # fmt: skip
+        seen += [
+            s["status"]
+            for e in entries
+            if e.get("turn_id") == made["turn_id"]
+            for s in e["subagents"]
+        ]
     assert "running" in seen
     await runtime.close()
     assert live_pids_with(made["turn_id"]) == []  # nothing of a finished turn keeps running
@@ -147,14 +152,21 @@ async def test_collaboration_runs_in_order_and_hands_each_the_reports_before_it(
 ) -> None:
     agents = [
         {"name": "first", "agent": "fake", "task": 'report {"summary": "alpha found the bug"}'},
-        {"name": "second", "agent": "fake",
-         "task": 'commit fix.txt 2 ; report {"summary": "beta fixed it"}'},
+        {
+            "name": "second",
+            "agent": "fake",
+            "task": 'commit fix.txt 2 ; report {"summary": "beta fixed it"}',
+        },
         {"name": "third", "agent": "fake", "task": "prompts"},
-    ]  # fmt: skip
+    ]
     made = await tool(
-        daemon, "initialize_subagents", mode="collaboration", cwd=str(repo), agents=agents,
+        daemon,
+        "initialize_subagents",
+        mode="collaboration",
+        cwd=str(repo),
+        agents=agents,
         task="fix the bug",
-    )  # fmt: skip
+    )
     workspaces = {s["workspace"] for s in made["subagents"]}
     assert len(workspaces) == 1  # one shared worktree
     done = await tool(daemon, "wait_for_subagents", turn_id=made["turn_id"], timeout_s=120)
@@ -227,9 +239,10 @@ async def test_a_short_wait_times_out_with_the_snapshot_progress_keeps_coming_an
     assert live_pids_with(turn_id)  # `slow` still runs
     # Cancel with cleanup: every process of the turn gone, worktrees and branches removed.
     answer = httpx.delete(
-        f"{daemon.url}/api/subagent-turns/{turn_id}?cleanup=1", headers=daemon.owner_headers(),
+        f"{daemon.url}/api/subagent-turns/{turn_id}?cleanup=1",
+        headers=daemon.owner_headers(),
         timeout=60,
-    )  # fmt: skip
+    )
     assert answer.status_code == 200, answer.text
     body = answer.json()
     assert body["status"] == "cancelled" and body["cancelled"]
@@ -288,8 +301,11 @@ async def test_an_agent_hosted_by_svc_delegates_over_mcp_and_stopping_it_cancels
     chat = await Chat.connect(daemon)
     opened = await chat.open(agent="fake", workspace=str(tmp_path))
     parent = opened["session_id"]
-    delegate = {"mode": "parallel", "cwd": str(tmp_path), "agents": [
-        {"name": "helper", "agent": "fake", "task": 'report {"summary": "helped"}'}]}  # fmt: skip
+    delegate = {
+        "mode": "parallel",
+        "cwd": str(tmp_path),
+        "agents": [{"name": "helper", "agent": "fake", "task": 'report {"summary": "helped"}'}],
+    }
     await chat.send(type="prompt", session_id=parent, text=f"delegate {json.dumps(delegate)}")
     await chat.next("turn_end", timeout=90)
     said = json.loads(chat.texts())
@@ -297,8 +313,11 @@ async def test_an_agent_hosted_by_svc_delegates_over_mcp_and_stopping_it_cancels
     assert said["waited"]["reports"][0]["summary"] == "helped"
     assert turn(daemon, said["initialized"]["turn_id"])["parent_session_id"] == parent
     # A turn still running when its parent stops is cancelled with it.
-    slow = {"mode": "parallel", "cwd": str(tmp_path), "agents": [
-        {"name": "sleeper", "agent": "fake", "task": "sleep 60"}]}  # fmt: skip
+    slow = {
+        "mode": "parallel",
+        "cwd": str(tmp_path),
+        "agents": [{"name": "sleeper", "agent": "fake", "task": "sleep 60"}],
+    }
     text = f"mcp initialize_subagents {json.dumps(slow)}"
     await chat.send(type="prompt", session_id=parent, text=text)
     ended = await chat.next("turn_end", timeout=60)

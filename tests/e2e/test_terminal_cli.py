@@ -74,8 +74,13 @@ class CliInPty:
         env = {**os.environ, "SVC_HOME": str(host.home), "COLUMNS": "80", "LINES": "24"}
         self.proc = subprocess.Popen(
             [PYTHON, str(ROOT / "manage.py"), *args],
-            stdin=slave, stdout=slave, stderr=slave, cwd=ROOT, env=env, start_new_session=True,
-        )  # fmt: skip
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            cwd=ROOT,
+            env=env,
+            start_new_session=True,
+        )
         os.close(slave)
         deadline = time.monotonic() + 20
         while termios.tcgetattr(self.master)[3] & termios.ICANON:  # typed before raw = echoed

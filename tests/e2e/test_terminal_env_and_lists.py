@@ -64,7 +64,8 @@ async def test_the_agent_sees_its_session_variables(host: Daemon, tmp_path: Path
 async def test_with_a_profile_the_agent_gets_the_bridge(host: Daemon, tmp_path: Path) -> None:
     session = create_session(host, tmp_path, profile_id="p1")
     env = await shown_env(host, session)
-    bridge = f"http://127.0.0.1:{host.port}/svc/local-api/p1/s-{session['id']}"
+    scope = f"{session['agent']}.{session['id']}"  # contract §0: agent and session
+    bridge = f"http://127.0.0.1:{host.port}/svc/local-api/p1/{scope}"
     assert env["SVC_PROFILE_ID"] == "p1"
     assert env["SVC_BRIDGE_URL"] == bridge
     assert env["OPENAI_BASE_URL"] == f"{bridge}/openai-chat/v1"

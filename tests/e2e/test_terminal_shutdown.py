@@ -1,5 +1,5 @@
-"""Daemon stop (SIGTERM) leaves no orphans, ends within 10 s with a clean log, and a restart shows
-the sessions `exited` (contract §12)."""
+"""Daemon stop (SIGTERM) with `host.on_exit: "stop"` leaves no orphans, ends within 10 s with a
+clean log, and a restart shows the sessions `exited` (contract §12, §17)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ def gone(pid: int) -> bool:
 async def test_daemon_stop_kills_every_child_and_restart_marks_them_exited(
     fresh_daemon: Daemon, tmp_path: Path
 ) -> None:
-    (fresh_daemon.home / "settings.json").write_text(json.dumps(hosting_settings()))
+    settings = {**hosting_settings(), "host": {"on_exit": "stop"}}
+    (fresh_daemon.home / "settings.json").write_text(json.dumps(settings))
     fresh_daemon.env.update(shell_env(tmp_path))
     daemon = fresh_daemon.start()
     pids: list[int] = []
@@ -59,7 +60,7 @@ async def test_daemon_stop_kills_every_child_and_restart_marks_them_exited(
 
     # Exit 0: it ended by itself, not by the test's SIGKILL after 15 s (how long it took is the
     # bench's business, not a test's on a busy machine).
-    assert daemon.stop() == 0
+    assert daemon.stop(keep_sessions=True) == 0  # the holder is svc's to end here, not the test's
     assert [p for p in pids if not gone(p)] == []
     log = daemon.log()
     for unclean in ("Task was destroyed", "Unclosed", "Traceback", "Exception ignored"):
@@ -70,8 +71,8 @@ async def test_daemon_stop_kills_every_child_and_restart_marks_them_exited(
     listed = httpx.get(f"{daemon.url}/api/sessions", headers=daemon.owner_headers()).json()
     status = {s["id"]: s["status"] for s in listed}
     assert [status[i] for i in ids] == ["exited", "exited", "exited"]
-    reason = {s["id"]: s["end_reason"] for s in listed}  # not a bare "exited with code 129"
-    assert [reason[i] for i in ids] == ["stopped when svc stopped"] * 3
+    reason = {s["id"]: (s["end_reason"], s["detail"]) for s in listed}  # not "exited with code 129"
+    assert [reason[i] for i in ids] == [("svc_stopped", "stopped when svc stopped")] * 3
 
 
 def test_a_stop_that_comes_while_svc_is_still_starting_is_prompt_and_clean(

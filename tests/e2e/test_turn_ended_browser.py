@@ -39,8 +39,11 @@ def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
 def workspace(host: Daemon, tmp_path: Path) -> Path:
     path = tmp_path / "app"
     path.mkdir()
-    httpx.post(f"{host.url}/api/workspaces", json={"path": str(path), "name": "app"},
-               headers=host.owner_headers()).raise_for_status()  # fmt: skip
+    httpx.post(
+        f"{host.url}/api/workspaces",
+        json={"path": str(path), "name": "app"},
+        headers=host.owner_headers(),
+    ).raise_for_status()
     return path
 
 
@@ -96,9 +99,10 @@ def notified(host: Daemon, session_id: str, count: int) -> list[dict[str, Any]]:
 def prompt_elsewhere(host: Daemon, session_id: str, text: str) -> None:
     """Another client prompts the session without opening it (it shows nothing)."""
     with connect(
-        f"{host.ws_url}/ws/chat", origin=host.origin,  # type: ignore[arg-type]
+        f"{host.ws_url}/ws/chat",
+        origin=host.origin,  # type: ignore[arg-type]
         additional_headers=host.owner_headers(),
-    ) as ws:  # fmt: skip
+    ) as ws:
         ws.send(json.dumps({"type": "prompt", "session_id": session_id, "text": text}))
         # The socket's messages are handled in order: an answer to this second one means the
         # prompt has started (an error would say why not).
@@ -165,7 +169,7 @@ def test_only_a_turn_that_ends_out_of_sight_is_notified(
             const hidden = { configurable: true, get: () => "hidden" };
             Object.defineProperty(document, "visibilityState", hidden);
             document.dispatchEvent(new Event("visibilitychange"));
-        }""")  # fmt: skip
+        }""")
         seen.wait(front, False)
         prompt_elsewhere(host, front, "echo while hidden")
         turn_ends(page, front, 4)

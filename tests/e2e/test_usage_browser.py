@@ -40,9 +40,14 @@ REQUESTS = [
 ]
 VIEWPORTS = {
     "desktop": {"viewport": {"width": 1280, "height": 900}},
-    "phone": {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True,
-              "device_scale_factor": 2, "color_scheme": "dark"},
-}  # fmt: skip
+    "phone": {
+        "viewport": {"width": 390, "height": 844},
+        "is_mobile": True,
+        "has_touch": True,
+        "device_scale_factor": 2,
+        "color_scheme": "dark",
+    },
+}
 
 
 def until(check: Callable[[], Any], timeout: float = 20, what: str = "") -> Any:
@@ -79,7 +84,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
         per_profile: dict[str, int] = {name: 0 for name in PRICES}
         in_session = {"requests": 0, "usd_micro": 0}
         for i, (profile, attributed, stream) in enumerate(REQUESTS):
-            scope = f"s-{session['id']}" if attributed else "tests"
+            scope = f"{session['agent']}.{session['id']}" if attributed else "tests"
             url = base_url(daemon, "openai-chat", profile, scope)
             marker = f"usage-browser-{i}"
             client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0)

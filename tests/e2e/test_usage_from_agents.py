@@ -30,8 +30,12 @@ def reported(fake: FakeProvider, marker: str) -> tuple[int, int]:
 
 
 def usage(daemon: Daemon, group_by: str) -> list[dict[str, Any]]:
-    answer = httpx.get(f"{daemon.url}/api/usage", params={"group_by": group_by},
-                       headers=daemon.owner_headers(), timeout=10)  # fmt: skip
+    answer = httpx.get(
+        f"{daemon.url}/api/usage",
+        params={"group_by": group_by},
+        headers=daemon.owner_headers(),
+        timeout=10,
+    )
     answer.raise_for_status()
     return answer.json()
 
@@ -57,8 +61,14 @@ async def ask_in_a_chat(daemon: Daemon, work: Path) -> str:
 
 
 async def ask_in_a_subagent(daemon: Daemon, work: Path) -> dict[str, Any]:
-    agents = [{"name": "asker", "agent": "fake", "profile_id": "chat",
-               "task": "ask usage from a subagent"}]  # fmt: skip
+    agents = [
+        {
+            "name": "asker",
+            "agent": "fake",
+            "profile_id": "chat",
+            "task": "ask usage from a subagent",
+        }
+    ]
     turn = await tool(daemon, "initialize_subagents", mode="parallel", cwd=str(work), agents=agents)
     await tool(daemon, "wait_for_subagents", turn_id=turn["turn_id"], timeout_s=60)
     return turn

@@ -21,6 +21,7 @@ commands on that line, separated by " ; ", run one after another:
   title <words>    sets the session's title (an ACP session_info_update)
   permission       a tool call, a permission request, then which option came back
   sleep <seconds>  streams a dot every 50 ms until done or cancelled (stop reason `cancelled`)
+  count <n> <ms>   streams "1 ", "2 ", … "<n> ", one chunk every <ms> milliseconds
   wait <seconds>   says nothing until done or cancelled (an agent thinking before its first word)
   env              the SVC_* variables it was started with, as JSON
   plan             a two-entry plan
@@ -34,6 +35,15 @@ commands on that line, separated by " ; ", run one after another:
 With FAKE_AGENT_PROMPT_LOG / FAKE_AGENT_CANCEL_LOG set, it appends "<time.time()> <the turn's last
 line>" to that file when each prompt / session/cancel arrives (tests and the bench time cancels).
 Started with `--start-delay <seconds>`, it answers `initialize` that much later (a slow start).
+
+Resuming (contract §17): it offers `session/load` unless started with `--no-load`, and
+`session/resume` (`sessionCapabilities.resume`) when started with `--resume`. With `--state <dir>`
+it keeps each session's prompts and what it said in `<dir>/<session id>.json` (as real agents keep
+their sessions on disk), so a new process loads one back: `session/load` replays it as updates,
+`session/resume` restores it quietly, and a session it has no file for is an error (-32002) —
+delete the folder to make it lose its sessions. Without `--state`, load and resume know nothing
+and succeed. With `--replay-late` it answers `session/load` first and replays after, one update
+every 50 ms, as Gemini CLI 0.61 does.
 """
 
 from __future__ import annotations
@@ -140,14 +150,18 @@ class FakeAgent:
         self.conn = Connection(self)
         self.cancelled: set[str] = set()
         self.prompts: dict[str, list[str]] = {}
+        self.said: dict[str, list[tuple[str, str]]] = {}  # (update kind, text): what load replays
         self.asking: dict[str, asyncio.Task] = {}
 
     async def initialize(self, params: dict[str, Any]) -> dict[str, Any]:
         if "--start-delay" in sys.argv:
             await asyncio.sleep(float(sys.argv[sys.argv.index("--start-delay") + 1]))
+        capabilities: dict[str, Any] = {"loadSession": "--no-load" not in sys.argv}
+        if "--resume" in sys.argv:
+            capabilities["sessionCapabilities"] = {"resume": {}}
         return {
             "protocolVersion": PROTOCOL_VERSION,
-            "agentCapabilities": {"loadSession": True},
+            "agentCapabilities": capabilities,
             "authMethods": [],
             "agentInfo": {"name": "svc-fake-agent", "version": "1.2.3"},
         }
@@ -156,7 +170,53 @@ class FakeAgent:
         return {"sessionId": f"fake-{uuid.uuid4().hex[:8]}"}
 
     async def load_session(self, params: dict[str, Any]) -> dict[str, Any]:
+        session_id = params["sessionId"]
+        replay = self._replay(session_id, self._restore(session_id))
+        if "--replay-late" in sys.argv:  # as Gemini CLI 0.61 does: answers, then replays
+            task = asyncio.ensure_future(replay)
+            self.conn.tasks.add(task)
+            task.add_done_callback(self.conn.tasks.discard)
+        else:
+            await replay
         return {}
+
+    async def _replay(self, session_id: str, said: list[tuple[str, str]]) -> None:
+        """The conversation, as ACP replays a loaded session."""
+        for kind, text in said:
+            if "--replay-late" in sys.argv:
+                await asyncio.sleep(0.05)  # spread out, after the answer
+            await self.update(session_id, text_chunk(kind, text))
+
+    async def resume_session(self, params: dict[str, Any]) -> dict[str, Any]:
+        self._restore(params["sessionId"])
+        return {}
+
+    def _state(self, session_id: str) -> str | None:
+        if "--state" not in sys.argv:
+            return None
+        folder = sys.argv[sys.argv.index("--state") + 1]
+        return os.path.join(folder, f"{session_id}.json")
+
+    def _restore(self, session_id: str) -> list[tuple[str, str]]:
+        path = self._state(session_id)
+        if path is None:
+            return []
+        try:
+            with open(path) as f:
+                kept = json.load(f)
+        except FileNotFoundError:
+            raise RequestError(-32002, "Resource not found", {"uri": session_id}) from None
+        self.prompts[session_id] = kept["prompts"]
+        self.said[session_id] = [tuple(pair) for pair in kept["said"]]
+        return self.said[session_id]
+
+    def _keep(self, session_id: str) -> None:
+        path = self._state(session_id)
+        if path is not None:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            kept = {"prompts": self.prompts[session_id], "said": self.said.get(session_id, [])}
+            with open(path, "w") as f:
+                json.dump(kept, f)
 
     async def cancel(self, params: dict[str, Any]) -> None:
         session_id = params["sessionId"]
@@ -169,6 +229,7 @@ class FakeAgent:
         await self.conn.notify("session/update", {"sessionId": session_id, "update": update})
 
     async def say(self, session_id: str, text: str) -> None:
+        self.said.setdefault(session_id, []).append(("agent_message_chunk", text))
         await self.update(session_id, text_chunk("agent_message_chunk", text))
 
     async def ask_permission(self, session_id: str, tool_call: dict, options: list) -> str:
@@ -181,19 +242,26 @@ class FakeAgent:
         session_id = params["sessionId"]
         text = " ".join(block.get("text", "") for block in params["prompt"]).strip()
         self.prompts.setdefault(session_id, []).append(text)
+        self.said.setdefault(session_id, []).append(("user_message_chunk", text))
         _log("FAKE_AGENT_PROMPT_LOG", text)
         self.cancelled.discard(session_id)
+        try:
+            return {"stopReason": await self._run(session_id, text)}
+        finally:
+            self._keep(session_id)
+
+    async def _run(self, session_id: str, text: str) -> str:
         stop_reason = "end_turn"
         for line in (text.splitlines() or [""])[-1].split(" ; "):
             command, _, rest = line.strip().partition(" ")
             handler = getattr(self, f"do_{command}", None)
             if handler is None:
                 await self.say(session_id, f"unknown command {command!r}")
-                return {"stopReason": "end_turn"}
+                return "end_turn"
             stop_reason = await handler(session_id, rest)
             if stop_reason != "end_turn":
                 break
-        return {"stopReason": stop_reason}
+        return stop_reason
 
     async def do_echo(self, session_id: str, rest: str) -> str:
         for i, word in enumerate(rest.split()):
@@ -215,6 +283,15 @@ class FakeAgent:
                 return "cancelled"
             await self.say(session_id, ".")
             await asyncio.sleep(0.05)
+        return "end_turn"
+
+    async def do_count(self, session_id: str, rest: str) -> str:
+        n, ms = [*rest.split(), "10"][:2]
+        for i in range(1, int(n) + 1):
+            if session_id in self.cancelled:
+                return "cancelled"
+            await self.say(session_id, f"{i} ")
+            await asyncio.sleep(float(ms) / 1000)
         return "end_turn"
 
     async def do_wait(self, session_id: str, rest: str) -> str:
@@ -240,8 +317,11 @@ class FakeAgent:
         import httpx
 
         url = os.environ["OPENAI_BASE_URL"].rstrip("/") + "/chat/completions"
-        body = {"model": os.environ.get("OPENAI_MODEL", "fake-model"), "stream": True,
-                "messages": [{"role": "user", "content": text}]}  # fmt: skip
+        body = {
+            "model": os.environ.get("OPENAI_MODEL", "fake-model"),
+            "stream": True,
+            "messages": [{"role": "user", "content": text}],
+        }
         headers = {"Authorization": f"Bearer {os.environ.get('OPENAI_API_KEY', '')}"}
         async with (
             httpx.AsyncClient(timeout=60) as client,
@@ -347,6 +427,7 @@ METHODS = {
     "initialize": FakeAgent.initialize,
     "session/new": FakeAgent.new_session,
     "session/load": FakeAgent.load_session,
+    "session/resume": FakeAgent.resume_session,
     "session/prompt": FakeAgent.prompt,
     "session/cancel": FakeAgent.cancel,
 }

@@ -21,8 +21,8 @@ from google.genai import types
 
 from bridge_app import services
 from bridge_app.views import application
-from svcproject import config
-from svcproject.runtime import Runtime
+from core import config
+from core.runtime import Runtime
 from tests.fakes import bridge_clients as drive
 from tests.fakes import bridge_setup
 from tests.fakes.bridge_clients import SYSTEM, Answer

@@ -1,5 +1,8 @@
 """A local Web Push service, strict like a real one: a real aiohttp server on a loopback port (its
-own thread and loop, as tests/fakes/fake_provider.py) that
+own thread and loop, as tests/fakes/fake_provider.py), speaking TLS with a certificate from a
+throw-away CA (`PushCA`, made with trustme) as push services do — svc sends Web Push over
+https only and trusts the CA as any deployment trusts a private one, through SSL_CERT_FILE.
+It
 
 - verifies the VAPID signature of every request (RFC 8292): `Authorization: vapid t=<JWT>,
   k=<public key>`, an ES256 JWT signed by `k`, `aud` the endpoint's origin, `exp` in the future
@@ -7,9 +10,14 @@ own thread and loop, as tests/fakes/fake_provider.py) that
 - decrypts the body (RFC 8291, `Content-Encoding: aes128gcm`) with the subscription's own ECDH
   private key and auth secret — made by the test as a browser makes them — and records the
   payload;
-- answers per subscription as told: 201, 410 (gone), 500, or not before `slow_s` seconds.
+- answers per subscription as told: 201, 410 (gone), 500, a redirect to `location`, or not
+  before `slow_s` seconds;
+- counts every TCP connection it accepts and records every request's path, so a test can say
+  that svc connected nowhere.
 
 `subscribe(name)` returns what `PushManager.subscribe()` gives a page: endpoint and keys.
+`PushEndpoint()` without a CA serves plain http (a "push service" svc must refuse, or the
+server a redirect points to).
 """
 
 from __future__ import annotations
@@ -19,17 +27,64 @@ import base64
 import json
 import os
 import socket
+import ssl
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import http_ece
+import trustme
 from aiohttp import web
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+
+# The names the fake's certificate is good for: loopback in every spelling svc must refuse (so
+# that code without the address rule would really reach the fake, and a test of the rule can
+# fail), and the names tests resolve to loopback themselves (tests/notifications_app/conftest.py).
+CERT_NAMES = (
+    "127.0.0.1",
+    "::1",
+    "::ffff:127.0.0.1",
+    "0.0.0.0",
+    "localhost",
+    "push.example.test",
+    "push.loopback.test",
+    "push.rebind.test",
+)
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+# What settings.json needs for svc to send to the fake: 127.0.0.1 is a private address.
+PRIVATE_HOSTS = ["127.0.0.1"]
+
+
+def with_private_hosts(
+    settings: dict[str, Any], hosts: list[str] = PRIVATE_HOSTS
+) -> dict[str, Any]:
+    """`settings` with notifications.push_private_hosts set to `hosts`."""
+    return {
+        **settings,
+        "notifications": {**settings.get("notifications", {}), "push_private_hosts": hosts},
+    }
+
+
+class PushCA:
+    """A throw-away certificate authority and the fake's certificate; `cert_file` is the CA's
+    PEM, for SSL_CERT_FILE."""
+
+    def __init__(self, folder: Path) -> None:
+        self.ca = trustme.CA()
+        self.cert_file = folder / "push-ca.pem"
+        self.ca.cert_pem.write_to_path(str(self.cert_file))
+        self._server = self.ca.issue_cert(*CERT_NAMES)
+
+    def server_context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        self._server.configure_cert(context)
+        return context
 
 
 def b64url(data: bytes) -> str:
@@ -42,25 +97,32 @@ def b64url_decode(text: str) -> bytes:
 
 class ThreadedApp:
     """An aiohttp app served on 127.0.0.1 from a thread of its own, so the test's event loop
-    (and svc's, in process) never serves it."""
+    (and svc's, in process) never serves it; over TLS when given a server context."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.port = 0
+        self.tls = tls
         self.loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
+        self._server: asyncio.Server | None = None
         self.released = threading.Event()  # ends every slow answer (at stop)
+        self.connections = 0  # TCP connections accepted, TLS handshake or not
+        self.requests: list[str] = []  # every request's method and path, routed or not
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
     def app(self) -> web.Application:
         raise NotImplementedError
 
     def start(self) -> ThreadedApp:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = sock.getsockname()[1]
+        """Serve on `port` when one was set before (a target that was down comes up where it
+        was expected), else on a free one."""
+        if not self.port:
+            with socket.socket() as sock:
+                sock.bind(("127.0.0.1", 0))
+                self.port = sock.getsockname()[1]
         ready = threading.Event()
         threading.Thread(target=self._serve, args=(ready,), daemon=True).start()
         assert ready.wait(10), "the fake server did not start"
@@ -68,15 +130,33 @@ class ThreadedApp:
 
     def _serve(self, ready: threading.Event) -> None:
         self.loop = asyncio.new_event_loop()
-        self._runner = web.AppRunner(self.app(), access_log=None, shutdown_timeout=0.5)
+        app = self.app()
+
+        @web.middleware
+        async def record(request: web.Request, handler: Handler) -> web.StreamResponse:
+            self.requests.append(f"{request.method} {request.path}")
+            return await handler(request)
+
+        app.middlewares.append(record)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
         self.loop.run_until_complete(self._runner.setup())
-        self.loop.run_until_complete(web.TCPSite(self._runner, "127.0.0.1", self.port).start())
+        handler = self._runner.server
+        assert handler is not None
+
+        def counted() -> asyncio.Protocol:  # a TCPSite would not say what it accepted
+            self.connections += 1
+            return handler()
+
+        self._server = self.loop.run_until_complete(
+            self.loop.create_server(counted, "127.0.0.1", self.port, ssl=self.tls)
+        )
         ready.set()
         self.loop.run_forever()
 
     def stop(self) -> None:
         self.released.set()
-        if self.loop and self._runner:
+        if self.loop and self._runner and self._server:
+            self._server.close()
             asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self.loop).result(10)
             self.loop.call_soon_threadsafe(self.loop.stop)
 
@@ -96,8 +176,9 @@ class Browser:
         default_factory=lambda: ec.generate_private_key(ec.SECP256R1())
     )
     auth: bytes = field(default_factory=lambda: os.urandom(16))
-    answer: int = 201  # 201, or the status to answer with (410, 500, …)
+    answer: int = 201  # 201, or the status to answer with (410, 500, 307, …)
     slow_s: float = 0.0  # wait this long before answering
+    location: str = ""  # where a 3xx answer points
 
     def keys(self) -> dict[str, str]:
         point = self.private_key.public_key().public_bytes(
@@ -158,8 +239,8 @@ def verify_vapid(authorization: str, origin: str) -> tuple[dict[str, Any], str]:
 
 
 class PushEndpoint(ThreadedApp):
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, ca: PushCA | None = None) -> None:
+        super().__init__(ca.server_context() if ca else None)
         self.browsers: dict[str, Browser] = {}
         self.received: list[Received] = []
         self.rejected: list[str] = []  # why requests were refused (VAPID, decryption)
@@ -189,7 +270,8 @@ class PushEndpoint(ThreadedApp):
         if browser.slow_s:
             await self.pause(browser.slow_s)
         if browser.answer != 201:
-            return web.Response(status=browser.answer, text="told to fail")
+            moved = {"Location": browser.location} if browser.location else {}
+            return web.Response(status=browser.answer, text="told to fail", headers=moved)
         try:
             claims, key = verify_vapid(request.headers.get("Authorization", ""), self.url)
         except VapidError as exc:
@@ -200,9 +282,11 @@ class PushEndpoint(ThreadedApp):
             return web.Response(status=415)
         try:
             plain = http_ece.decrypt(
-                body, private_key=browser.private_key, auth_secret=browser.auth,
+                body,
+                private_key=browser.private_key,
+                auth_secret=browser.auth,
                 version="aes128gcm",
-            )  # fmt: skip
+            )
         except Exception as exc:
             self.rejected.append(f"decrypt: {exc!r}")
             return web.Response(status=400)

@@ -41,6 +41,7 @@ Socket Mode: `apps.connections.open` issues a single-use ticket URL; on connect 
     `close_after`; `go_away()` drops every socket and answers new ones 503 until `come_back()`.
 
 Test controls are sync and thread-safe: `post_message`, `click`, `slash`, `add_file`,
+`fail_downloads`, `redirect_download`, `downloads`,
 `posted`, `updates`, `log`, `calls`, `acks`, `envelopes`, `assert_acked_once`, `settled`,
 `wait_for` (from a thread) / `wait_for_async` (from the event loop the client runs on: a sync
 wait there would stall the client under test).
@@ -133,6 +134,8 @@ class FakeSlack(Controls, Observations, SocketMode, WebApi):
         self._responses: list[dict[str, Any]] = []  # posts to response_url
         self._files: dict[str, dict[str, Any]] = {}
         self._file_bodies: dict[str, bytes] = {}
+        self._download_failures: list[int] = []  # HTTP statuses the next downloads answer
+        self._download_redirects: dict[str, str] = {}  # file id -> where its download redirects
         self._response_urls: dict[str, dict[str, Any]] = {}
         self.add_channel("C1", "general")
         self.add_user(bot_user_id, bot_name, is_bot=True)

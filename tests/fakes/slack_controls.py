@@ -71,8 +71,11 @@ class Controls:
         mimetype: str = "text/plain",
         user: str = "U1",
         title: str | None = None,
+        url_private: str | None = None,
     ) -> dict:
-        """A file as a user uploaded it; pass the result to post_message(files=[...])."""
+        """A file as a user uploaded it; pass the result to post_message(files=[...]).
+        `url_private` names another address for it, as a remote file (files.remote.add) has:
+        the event then sends the app there."""
         with self._lock:
             self.add_user(user)
             fid = f"F{next(self._ids):08d}"
@@ -104,9 +107,21 @@ class Controls:
                 "groups": [],
                 "ims": [],
             }
+            if url_private is not None:
+                info["url_private"] = info["url_private_download"] = url_private
             self._files[fid] = info
             self._file_bodies[fid] = content
             return copy.deepcopy(info)
+
+    def fail_downloads(self, status: int = 500, times: int = 1) -> None:
+        """The next `times` downloads from url_private answer HTTP `status` (500, 404, ...)."""
+        with self._lock:
+            self._download_failures.extend([status] * times)
+
+    def redirect_download(self, file_id: str, location: str) -> None:
+        """Downloading this file answers 302 to `location` (another host, say)."""
+        with self._lock:
+            self._download_redirects[file_id] = location
 
     # --- what a user does ------------------------------------------------------------------
 

@@ -111,6 +111,11 @@ class Observations:
         with self._lock:
             return [c for c in self._calls if c.method == method]
 
+    def downloads(self) -> list[Call]:
+        """Every GET of a url_private this fake serves, with the token its Authorization
+        header carried."""
+        return self.calls("files-pri")
+
     @property
     def acks(self) -> list[Ack]:
         with self._lock:

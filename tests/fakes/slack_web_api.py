@@ -319,6 +319,13 @@ class WebApi:
             content = self._file_bodies.get(fid)
         if token not in self.valid_bot_tokens:  # Slack answers its sign-in page, with a 200
             return web.Response(text=SIGN_IN_PAGE, content_type="text/html")
+        with self._lock:
+            failure = self._download_failures.pop(0) if self._download_failures else None
+            elsewhere = self._download_redirects.get(fid)
+        if failure is not None:
+            return web.Response(status=failure, text=f"fake download failure {failure}")
+        if elsewhere is not None:
+            return web.Response(status=302, headers={"Location": elsewhere})
         if info is None or content is None:
             return web.Response(status=404, text="Not Found")
         headers = {"Content-Disposition": f'attachment; filename="{info["name"]}"'}

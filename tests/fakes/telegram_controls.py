@@ -183,7 +183,9 @@ class Controls:
         count: int = 1,
     ) -> None:
         """Make the next `count` calls of `method` fail, e.g. flood control:
-        fail_next("editMessageText", error_code=429, retry_after=2)."""
+        fail_next("editMessageText", error_code=429, retry_after=2). `method` "file" is a file
+        download (`/file/bot{token}/{path}`): fail_next("file", error_code=404,
+        description="Not Found")."""
         if error_code == 429 and retry_after is None:
             retry_after = 1
         if description is None:
@@ -197,6 +199,15 @@ class Controls:
                 _Failure(error_code, description, retry_after, count)
             )
 
+    def clear_failures(self, method: str | None = None) -> None:
+        """The failures `fail_next` queued end now (for `method`, or for every method): the
+        server answers as usual again."""
+        with self._lock:
+            if method is None:
+                self._failures.clear()
+            else:
+                self._failures.pop(method.lower(), None)
+
     # --- test controls: what the bot did ---------------------------------------------------
 
     @property
@@ -204,9 +215,19 @@ class Controls:
         """Every request: {"t": time.monotonic() at arrival, "method", "params", "status",
         "token"}. Params are the strings the server received; uploaded files appear as
         {"file_name", "mime_type", "size"}. "status" is None while a request is unanswered and
-        stays None when the connection went away first (a cancelled long poll)."""
+        stays None when the connection went away first (a cancelled long poll). A getUpdates
+        answered 200 also has "update_ids" (the updates it handed out); a file download is
+        method "file" with {"file_path"} as params."""
         with self._lock:
             return copy.deepcopy(self._log)
+
+    def downloads(self) -> list[dict[str, Any]]:
+        """Every file download request (`/file/bot{token}/{path}`), answered or not."""
+        return self.calls("file")
+
+    def handed_out(self, update_id: int) -> int:
+        """How many getUpdates answers carried this update (more than one: redelivered)."""
+        return sum(update_id in c.get("update_ids", []) for c in self.calls("getUpdates"))
 
     def calls(self, method: str) -> list[dict[str, Any]]:
         method = method.lower()

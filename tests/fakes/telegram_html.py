@@ -42,9 +42,24 @@ def parse_html(src: str, users: dict[int, dict] | None = None) -> tuple[str, lis
     ents: list[Ent] = []
     stack: list[tuple[str, str, int]] = []  # tag, argument, start
     supported = {
-        "a", "b", "strong", "i", "em", "s", "strike", "del", "u", "ins", "tg-spoiler",
-        "tg-emoji", "tg-time", "span", "pre", "code", "blockquote",
-    }  # fmt: skip
+        "a",
+        "b",
+        "strong",
+        "i",
+        "em",
+        "s",
+        "strike",
+        "del",
+        "u",
+        "ins",
+        "tg-spoiler",
+        "tg-emoji",
+        "tg-time",
+        "span",
+        "pre",
+        "code",
+        "blockquote",
+    }
     n = len(src)
     i = 0
 
@@ -176,10 +191,18 @@ def parse_html(src: str, users: dict[int, dict] | None = None) -> tuple[str, lis
         if end <= start:
             continue
         simple = {
-            "b": "bold", "strong": "bold", "i": "italic", "em": "italic", "u": "underline",
-            "ins": "underline", "s": "strikethrough", "strike": "strikethrough",
-            "del": "strikethrough", "tg-spoiler": "spoiler", "span": "spoiler",
-        }  # fmt: skip
+            "b": "bold",
+            "strong": "bold",
+            "i": "italic",
+            "em": "italic",
+            "u": "underline",
+            "ins": "underline",
+            "s": "strikethrough",
+            "strike": "strikethrough",
+            "del": "strikethrough",
+            "tg-spoiler": "spoiler",
+            "span": "spoiler",
+        }
         if tag in simple:
             ents.append(Ent(simple[tag], start, end))
         elif tag == "tg-emoji":

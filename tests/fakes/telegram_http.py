@@ -112,6 +112,9 @@ class Http:
             status, body = err.code, err.body()
         with self._lock:
             record["status"] = status
+            if method == "getupdates" and status == 200:
+                # which updates this poll handed out: a redelivery shows as an id given twice
+                record["update_ids"] = [u["update_id"] for u in body["result"]]
         headers = {}
         retry = (body.get("parameters") or {}).get("retry_after")
         if status == 429 and retry:
@@ -144,6 +147,7 @@ class Http:
             self._log.append(record)
         try:
             self._check_token(token)
+            self._injected_failure("file")  # fail_next("file", error_code=500 | 404, ...)
         except ApiError as err:
             with self._lock:
                 record["status"] = err.code

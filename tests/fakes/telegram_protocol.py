@@ -242,9 +242,22 @@ def _parse_commands(raw: str) -> list[dict[str, str]]:
 _CANONICAL = {
     name.lower(): name
     for name in (
-        "getMe", "getUpdates", "deleteWebhook", "setWebhook", "getWebhookInfo", "sendMessage",
-        "editMessageText", "editMessageReplyMarkup", "deleteMessage", "answerCallbackQuery",
-        "sendChatAction", "setMyCommands", "getMyCommands", "deleteMyCommands", "getFile",
-        "sendDocument", "sendPhoto",
+        "getMe",
+        "getUpdates",
+        "deleteWebhook",
+        "setWebhook",
+        "getWebhookInfo",
+        "sendMessage",
+        "editMessageText",
+        "editMessageReplyMarkup",
+        "deleteMessage",
+        "answerCallbackQuery",
+        "sendChatAction",
+        "setMyCommands",
+        "getMyCommands",
+        "deleteMyCommands",
+        "getFile",
+        "sendDocument",
+        "sendPhoto",
     )
-}  # fmt: skip
+}

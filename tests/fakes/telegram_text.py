@@ -16,13 +16,29 @@ from tests.fakes.telegram_markdown import parse_markdown, parse_markdown_v2
 MAX_RAW_TEXT_BYTES = 1 << 15  # the Bot API server refuses longer raw text ("text is too long")
 
 _EXPLICIT_TYPES = {
-    "bold", "italic", "underline", "strikethrough", "spoiler", "code", "pre", "text_link",
-    "text_mention", "custom_emoji", "blockquote", "expandable_blockquote",
-}  # fmt: skip
+    "bold",
+    "italic",
+    "underline",
+    "strikethrough",
+    "spoiler",
+    "code",
+    "pre",
+    "text_link",
+    "text_mention",
+    "custom_emoji",
+    "blockquote",
+    "expandable_blockquote",
+}
 _AUTO_TYPES = {
-    "mention", "hashtag", "cashtag", "bot_command", "url", "email", "phone_number",
+    "mention",
+    "hashtag",
+    "cashtag",
+    "bot_command",
+    "url",
+    "email",
+    "phone_number",
     "bank_card_number",
-}  # fmt: skip
+}
 
 
 def entities_from_json(text: str, raw: str, users: dict[int, dict]) -> list[Ent]:
@@ -116,13 +132,14 @@ def _clean(text: str, ents: list[Ent]) -> tuple[str, list[Ent]]:
 
 
 _AUTO_PATTERNS = [
-    ("bot_command", re.compile(
-        r"(?<![\w/<>])/[A-Za-z0-9_]{1,64}(?:@[A-Za-z0-9_]{3,32})?(?![\w/<>])"
-    )),
+    (
+        "bot_command",
+        re.compile(r"(?<![\w/<>])/[A-Za-z0-9_]{1,64}(?:@[A-Za-z0-9_]{3,32})?(?![\w/<>])"),
+    ),
     ("url", re.compile(r"\b(?:https?|ftp)://[^\s<>\"']+", re.IGNORECASE)),
     ("mention", re.compile(r"(?<!\w)@[A-Za-z0-9_]{2,32}(?!\w)")),
     ("hashtag", re.compile(r"(?<![\w#])#(?=\w*[^\W\d_])\w{1,256}(?![\w#])")),
-]  # fmt: skip
+]
 
 
 def auto_entities(text: str, explicit: list[Ent]) -> list[Ent]:

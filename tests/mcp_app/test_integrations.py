@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from core import config, rotation
 from mcp_app import integrations
-from svcproject import config, services
 
 CODEX_TOML = """\
 # Codex settings, kept by hand.
@@ -227,7 +227,7 @@ def test_turning_the_settings_off_removes_only_svcs_entries_and_skills(home: Pat
 def test_rotate_tokens_rewrites_the_token_everywhere(home: Path) -> None:
     integrations.integrations_sync()
     old = config.current_auth().mcp_token
-    new = services.tokens_rotate().mcp_token
+    new = rotation.tokens_rotate().mcp_token
     assert new != old
     assert entries(home) == {name: expected_entry(name, new) for name in AGENTS}
     for path in [home / rel for rel, _ in JSON_CONFIGS.values()] + [home / ".codex/config.toml"]:

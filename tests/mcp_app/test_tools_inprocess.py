@@ -20,12 +20,13 @@ from asgiref.sync import sync_to_async
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from core import config
+from core.runtime import Runtime, current
 from mcp_app.asgi import application
-from sessions_app import selectors, subagents
+from sessions_app import selectors
 from sessions_app.handover import ALPHABET
 from sessions_app.models import Session, Workspace
-from svcproject import config
-from svcproject.runtime import Runtime
+from subagents_app import subagents
 from tests.sessions_app.termclient import hosting_settings
 from tests.support.runtime import running, settings_file
 
@@ -33,9 +34,14 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 URL = "http://127.0.0.1:8000/mcp"  # a loopback Host, as the guard and the SDK's check want
 TOOLS = {
-    "get_session_id", "prepare_handover", "register_workspace", "preview", "md_preview",
-    "initialize_subagents", "wait_for_subagents",
-}  # fmt: skip
+    "get_session_id",
+    "prepare_handover",
+    "register_workspace",
+    "preview",
+    "md_preview",
+    "initialize_subagents",
+    "wait_for_subagents",
+}
 
 
 @pytest.fixture
@@ -52,9 +58,11 @@ async def rt(fake_agent: None) -> AsyncIterator[Runtime]:
 
 
 def http_client(
-    token: str | None = None, session_id: str | None = None, peer: str = "127.0.0.1",
+    token: str | None = None,
+    session_id: str | None = None,
+    peer: str = "127.0.0.1",
     **headers: str,
-) -> httpx2.AsyncClient:  # fmt: skip
+) -> httpx2.AsyncClient:
     headers["Authorization"] = f"Bearer {token or config.current_auth().mcp_token}"
     if session_id:
         headers["X-Svc-Session-Id"] = session_id
@@ -108,8 +116,12 @@ async def test_the_tools_are_listed_with_their_output_schemas(rt: Runtime, mode:
     assert outputs["prepare_handover"] == {"code", "expires_at", "expires_in", "pickup"}
     assert outputs["register_workspace"] == {"workspace_id", "path", "name", "created"}
     assert outputs["preview"] == {
-        "slug", "owner_url", "share_url", "local_share_url", "share_expires_at"
-    }  # fmt: skip
+        "slug",
+        "owner_url",
+        "share_url",
+        "local_share_url",
+        "share_expires_at",
+    }
     assert outputs["md_preview"] == {"slug", "owner_url"}
     assert outputs["initialize_subagents"] == {"turn_id", "mode", "subagents"}
     assert {"turn_id", "status", "completed", "timed_out", "reports"} <= outputs[
@@ -128,9 +140,12 @@ async def test_get_session_id_from_the_header_an_explicit_id_or_agent_and_cwd(
     mine = await a_session(tmp_path)
     other = await a_session(tmp_path / "..", agent="shell")
     expected = {
-        "session_id": str(mine.id), "agent": "fake", "workspace": str(tmp_path.resolve()),
-        "kind": "chat", "status": "running",
-    }  # fmt: skip
+        "session_id": str(mine.id),
+        "agent": "fake",
+        "workspace": str(tmp_path.resolve()),
+        "kind": "chat",
+        "status": "running",
+    }
     async with mcp(session_id=str(mine.id)) as client:
         assert await call(client, "get_session_id") == expected
         explicit = await call(client, "get_session_id", session_id=str(other.id))
@@ -163,9 +178,11 @@ async def test_register_workspace_is_idempotent_and_refuses_what_is_no_directory
         missing = await error(client, "register_workspace", cwd=str(tmp_path / "gone"))
         relative = await error(client, "register_workspace", cwd="some/dir")
     assert first == {
-        "workspace_id": first["workspace_id"], "path": str(tmp_path.resolve()), "name": "w",
+        "workspace_id": first["workspace_id"],
+        "path": str(tmp_path.resolve()),
+        "name": "w",
         "created": True,
-    }  # fmt: skip
+    }
     assert again == {**first, "created": False}
     assert await Workspace.objects.acount() == 1
     assert str(tmp_path.resolve()) in config.current_settings().workspaces
@@ -202,7 +219,9 @@ async def test_a_code_prepared_for_a_hosted_chat_shows_in_that_chat(
 ) -> None:
     from sessions_app.services import asession_create
 
-    hosted = await asession_create(agent="fake", workspace=str(tmp_path), kind="chat")
+    hosted = await asession_create(
+        host=current().host, agent="fake", workspace=str(tmp_path), kind="chat"
+    )
     chat = rt.host.chat(str(hosted.id))
     assert chat is not None
     seen: list[dict[str, Any]] = []
@@ -239,13 +258,17 @@ async def test_subagents_started_over_mcp_have_sessions_and_their_reports_come_b
             row = await sync_to_async(selectors.session_get)(sid)
             assert row is not None and row.kind == "subagent"
         result = await client.call_tool(
-            "wait_for_subagents", {"turn_id": made["turn_id"], "timeout_s": 30},
+            "wait_for_subagents",
+            {"turn_id": made["turn_id"], "timeout_s": 30},
             progress_callback=progress,
-        )  # fmt: skip
+        )
     assert not result.is_error, result.content
     done = result.structured_content
-    assert (done["turn_id"], done["mode"], done["status"]) == (made["turn_id"], "parallel",
-                                                                 "completed")  # fmt: skip
+    assert (done["turn_id"], done["mode"], done["status"]) == (
+        made["turn_id"],
+        "parallel",
+        "completed",
+    )
     assert done["completed"] and not done["timed_out"]
     helper, echo = done["reports"]
     assert (helper["status"], helper["summary"]) == ("done", "helped")
@@ -262,13 +285,15 @@ async def test_subagent_argument_errors_are_tool_errors_saying_what_to_send(
     rt: Runtime, tmp_path: Path
 ) -> None:
     async with mcp() as client:
-        none = await error(client, "initialize_subagents", mode="parallel", cwd=str(tmp_path),
-                           agents=[])  # fmt: skip
+        none = await error(
+            client, "initialize_subagents", mode="parallel", cwd=str(tmp_path), agents=[]
+        )
         unknown = await error(client, "wait_for_subagents", turn_id="no-such-turn")
         turn = await sync_to_async(subagents.turn_create)(
-            mode="brainstorming", cwd=str(tmp_path),
+            mode="brainstorming",
+            cwd=str(tmp_path),
             agents=[{"name": "a", "agent": "fake", "task": "echo"}],
-        )  # fmt: skip
+        )
         too_long = await error(client, "wait_for_subagents", turn_id=str(turn.id), timeout_s=4000)
     assert "agents must list 1 to 8 subagents" in none and "got 0" in none
     assert (

@@ -9,13 +9,13 @@ from asgiref.sync import sync_to_async
 
 
 class StubChannel:
-    """What `runtime.channel_notifiers()` lists: a running channel with a notify_chat."""
+    """What the notifier's `channel_notifiers()` lists: a running channel with a notify_chat."""
 
     def __init__(self, name: str = "telegram", hang: bool = False) -> None:
         self.name, self.hang = name, hang
         self.sent: list[tuple[str, str, str]] = []
 
-    async def send_notification(self, title: str, body: str, url: str) -> None:
+    async def send_notification(self, title: str, body: str, url: str, **_: Any) -> None:
         if self.hang:
             await asyncio.sleep(3600)
         self.sent.append((title, body, url))

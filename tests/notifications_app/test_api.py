@@ -10,12 +10,14 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from core import config
 from notifications_app import webpush
 from notifications_app.models import Delivery, Notification, PushSubscription
-from svcproject import config
 from tests.fakes.push_endpoint import Browser
 
-pytestmark = pytest.mark.django_db
+# push.example.test resolves to a public address here (conftest.py `dns`): the API resolves
+# every endpoint's host before it stores it.
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("dns")]
 
 
 @pytest.fixture
@@ -51,14 +53,13 @@ def test_a_subscription_is_stored_once_per_endpoint_and_deleted_by_endpoint(api:
     again = post(api, {"endpoint": endpoint, "keys": keys()})  # the browser re-subscribed
     assert again.status_code == 201 and again.json()["id"] == made.json()["id"]
     assert PushSubscription.objects.count() == 1
-    assert post(api, {"endpoint": "http://127.0.0.1:9/p", "keys": keys()}).status_code == 201
+    other = "https://push.example.test/wpush/v2/def"
+    assert post(api, {"endpoint": other, "keys": keys()}).status_code == 201
     gone = api.delete("/api/push/subscriptions", {"endpoint": endpoint}, "application/json")
     assert gone.status_code == 204
     again = api.delete("/api/push/subscriptions", {"endpoint": endpoint}, "application/json")
     assert again.status_code == 404
-    assert list(PushSubscription.objects.values_list("endpoint", flat=True)) == [
-        "http://127.0.0.1:9/p"
-    ]
+    assert list(PushSubscription.objects.values_list("endpoint", flat=True)) == [other]
 
 
 @pytest.mark.parametrize(
@@ -68,6 +69,8 @@ def test_a_subscription_is_stored_once_per_endpoint_and_deleted_by_endpoint(api:
         {"endpoint": "http://localhost:9/x"},
         {"endpoint": "ftp://push.example.test/x"},
         {"endpoint": "https://user:pw@push.example.test/x"},
+        {"endpoint": "https://push.example.test:0/x"},
+        {"endpoint": "https://push.nowhere.test/x"},  # does not resolve
         {"endpoint": "not a url"},
         {"endpoint": "https://push.example.test/" + "x" * 3000},
         {"keys": {"p256dh": keys()["p256dh"][:-4], "auth": keys()["auth"]}},  # too short
@@ -100,9 +103,25 @@ def test_the_list_is_newest_first_with_each_deliverys_outcome(api: Client) -> No
     first, second = listed.json()
     assert first["title"] == "newer" and first["deliveries"] == []
     assert set(second) == {
-        "id", "event", "session_id", "agent", "title", "body", "url", "created_at", "deliveries"
-    }  # fmt: skip
+        "id",
+        "event",
+        "session_id",
+        "agent",
+        "title",
+        "body",
+        "url",
+        "created_at",
+        "deliveries",
+    }
     assert (second["event"], second["session_id"], second["agent"]) == ("turn_ended", "s1", "fake")
     outcomes = [(d["target"], d["status"], d["attempts"], d["error"]) for d in second["deliveries"]]
     assert outcomes == [("dashboard", "sent", 1, ""), ("apprise:0", "failed", 3, "refused")]
-    assert set(second["deliveries"][0]) == {"target", "status", "attempts", "error", "updated_at"}
+    assert set(second["deliveries"][0]) == {
+        "target",
+        "status",
+        "attempts",
+        "error",
+        "created_at",
+        "next_at",
+        "updated_at",
+    }

@@ -1,25 +1,30 @@
-"""Notifications in process (contract §15): one notify() reaches every target exactly once — the
-dashboard's live list, Web Push (decrypted and VAPID-checked by a strict local push service), a
-channel, an Apprise json:// URL; a failing or hanging target delays none of the others and ends
-`failed` after its bounded attempts; a 410 drops the subscription; a restart re-sends nothing;
+"""Notifications in process (contract §15, §17): one notify() reaches every target exactly once —
+the dashboard's live list, Web Push (over TLS to a strict local push service that checks VAPID
+and decrypts; 127.0.0.1 is in notifications.push_private_hosts, the `push` fixture's CA
+trusted), a channel, an Apprise json:// URL; a failing or hanging target delays none of the
+others and, after its quick attempts, waits to be tried again; a target that was down gets the
+notification once it is back, within this run or the next; one that stays down for 24 h (the
+clock moved, not slept) ends `failed`; a refusal fails at once; a 410 drops the subscription;
 `notifications.events` filters."""
 
 from __future__ import annotations
 
 import asyncio
 import socket
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
+from django.utils import timezone
 
+from core import config
+from core.runtime import Runtime
 from notifications_app import webpush
 from notifications_app.models import Delivery, Notification, PushSubscription
-from svcproject import config
-from svcproject.runtime import Runtime
 from tests.fakes.apprise_target import JsonSink
-from tests.fakes.push_endpoint import PushEndpoint
+from tests.fakes.push_endpoint import PushEndpoint, with_private_hosts
 from tests.notifications_app.support import StubChannel, adeliveries, until
 from tests.support.runtime import running, settings_file
 
@@ -41,17 +46,22 @@ def subscribe(subscription: dict[str, Any]) -> int:
     return row.pk
 
 
-def quick(runtime: Runtime, timeout_s: float = 0.5) -> None:
-    """Short attempt limits, so a hanging target's three attempts take about a second."""
+def quick(runtime: Runtime, timeout_s: float = 0.5, retry_s: float = 60.0) -> None:
+    """Short attempt limits, so a hanging target's three attempts take about a second; the
+    later tries `retry_s` apart (by default after the test)."""
     runtime.notifier.attempt_timeout_s = timeout_s
     runtime.notifier.backoff_s = (0.05, 0.05)
+    runtime.notifier.retry_first_s = runtime.notifier.retry_max_s = retry_s
 
 
 async def notify(runtime: Runtime, event: str = "permission_requested") -> dict[str, Any]:
     made = await runtime.notifier.notify(
-        event, session_id="0f0e0d0c-0000-4000-8000-000000000001", agent="fake",
-        title="fake asks permission: rm -rf build", body="fake in repo waits for your answer",
-    )  # fmt: skip
+        event,
+        session_id="0f0e0d0c-0000-4000-8000-000000000001",
+        agent="fake",
+        title="fake asks permission: rm -rf build",
+        body="fake in repo waits for your answer",
+    )
     assert made is not None
     return made
 
@@ -68,9 +78,9 @@ async def test_one_notification_reaches_every_target_exactly_once(
 ) -> None:
     phone = await subscribe(push.subscribe("phone"))
     channel = StubChannel("telegram")
-    with settings_file({"notifications": {"urls": [sink.apprise_url("hook")]}}):
+    with settings_file(with_private_hosts({"notifications": {"urls": [sink.apprise_url("hook")]}})):
         async with running() as rt:
-            rt.channel_notifiers = lambda: [channel]  # type: ignore[method-assign]
+            rt.notifier.channel_notifiers = lambda: [channel]
             ws = dashboard_socket()
             assert (await ws.connect())[0]
             assert await ws.receive_json_from(timeout=10) == []
@@ -112,10 +122,10 @@ async def test_a_hanging_or_failing_target_delays_none_of_the_others(
     broken = await subscribe(push.subscribe("broken", answer=500))
     urls = [sink.apprise_url("ok"), f"json://127.0.0.1:{closed_port()}/nobody"]
     channel = StubChannel("telegram")
-    with settings_file({"notifications": {"urls": urls}}):
+    with settings_file(with_private_hosts({"notifications": {"urls": urls}})):
         async with running() as rt:
             quick(rt, timeout_s=1.0)
-            rt.channel_notifiers = lambda: [channel, StubChannel("slack", hang=True)]  # type: ignore[method-assign]
+            rt.notifier.channel_notifiers = lambda: [channel, StubChannel("slack", hang=True)]
             made = await notify(rt)
 
             async def the_others_sent() -> bool:
@@ -130,14 +140,18 @@ async def test_a_hanging_or_failing_target_delays_none_of_the_others(
             await rt.notifier.wait_idle()
 
     rows = await adeliveries(made["id"])
+    # Could not be reached: each waits to be tried again (contract §17), saying why.
     assert rows[f"webpush:{stuck}"] == {
-        **rows[f"webpush:{stuck}"], "status": "failed", "attempts": 3,
+        **rows[f"webpush:{stuck}"],
+        "status": "pending",
+        "attempts": 3,
         "error": "no answer within 1 s",
-    }  # fmt: skip
-    assert rows["channel:slack"]["status"] == "failed" and rows["channel:slack"]["attempts"] == 3
-    assert rows[f"webpush:{broken}"]["status"] == "failed"
+    }
+    assert all(r["next_at"] for r in rows.values() if r["status"] == "pending")
+    assert rows["channel:slack"]["status"] == "pending" and rows["channel:slack"]["attempts"] == 3
+    assert rows[f"webpush:{broken}"]["status"] == "pending"
     assert rows[f"webpush:{broken}"]["error"] == "the push service answered 500"
-    assert rows["apprise:1"]["status"] == "failed" and rows["apprise:1"]["attempts"] == 3
+    assert rows["apprise:1"]["status"] == "pending" and rows["apprise:1"]["attempts"] == 3
     assert "nobody" not in rows["apprise:1"]["error"]  # no URL paths in errors
     assert push.attempts == {"phone": 1, "stuck": 3, "broken": 3}
     assert len(push.payloads("phone")) == 1 and len(sink.bodies("ok")) == 1
@@ -161,28 +175,128 @@ async def test_a_410_removes_the_subscription_without_retrying(push: PushEndpoin
     assert set(await adeliveries(again["id"])) == {"dashboard", f"webpush:{kept}"}
 
 
-async def test_after_a_restart_nothing_is_resent_and_leftovers_are_failed(
+async def test_a_target_that_was_down_gets_the_notification_once_it_is_back(
+    sink: JsonSink,
+) -> None:
+    """The Apprise target's port is closed when the notification is made: after its quick
+    attempts the delivery waits (pending, its next try set); the target comes up where it was
+    expected and gets the notification once, the row `sent`. Before contract §17 it ended
+    `failed` after three attempts, never delivered."""
+    port = closed_port()
+    with settings_file({"notifications": {"urls": [f"json://127.0.0.1:{port}/back"]}}):
+        async with running() as rt:
+            quick(rt, retry_s=0.3)
+            made = await notify(rt)
+            await rt.notifier.wait_idle()
+            waiting = (await adeliveries(made["id"]))["apprise:0"]
+            assert waiting["status"] == "pending" and waiting["attempts"] == 3
+            assert waiting["next_at"] and waiting["error"]
+            up = JsonSink()
+            up.port = port
+            up.start()
+            try:
+                await until(lambda: up.bodies("back"), limit=15)
+                await until(lambda: is_status(made["id"], "apprise:0", "sent"), limit=5)
+                await asyncio.sleep(1.0)  # and nothing more comes
+                assert len(up.bodies("back")) == 1
+            finally:
+                up.stop()
+    row = (await adeliveries(made["id"]))["apprise:0"]
+    assert row["status"] == "sent" and row["attempts"] >= 4 and row["next_at"] is None
+
+
+async def test_what_was_pending_when_svc_stopped_is_delivered_by_the_next_run_once(
     push: PushEndpoint, sink: JsonSink
 ) -> None:
+    """A stop leaves waiting deliveries pending: the hook answering 500, and the push cut off
+    mid-attempt. A run killed outright leaves a row with no attempt at all. The next run sends
+    each of them once — and nothing that was sent already."""
     stuck = await subscribe(push.subscribe("stuck", slow_s=30))
-    with settings_file({"notifications": {"urls": [sink.apprise_url("hook")]}}):
+    sink.failing.add("hook")
+    with settings_file(with_private_hosts({"notifications": {"urls": [sink.apprise_url("hook")]}})):
         async with running() as rt:
+            quick(rt)
             made = await notify(rt)
-            await until(lambda: push.attempts.get("stuck") == 1 and sink.bodies("hook"), limit=5)
-        # stopped while the push was under way: failed, with why
+            await until(lambda: push.attempts.get("stuck") == 1, limit=5)
+            await until(lambda: has_attempts(made["id"], "apprise:0", 3), limit=5)
         rows = await adeliveries(made["id"])
-        assert rows[f"webpush:{stuck}"]["status"] == "failed"
-        assert rows[f"webpush:{stuck}"]["error"] == "svc stopped before delivering"
+        assert rows[f"webpush:{stuck}"]["status"] == "pending"  # cut off, not failed
+        assert rows["apprise:0"]["status"] == "pending"
+        assert rows["dashboard"]["status"] == "sent"
 
-        # a run killed outright leaves rows pending: the next start fails them, sends nothing
-        cut = await sync_to_async(_pending_leftover)()
+        cut = await sync_to_async(_pending_leftover)()  # a run killed before its first attempt
+        sink.failing.clear()
+        push.browsers["stuck"].slow_s = 0  # it answers at once from now on
         async with running() as rt:
+            await until(lambda: len(sink.bodies("hook")) == 2, limit=15)
+            await until(lambda: push.payloads("stuck"), limit=15)
+            await rt.notifier.wait_idle()
             await asyncio.sleep(0.5)
-            assert not rt.notifier._tasks
-    assert (await adeliveries(cut))["apprise:0"]["status"] == "failed"
-    assert (await adeliveries(cut))["apprise:0"]["error"] == "svc stopped before delivering"
-    assert push.attempts == {"stuck": 1}
-    assert len(sink.bodies("hook")) == 1  # the first notification's, once
+    assert [b["title"] for b in sink.bodies("hook")].count("left over") == 1
+    assert len(sink.bodies("hook")) == 2 and len(push.payloads("stuck")) == 1
+    assert (await adeliveries(cut))["apprise:0"]["status"] == "sent"
+    after = await adeliveries(made["id"])
+    assert {k: r["status"] for k, r in after.items()} == {
+        "dashboard": "sent",
+        f"webpush:{stuck}": "sent",
+        "apprise:0": "sent",
+    }
+    assert after["dashboard"]["attempts"] == 1  # sent once, never again
+
+
+async def test_a_delivery_that_cannot_reach_its_target_for_24_hours_fails_and_is_shown() -> None:
+    """The target stays down; 24 h after the notification (the notifier's clock moved, not
+    slept) its next try fails it for good, saying why; the API lists it failed."""
+    settings = {"notifications": {"urls": [f"json://127.0.0.1:{closed_port()}/gone"]}}
+    with settings_file(settings):
+        async with running() as rt:
+            quick(rt)
+            made = await notify(rt)
+            await rt.notifier.wait_idle()
+            assert await is_status(made["id"], "apprise:0", "pending")
+            later = timezone.now() + timedelta(hours=24, minutes=1)
+            rt.notifier.clock = lambda: later
+            rt.notifier.retry_first_s = rt.notifier.retry_max_s = 0.1
+            await sync_to_async(_due_now)(made["id"])
+            rt.notifier.wake()
+            await until(lambda: is_status(made["id"], "apprise:0", "failed"), limit=10)
+    listed = await sync_to_async(_api_notifications)()
+    [shown] = [
+        d
+        for n in listed
+        if n["id"] == made["id"]
+        for d in n["deliveries"]
+        if d["target"] == "apprise:0"
+    ]
+    assert shown["status"] == "failed" and shown["next_at"] is None
+    assert shown["error"].startswith("not delivered within 24 h: ")
+    assert shown["attempts"] == 4
+
+
+@sync_to_async
+def is_status(notification_id: str, target: str, status: str) -> bool:
+    return Delivery.objects.get(notification_id=notification_id, target=target).status == status
+
+
+@sync_to_async
+def has_attempts(notification_id: str, target: str, attempts: int) -> bool:
+    row = Delivery.objects.get(notification_id=notification_id, target=target)
+    return row.status == "pending" and row.attempts == attempts
+
+
+def _due_now(notification_id: str) -> None:
+    """Its next try is now (it was set a minute after the last attempt)."""
+    Delivery.objects.filter(notification_id=notification_id).update(next_at=timezone.now())
+
+
+def _api_notifications() -> list[dict[str, Any]]:
+    """GET /api/notifications as the owner."""
+    from django.test import Client
+
+    token = config.current_auth().owner_token
+    answer = Client().get("/api/notifications", HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert answer.status_code == 200, answer.content
+    return answer.json()
 
 
 def _pending_leftover() -> str:
@@ -218,11 +332,13 @@ async def test_a_bad_urls_entry_is_a_failed_delivery_never_a_crash_or_a_leak() -
     rows = await adeliveries(made["id"])
     assert rows["dashboard"]["status"] == "sent"
     assert rows["apprise:0"] == {
-        **rows["apprise:0"], "status": "failed", "attempts": 0,
+        **rows["apprise:0"],
+        "status": "failed",
+        "attempts": 0,
         "error": "notifications.urls[0] must be an Apprise URL string",
-    }  # fmt: skip
+    }
     assert rows["apprise:1"]["status"] == "failed" and rows["apprise:1"]["attempts"] == 1
     assert "not a URL Apprise knows" in rows["apprise:1"]["error"]
-    assert rows["apprise:2"]["status"] == "failed"
+    assert rows["apprise:2"]["status"] == "pending"  # its port is closed: it waits
     stored = str(await sync_to_async(lambda: list(Delivery.objects.values_list()))())
     assert "hunter2" not in stored and "abc123" not in stored

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 
+from core.runtime import Runtime, current
 from notifications_app.models import Notification
 from remote_app import pairing
-from sessions_app import subagents
 from sessions_app.services import asession_create, asession_stop
-from svcproject.runtime import Runtime
+from subagents_app import subagents
 from tests.notifications_app.support import until
 from tests.sessions_app.termclient import hosting_settings
 from tests.support.runtime import running, settings_file
@@ -54,7 +54,7 @@ async def test_pair_start_from_a_request_thread_notifies_pairing_requested(rt: R
     started = await sync_to_async(pairing.pair_start)("Mozilla/5.0 (Android 15) Firefox", "t.test")
     made = await first("pairing_requested")
     assert made["title"] == "A device asks to pair with svc"
-    assert "Firefox" in made["body"] and "t.test" in made["body"]
+    assert "Firefox" in made["body"] and "t.test" not in made["body"]  # the asker's Host: never
     assert started.code not in made["body"] + made["title"]  # the code stays on the device
     assert made["session_id"] is None and made["url"].endswith("/")
 
@@ -62,7 +62,9 @@ async def test_pair_start_from_a_request_thread_notifies_pairing_requested(rt: R
 async def test_a_permission_request_notifies_and_a_watched_turn_end_does_not(
     rt: Runtime, tmp_path: Path
 ) -> None:
-    session = await asession_create(agent="fake", workspace=str(tmp_path), kind="chat")
+    session = await asession_create(
+        host=current().host, agent="fake", workspace=str(tmp_path), kind="chat"
+    )
     sid = str(session.id)
     chat = rt.host.chat(sid)
     assert chat is not None
@@ -85,13 +87,15 @@ async def test_a_permission_request_notifies_and_a_watched_turn_end_does_not(
     assert await chat.prompt("echo done") == "end_turn"
     ended = await first("turn_ended")
     assert ended["title"] == "fake finished its turn" and ended["session_id"] == sid
-    await asession_stop(session_id=sid)
+    await asession_stop(host=current().host, session_id=sid)
     await asyncio.sleep(0.3)
     assert await notified("session_failed") == []  # a stop somebody asked for is no failure
 
 
 async def test_an_agent_that_crashes_notifies_session_failed(rt: Runtime, tmp_path: Path) -> None:
-    session = await asession_create(agent="fake", workspace=str(tmp_path), kind="chat")
+    session = await asession_create(
+        host=current().host, agent="fake", workspace=str(tmp_path), kind="chat"
+    )
     chat = rt.host.chat(str(session.id))
     assert chat is not None
     await chat.prompt("crash")
@@ -104,10 +108,13 @@ async def test_a_finished_subagent_turn_notifies_subagent_turn_completed(
     rt: Runtime, tmp_path: Path
 ) -> None:
     turn = await sync_to_async(subagents.turn_create)(
-        mode="parallel", cwd=str(tmp_path),
-        agents=[{"agent": "fake", "name": "one", "task": "echo looked"},
-                {"agent": "fake", "name": "two", "task": "echo around"}],
-    )  # fmt: skip
+        mode="parallel",
+        cwd=str(tmp_path),
+        agents=[
+            {"agent": "fake", "name": "one", "task": "echo looked"},
+            {"agent": "fake", "name": "two", "task": "echo around"},
+        ],
+    )
     rt.subagents.start(str(turn.id))
     made = await first("subagent_turn_completed", limit=30)
     assert made["title"] == "2 subagents finished (2 done)"

@@ -18,10 +18,10 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 
+from core import config
+from core.runtime import Runtime, current
 from notifications_app.models import Notification
 from sessions_app.services import asession_create, asession_stop
-from svcproject import config
-from svcproject.runtime import Runtime
 from tests.sessions_app.termclient import hosting_settings
 from tests.support.runtime import running, settings_file
 
@@ -42,9 +42,11 @@ async def rt(fake_agent: None) -> AsyncIterator[Runtime]:
 
 @pytest.fixture
 async def sid(rt: Runtime, tmp_path: Path) -> AsyncIterator[str]:
-    session = await asession_create(agent="fake", workspace=str(tmp_path), kind="chat")
+    session = await asession_create(
+        host=current().host, agent="fake", workspace=str(tmp_path), kind="chat"
+    )
     yield str(session.id)
-    await asession_stop(session_id=str(session.id))
+    await asession_stop(host=current().host, session_id=str(session.id))
 
 
 @sync_to_async
@@ -192,6 +194,7 @@ async def test_a_chat_channel_watching_the_session_is_not_a_dashboard_showing_it
 
     class Channel:
         config = Config()
+        host = rt.host
 
         def spawn(self, work: Any) -> None:
             work.close()  # what the room would post: not this test's business

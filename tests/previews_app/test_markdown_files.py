@@ -30,9 +30,20 @@ def test_images_next_to_the_file_and_inside_the_workspace_are_served(preview: Pr
 
 @pytest.mark.parametrize(
     "rest",
-    ["../logo.png", "../../secret.png", "img/../../logo.png", "/etc/passwd", "escape.png",
-     "%2e%2e/logo.png", "img\\..\\a.png", "img/a.png\x00.md", "", "./img/a.png", "nope.png"],
-)  # fmt: skip
+    [
+        "../logo.png",
+        "../../secret.png",
+        "img/../../logo.png",
+        "/etc/passwd",
+        "escape.png",
+        "%2e%2e/logo.png",
+        "img\\..\\a.png",
+        "img/a.png\x00.md",
+        "",
+        "./img/a.png",
+        "nope.png",
+    ],
+)
 def test_escapes_are_refused(preview: Preview, rest: str) -> None:
     with pytest.raises(files.Refused):
         files.asset_path(preview, rest)

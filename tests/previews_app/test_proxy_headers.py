@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from previews_app.proxy import Target, response_headers, rewrite_location, upstream_headers
 
-ORIGIN = Target(port=5173, path=b"/", query=b"", public_base="http://app-x.localhost:8000",
-                on_svc_origin=False)  # fmt: skip
-SHARE = Target(port=5173, path=b"/", query=b"", public_base="/preview/s/abc", on_svc_origin=True,
-               sandboxed=False)  # fmt: skip
+ORIGIN = Target(
+    port=5173, path=b"/", query=b"", public_base="http://app-x.localhost:8000", on_svc_origin=False
+)
+SHARE = Target(
+    port=5173,
+    path=b"/",
+    query=b"",
+    public_base="/preview/s/abc",
+    on_svc_origin=True,
+    sandboxed=False,
+)
 BEARER = Target(port=5173, path=b"/", query=b"", public_base="/preview/u/abc", on_svc_origin=True)
 
 BROWSER = [

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import DomainError, NotFound
 from previews_app import services
 from previews_app.models import Preview
 from sessions_app.services import workspace_register
-from svcproject.errors import DomainError, NotFound
 
 pytestmark = pytest.mark.django_db
 
@@ -69,8 +69,8 @@ def test_delete_removes_and_unknown_slug_is_not_found() -> None:
 
 
 def test_links_for_the_mcp_tools(tmp_path: Path) -> None:
+    from core import config
     from previews_app import selectors
-    from svcproject import config
 
     dashboard = f"http://{config.current_auth().browser_host}:8000"
     live = services.preview_publish(port=5173)

@@ -8,9 +8,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from core import config
 from remote_app import pairing
 from remote_app.models import PairedDevice, PairingRequest
-from svcproject import config
 
 pytestmark = pytest.mark.django_db
 

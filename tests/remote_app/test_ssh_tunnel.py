@@ -14,7 +14,7 @@ from aiohttp import web
 
 from remote_app.tunnels.base import TunnelError
 from remote_app.tunnels.ssh import SSHTunnel
-from svcproject.runtime import Runtime
+from svcproject.assembly import build as build_runtime
 from tests.support.daemon import free_port
 from tests.support.runtime import running, settings_file, wait_status
 from tests.support.ssh import SSHServer
@@ -124,7 +124,7 @@ async def test_a_tunnel_whose_server_went_away_comes_back_online_by_itself(
     ssh: SSHServer, target: int
 ) -> None:
     remote_port = free_port()
-    runtime = Runtime(backoff_first_s=0.2)
+    runtime = build_runtime(backoff_first_s=0.2)
     runtime.remote_port = target
     with settings_file({"tunnels": {"vps": ssh.tunnel(remote_port)}}):
         async with running(runtime):
@@ -148,7 +148,7 @@ async def test_a_tunnel_whose_server_went_away_comes_back_online_by_itself(
 
 @pytest.mark.django_db(transaction=True)
 async def test_a_tunnel_with_a_wrong_option_shows_error_with_the_option_named() -> None:
-    runtime = Runtime(backoff_first_s=0.2)
+    runtime = build_runtime(backoff_first_s=0.2)
     runtime.remote_port = free_port()
     with settings_file({"tunnels": {"bad": {"provider": "ssh", "host": "h", "port": "x"}}}):
         async with running(runtime):

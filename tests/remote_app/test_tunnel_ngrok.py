@@ -102,8 +102,12 @@ async def test_ngrok_without_a_domain_takes_the_one_ngrok_gives(token: str) -> N
         while len(sdk.calls) < 2:
             await asyncio.sleep(0.01)
     await stop(task)
-    assert [c[0] for c in sdk.calls] == ["authtoken", "listen_and_forward", "listener.close",
-                                         "session.close"]  # fmt: skip
+    assert [c[0] for c in sdk.calls] == [
+        "authtoken",
+        "listen_and_forward",
+        "listener.close",
+        "session.close",
+    ]
 
 
 async def test_ngrok_refusing_the_domain_names_the_option(token: str) -> None:

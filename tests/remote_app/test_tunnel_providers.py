@@ -28,7 +28,7 @@ from aiohttp import web
 from remote_app.tunnels import process, registry
 from remote_app.tunnels.base import TunnelError
 from remote_app.tunnels.process import ProcessTunnel
-from svcproject.runtime import Runtime
+from svcproject.assembly import build as build_runtime
 from tests.remote_app.tunnel_tasks import stop, until_up
 from tests.support.daemon import free_port
 from tests.support.runtime import running, settings_file, wait_status
@@ -317,34 +317,52 @@ async def test_a_tool_that_ignores_sigterm_is_killed(
     ("options", "named"),
     [
         ({"provider": "cloudflared", "tokn_env": "X"}, "tunnels.t.tokn_env: unknown option"),
-        ({"provider": "cloudflared", "public_url": "https://a.example"},
-         "tunnels.t.public_url: only for a named tunnel"),
+        (
+            {"provider": "cloudflared", "public_url": "https://a.example"},
+            "tunnels.t.public_url: only for a named tunnel",
+        ),
         ({"provider": "cloudflared", "token_env": "X"}, "tunnels.t.public_url: required"),
-        ({"provider": "cloudflared", "token_env": "X", "public_url": "a.example"},
-         "tunnels.t.public_url: must be an http:// or https:// URL"),
+        (
+            {"provider": "cloudflared", "token_env": "X", "public_url": "a.example"},
+            "tunnels.t.public_url: must be an http:// or https:// URL",
+        ),
         ({"provider": "cloudflared", "token_env": ""}, "tunnels.t.token_env: must be a non-empty"),
-        ({"provider": "tailscale", "https_port": 444},
-         "tunnels.t.https_port: Funnel serves only 443, 8443 or 10000"),
+        (
+            {"provider": "tailscale", "https_port": 444},
+            "tunnels.t.https_port: Funnel serves only 443, 8443 or 10000",
+        ),
         ({"provider": "tailscale", "https_port": "443"}, "tunnels.t.https_port: must be a port"),
         ({"provider": "localtunnel", "port": 8080}, "tunnels.t.port: unknown option"),
         ({"provider": "localtunnel", "host": ""}, "tunnels.t.host: must be a non-empty string"),
         ({"provider": "localtunnel", "host": "lt.example"}, "tunnels.t.host: must be an http"),
-        ({"provider": "localtunnel", "url_timeout_s": 0},
-         "tunnels.t.url_timeout_s: must be a positive number of seconds"),
+        (
+            {"provider": "localtunnel", "url_timeout_s": 0},
+            "tunnels.t.url_timeout_s: must be a positive number of seconds",
+        ),
         ({"provider": "command"}, "tunnels.t.command: must be a non-empty list of strings"),
-        ({"provider": "command", "command": "bore local 8080"},
-         "tunnels.t.command: must be a non-empty list of strings"),
-        ({"provider": "command", "command": ["bore"], "url_pattern": "(https://"},
-         "tunnels.t.url_pattern: not a valid regular expression"),
-        ({"provider": "command", "command": ["bore"], "url_pattern": 3},
-         "tunnels.t.url_pattern: must be a non-empty string"),
+        (
+            {"provider": "command", "command": "bore local 8080"},
+            "tunnels.t.command: must be a non-empty list of strings",
+        ),
+        (
+            {"provider": "command", "command": ["bore"], "url_pattern": "(https://"},
+            "tunnels.t.url_pattern: not a valid regular expression",
+        ),
+        (
+            {"provider": "command", "command": ["bore"], "url_pattern": 3},
+            "tunnels.t.url_pattern: must be a non-empty string",
+        ),
         ({"provider": "ngrok", "token": "x"}, "tunnels.t.token: unknown option"),
-        ({"provider": "ngrok", "authtoken_env": ""},
-         "tunnels.t.authtoken_env: must be a non-empty string"),
-        ({"provider": "ngrok", "domain": "https://a.ngrok.app"},
-         "tunnels.t.domain: a host name only"),
+        (
+            {"provider": "ngrok", "authtoken_env": ""},
+            "tunnels.t.authtoken_env: must be a non-empty string",
+        ),
+        (
+            {"provider": "ngrok", "domain": "https://a.ngrok.app"},
+            "tunnels.t.domain: a host name only",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_wrong_option_is_named(options: dict, named: str) -> None:
     with pytest.raises(TunnelError, match=re.escape(named)):
         registry.build("t", options)
@@ -359,7 +377,7 @@ async def test_as_services_one_is_online_and_a_missing_executable_is_an_error_sa
     path = os.environ["PATH"].split(os.pathsep)[2:]  # what was there before `standins`
     kept = [folder for folder in path if not Path(folder, "cloudflared").exists()]
     monkeypatch.setenv("PATH", os.pathsep.join([str(python_bin), *kept]))
-    runtime = Runtime(backoff_first_s=0.2)
+    runtime = build_runtime(backoff_first_s=0.2)
     runtime.remote_port = target
     tunnels = {"funnel": {"provider": "tailscale"}, "quick": {"provider": "cloudflared"}}
     with settings_file({"tunnels": tunnels}):

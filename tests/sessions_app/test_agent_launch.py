@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from core import config
 from sessions_app import agents
-from svcproject import config
 
 BASE = "http://127.0.0.1:8123/svc/local-api/work"
 
@@ -67,7 +67,7 @@ def test_every_session_gets_the_svc_variables() -> None:
 
 def test_a_profile_points_every_vendor_variable_at_the_bridge_with_its_first_model() -> None:
     env = launch(profile_id="work", name="shell").env
-    base = f"{BASE}/s-sid-1"  # the scope names the session (§16)
+    base = f"{BASE}/shell.sid-1"  # the scope names the agent and the session (§0, §16)
     assert env["SVC_BRIDGE_URL"] == base
     assert env["OPENAI_BASE_URL"] == f"{base}/openai-chat/v1"
     assert env["ANTHROPIC_BASE_URL"] == f"{base}/anthropic"
@@ -114,12 +114,12 @@ def test_codex_gets_a_responses_provider_on_its_command_line() -> None:
     assert parsed["model"] == "fast"
     assert parsed["model_providers"]["svc"] == {
         "name": "svc",
-        "base_url": f"{BASE}/s-sid-1/openai-responses/v1",
+        "base_url": f"{BASE}/codex.sid-1/openai-responses/v1",
         "env_key": "OPENAI_API_KEY",
         "wire_api": "responses",
     }
     env = launch(kind="chat", name="codex", profile_id="work").env
-    assert env["OPENAI_BASE_URL"] == f"{BASE}/s-sid-1/openai-responses/v1"
+    assert env["OPENAI_BASE_URL"] == f"{BASE}/codex.sid-1/openai-responses/v1"
 
 
 def test_opencode_gets_a_provider_through_its_config_variable() -> None:
@@ -128,7 +128,7 @@ def test_opencode_gets_a_provider_through_its_config_variable() -> None:
     assert content["model"] == content["small_model"] == "svc/fast"
     provider = content["provider"]["svc"]
     assert provider["npm"] == "@ai-sdk/openai-compatible"
-    assert provider["options"]["baseURL"] == f"{BASE}/s-sid-1/openai-chat/v1"
+    assert provider["options"]["baseURL"] == f"{BASE}/opencode.sid-1/openai-chat/v1"
     assert "fast" in provider["models"]
     assert "OPENCODE_CONFIG_CONTENT" not in launch(kind="chat", name="qwen", profile_id="work").env
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from core import config
 from sessions_app import agents
-from svcproject import config
 
 
 def fake_executable(folder: Path, name: str) -> None:

@@ -12,7 +12,7 @@ from sessions_app.host.activity import Activity
 def chat_with_memory() -> tuple[AcpSession, list[dict[str, Any]]]:
     stored: list[dict[str, Any]] = []
 
-    async def store(session_id: str, kind: str, payload: dict[str, Any]) -> int:
+    async def store(session_id: str, kind: str, payload: dict[str, Any], src: int | None) -> int:
         stored.append({**payload, "kind": kind, "session_id": session_id, "seq": len(stored) + 1})
         return len(stored)
 

@@ -12,7 +12,8 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from svcproject import config
+from core import config
+from core.runtime import current
 
 pytestmark = pytest.mark.django_db(transaction=True)
 FAKE_ACP = str(Path(__file__).resolve().parents[1] / "fakes" / "acp_agent.py")
@@ -39,14 +40,14 @@ async def create(tmp_path: Path, **fields: Any) -> Any:
     from sessions_app import services
 
     return await database_sync_to_async(services.session_create)(
-        workspace=str(tmp_path), **{"agent": "shell", **fields}
+        host=current().host, workspace=str(tmp_path), **{"agent": "shell", **fields}
     )
 
 
 async def stop(session_id: str) -> None:
     from sessions_app import services
 
-    await database_sync_to_async(services.session_stop)(session_id=session_id)
+    await database_sync_to_async(services.session_stop)(host=current().host, session_id=session_id)
 
 
 async def receive_until(ws: WebsocketCommunicator, needle: bytes, limit: int = 500) -> bytes:

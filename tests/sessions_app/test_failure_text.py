@@ -17,10 +17,12 @@ from sessions_app.host.agent_errors import failure_text
         (RequestError(-32603, "Internal error", "rate limited"), "rate limited"),
         (RequestError.internal_error(None), "Internal error"),
         (RequestError.invalid_params({"details": "no such mode"}), "Invalid params: no such mode"),
-        (RequestError(-32000, "Authentication required", {"details": "Authentication required"}),
-         "Authentication required"),
+        (
+            RequestError(-32000, "Authentication required", {"details": "Authentication required"}),
+            "Authentication required",
+        ),
         (ConnectionError(), "ConnectionError"),
     ],
-)  # fmt: skip
+)
 def test_the_agents_own_words_replace_the_generic_message(error: Exception, said: str) -> None:
     assert failure_text(error) == said

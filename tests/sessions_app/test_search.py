@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from svcproject import config
+from core import config
 from tests.sessions_app import search_checks
 from tests.support.daemon import manage
 from tests.support.services import postgres_database

@@ -13,7 +13,8 @@ import pytest
 from channels.db import database_sync_to_async
 from django.test import Client
 
-from svcproject import config
+from core import config
+from core.runtime import current
 
 FAKE_ACP = str(Path(__file__).resolve().parents[1] / "fakes" / "acp_agent.py")
 
@@ -91,27 +92,30 @@ def test_the_list_says_who_ended_a_session(api: Client) -> None:
     row(status="exited", exit_code=137, ended_by="user")
     row(status="exited", exit_code=3)
     row(status="running", pid=1)
-    reasons = sorted(s["end_reason"] for s in api.get("/api/sessions").json())
+    reasons = sorted(s["detail"] for s in api.get("/api/sessions").json())
     assert reasons == ["", "exited with code 3", "stopped by you", "stopped when svc stopped"]
 
 
-@pytest.mark.django_db
-def test_sessions_found_dead_at_start_were_ended_by_svc() -> None:
+@pytest.mark.django_db(transaction=True)
+async def test_live_sessions_no_holder_kept_are_interrupted_at_start() -> None:
     from sessions_app import services
+    from sessions_app.host.registry import ProcessHost
     from sessions_app.models import Session
 
-    gone = row(status="running", pid=2**22 + 12345)
-    assert services.sessions_reconcile() == 1
-    gone = Session.objects.get(pk=gone.id)
-    assert (gone.status, gone.ended_by) == ("exited", "svc")
-    assert gone.to_dict()["end_reason"] == "stopped when svc stopped"
+    gone = await database_sync_to_async(row)(status="running", pid=2**22 + 12345)
+    taken, interrupted = await services.asessions_take_back(host=ProcessHost())
+    assert (taken, [s.id for s in interrupted]) == (0, [gone.id])
+    gone = await database_sync_to_async(Session.objects.get)(pk=gone.id)
+    assert (gone.status, gone.ended_by, gone.exit_code) == ("exited", "interrupted", None)
+    assert gone.to_dict()["end_reason"] == "interrupted"
+    assert gone.to_dict()["detail"] == services.INTERRUPTED
 
 
 async def create(tmp_path: Path, **fields: Any) -> Any:
     from sessions_app import services
 
     return await database_sync_to_async(services.session_create)(
-        workspace=str(tmp_path), **{"agent": "shell", **fields}
+        host=current().host, workspace=str(tmp_path), **{"agent": "shell", **fields}
     )
 
 
@@ -129,18 +133,19 @@ async def test_svc_shutdown_and_the_user_stopping_are_recorded(
 
     by_user = await create(tmp_path)
     at_shutdown = await create(tmp_path)
-    await database_sync_to_async(services.session_stop)(session_id=str(by_user.id))
+    await database_sync_to_async(services.session_stop)(
+        host=current().host, session_id=str(by_user.id)
+    )
     assert await svc_runtime.host.stop_all() >= 1
     for _ in range(100):  # the exit is recorded by the process's reaper
         if (await get(at_shutdown.id)).status == "exited":
             break
         await asyncio.sleep(0.05)
     user_row, svc_row = await get(by_user.id), await get(at_shutdown.id)
-    assert (user_row.ended_by, user_row.to_dict()["end_reason"]) == ("user", "stopped by you")
-    assert (svc_row.ended_by, svc_row.to_dict()["end_reason"]) == (
-        "svc",
-        "stopped when svc stopped",
-    )
+    assert (user_row.ended_by, user_row.to_dict()["end_reason"]) == ("user", "stopped")
+    assert user_row.to_dict()["detail"] == "stopped by you"
+    assert (svc_row.ended_by, svc_row.to_dict()["end_reason"]) == ("svc", "svc_stopped")
+    assert svc_row.to_dict()["detail"] == "stopped when svc stopped"
     assert svc_row.exit_code is not None  # the code stays, under the reason
 
 
@@ -167,4 +172,6 @@ async def test_a_chat_is_titled_by_its_first_prompt_then_by_the_agent(
         listed = await database_sync_to_async(selectors.session_list_dicts)(q="tidy-up")
         assert [s["title"] for s in listed] == ["Sessions tidy-up"]
     finally:
-        await database_sync_to_async(services.session_stop)(session_id=str(chat.id))
+        await database_sync_to_async(services.session_stop)(
+            host=current().host, session_id=str(chat.id)
+        )

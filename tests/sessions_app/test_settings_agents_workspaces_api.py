@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from svcproject import config
+from core import config
 
 pytestmark = pytest.mark.django_db
 
@@ -29,7 +29,7 @@ SETTINGS: dict[str, Any] = {
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A settings.json of the test's own; the mirror follows it."""
-    from svcproject import services
+    from core import settings_store as services
 
     home = tmp_path / "home"
     monkeypatch.setenv("SVC_HOME", str(home))

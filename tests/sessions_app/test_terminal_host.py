@@ -5,25 +5,48 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 
+import pytest
+
+from holder.client import HolderClient
 from sessions_app.host import fanout
+from sessions_app.host.direct import DirectPty
 from sessions_app.host.pty import PtySession
 from tests.sessions_app.test_terminal_fanout import FakeSocket
+from tests.support.holders import end_holder
 
 FLOOD = b"head -c 6000000 /dev/zero | base64; echo done-$((40+2))\n"
 
 
-async def start(ended: list[int]) -> PtySession:
-    async def on_exit(session_id: str, code: int) -> None:
-        ended.append(code)
+@pytest.fixture(params=["held", "direct"])
+async def start(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[Callable[[list[int]], Awaitable[PtySession]]]:
+    """Start a shell in a PtySession whose PTY a real holder holds, or svc's own (SVC_HOLDER=0)."""
+    holder = HolderClient(tmp_path / "holder", lambda sid, code: None)
 
-    session = PtySession("test", on_exit)
-    env = {"PATH": os.environ["PATH"], "HOME": "/nonexistent", "TERM": "dumb", "PS1": "$ "}
-    session.start(("/bin/sh",), env, "/", 80, 24)
-    return session
+    async def started(ended: list[int]) -> PtySession:
+        async def on_exit(session_id: str, code: int | None) -> None:
+            ended.append(code)
+
+        session = PtySession("test", on_exit)
+        argv = ("setsid", "-c", "/bin/sh")
+        env = {"PATH": os.environ["PATH"], "HOME": "/nonexistent", "TERM": "dumb", "PS1": "$ "}
+        if request.param == "direct":
+            session.run(DirectPty(argv, env, "/", 80, 24))
+        else:
+            await holder.spawn("test", kind="pty", argv=argv, env=env, cwd="/")
+            session.run(await holder.attach("test", 0))
+        return session
+
+    yield started
+    await holder.close()
+    end_holder(tmp_path)
 
 
-async def test_when_every_viewer_is_behind_nobody_is_dropped_and_nothing_is_lost() -> None:
+async def test_when_every_viewer_is_behind_nobody_is_dropped_and_nothing_is_lost(start) -> None:
     ended: list[int] = []
     session = await start(ended)
     socks = [FakeSocket(), FakeSocket()]
@@ -49,7 +72,9 @@ async def test_when_every_viewer_is_behind_nobody_is_dropped_and_nothing_is_lost
         await session.detach(viewer)
 
 
-async def test_a_viewer_already_let_go_waits_for_nothing_so_a_slow_reader_loses_nothing() -> None:
+async def test_a_viewer_already_let_go_waits_for_nothing_so_a_slow_reader_loses_nothing(
+    start,
+) -> None:
     """A viewer that skipped ahead takes output only once its socket drains; it is not one
     waiting on the reader that is behind, so that reader is not dropped (the 20 MB flood test
     lost bytes so on a loaded machine)."""

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from core import config
+from core import settings_store as settings_services
 from sessions_app import services
 from sessions_app.models import Workspace
-from svcproject import config
-from svcproject import services as settings_services
 from tests.support.runtime import settings_file
 
 pytestmark = pytest.mark.django_db(transaction=True)

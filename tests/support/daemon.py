@@ -20,6 +20,7 @@ from pathlib import Path
 
 import httpx
 
+from tests.support.holders import end_holder
 from tests.support.warm_start import WarmProcess, warm_enough, warm_popen, warm_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,11 +57,12 @@ def manage(
 
 # What `nohup make run &` does to svc: SIGHUP, SIGINT and SIGQUIT ignored, and inherited.
 IGNORING_SIGNALS = (
-    PYTHON, "-c",
+    PYTHON,
+    "-c",
     "import os, signal, sys\n"
     "for s in (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT): signal.signal(s, signal.SIG_IGN)\n"
     "os.execv(sys.argv[1], sys.argv[1:])",
-)  # fmt: skip
+)
 
 
 @dataclass
@@ -142,9 +144,21 @@ class Daemon:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path else ""
 
-    def stop(self, timeout: float = 15) -> int | None:
+    def stop(self, timeout: float = 15, *, keep_sessions: bool = False) -> int | None:
+        """SIGTERM svc and wait. Its held sessions keep running (host.on_exit "keep") only with
+        `keep_sessions`; else their holder is ended too, as a test done with svc must."""
         if self.proc is None:
+            if not keep_sessions:
+                end_holder(self.home)
             return None
+        try:
+            return self._stop(timeout)
+        finally:
+            if not keep_sessions:
+                end_holder(self.home)
+
+    def _stop(self, timeout: float) -> int | None:
+        assert self.proc is not None
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -156,8 +170,16 @@ class Daemon:
         self.proc = None
         return code
 
-    def restart(self) -> Daemon:
-        self.stop()
+    def kill(self) -> None:
+        """SIGKILL svc alone (a crash, the OOM killer): its holder and sessions stay."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+        self.proc = None
+
+    def restart(self, *, keep_sessions: bool = True) -> Daemon:
+        """Stop and start again, as a person restarting svc: held sessions are taken back."""
+        self.stop(keep_sessions=keep_sessions)
         return self.start()
 
     def manage(self, *args: str, check: bool = True, env: dict[str, str] | None = None):

@@ -14,8 +14,9 @@ def run_in_pty(
 ) -> tuple[int, str]:
     """Its exit code and all of its output."""
     master, slave = os.openpty()
-    proc = subprocess.Popen(command, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd,
-                            start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        command, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd, start_new_session=True
+    )
     os.close(slave)
     seen = b""
     deadline = time.monotonic() + timeout

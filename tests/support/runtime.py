@@ -7,18 +7,23 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
-from svcproject.runtime import Runtime, install
+from core.runtime import Runtime, install
+from svcproject.assembly import build as build_runtime
 
 
 @contextmanager
 def installed(runtime: Runtime | None = None) -> Iterator[Runtime]:
     """A runtime as `current()` for the block (not started: no task, no process)."""
-    runtime = runtime or Runtime()
+    from core import config
+    from tests.support.holders import end_holder
+
+    runtime = runtime or build_runtime()
     install(runtime)
     try:
         yield runtime
     finally:
         install(None)
+        end_holder(config.svc_home())  # what the test's sessions left running
 
 
 @asynccontextmanager
@@ -36,7 +41,7 @@ async def running(runtime: Runtime | None = None) -> AsyncIterator[Runtime]:
 @contextmanager
 def settings_file(settings: dict[str, Any]) -> Iterator[None]:
     """settings.json holds `settings` for the block; the worker's own file comes back after."""
-    from svcproject import config
+    from core import config
 
     with kept_settings():
         config.write_settings(settings)
@@ -47,7 +52,7 @@ def settings_file(settings: dict[str, Any]) -> Iterator[None]:
 def kept_settings() -> Iterator[None]:
     """Whatever the block writes to settings.json, the file is as it was after it (or absent, if
     it was): a test's settings never leak into the next test on the worker."""
-    from svcproject import config
+    from core import config
 
     path = config.settings_path()
     before = path.read_text() if path.exists() else None

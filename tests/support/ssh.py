@@ -47,11 +47,23 @@ class SSHServer:
 
     def start(self) -> SSHServer:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.fakes.ssh_server", "--port", str(self.port),
-             "--host-key", str(self.host_key_path),
-             "--authorized-keys", str(self.folder / "authorized_keys"), "--banner", self.banner],
-            cwd=ROOT, stdout=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "tests.fakes.ssh_server",
+                "--port",
+                str(self.port),
+                "--host-key",
+                str(self.host_key_path),
+                "--authorized-keys",
+                str(self.folder / "authorized_keys"),
+                "--banner",
+                self.banner,
+            ],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if line.strip() != "ready":

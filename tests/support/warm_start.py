@@ -128,8 +128,10 @@ def _become(request: dict[str, Any]) -> None:
     os.environ.clear()
     os.environ.update(request["env"])
     opened = [os.open(os.devnull, os.O_RDONLY)]
-    opened += [os.open(request[name], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-               for name in ("stdout", "stderr")]  # fmt: skip
+    opened += [
+        os.open(request[name], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        for name in ("stdout", "stderr")
+    ]
     for fd, source in enumerate(opened):
         if source != fd:
             os.dup2(source, fd)

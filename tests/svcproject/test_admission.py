@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from svcproject import admission, config, server_compat
+from core import config, server_compat
+from svcproject import admission
 
 MIB = 1024 * 1024
 

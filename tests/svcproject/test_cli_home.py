@@ -1,4 +1,4 @@
-"""The fast client (svcproject.cli) uses auth.json exactly when the Django side would keep it as
+"""The fast client (cli) uses auth.json exactly when the Django side would keep it as
 it is, and answers only the command lines it knows; the rest goes to manage.py."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from svcproject import config
-from svcproject.cli import home as cli_home
-from svcproject.cli import views
+from cli import home as cli_home
+from cli import views
+from core import config
 
 GOOD: dict[str, Any] = {
     "port": 8123,
@@ -96,6 +96,6 @@ def test_live_statuses_are_the_models() -> None:
 def test_only_the_command_lines_it_knows_are_answered_here(
     argv: list[str], parsed: tuple[str, dict[str, bool]] | None
 ) -> None:
-    from svcproject.cli.__main__ import parse
+    from cli.__main__ import parse
 
     assert parse(argv) == parsed

@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from svcproject.settings_schema import parse_settings
+from core.settings_schema import parse_settings
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from svcproject import server_compat
+from core import server_compat
 
 
 def test_terminal_backpressure_is_proven_on_twisteds_own_transport() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from svcproject import config
+from core import config
 from tests.support.daemon import manage, migrated_home
 
 GOOD_PROFILE = {"provider": "anthropic", "base_url": "https://api.anthropic.com", "api_key": "k"}

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from svcproject import config, services
+from core import config
+from core import settings_store as services
 
 pytestmark = pytest.mark.django_db
 
@@ -26,8 +27,10 @@ def test_chat_tokens_and_apprise_urls_are_redacted_and_survive_a_write_back() ->
     for secret in ("SECRET", "BOTTOKEN", "127.0.0.1:9"):
         assert secret not in text
     assert shown["notifications"]["urls"] == [
-        "json://[redacted]", "tgram://[redacted]", "json://[redacted]"
-    ]  # fmt: skip
+        "json://[redacted]",
+        "tgram://[redacted]",
+        "json://[redacted]",
+    ]
     services.settings_replace(raw=shown)
     assert config.current_settings().raw == SECRETS
     changed = {

@@ -10,7 +10,11 @@ from pathlib import Path
 import pytest
 from django.test import RequestFactory
 
-from svcproject.static_files import StaticFiles
+from core.static_files import StaticFiles
+
+# Django's response close sends request_finished, which closes stale database connections: a
+# connection another test of this process opened must be reachable then (in any test order).
+pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture

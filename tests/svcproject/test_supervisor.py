@@ -8,7 +8,7 @@ import asyncio
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from svcproject.supervisor import Supervisor, backoff_s
+from core.supervisor import Supervisor, backoff_s
 
 
 class Published:

@@ -7,7 +7,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from bridge_app.usage import GROUPS
-from sessions_app.management.commands._client import ListCommand
+from core.client_command import ListCommand
 
 KEYS = {"session": "session_id", "turn": "turn_id", "profile": "profile_id"}
 TOTALS = (

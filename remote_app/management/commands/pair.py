@@ -1,24 +1,31 @@
 """`manage.py pair CODE`: approve the browser whose pairing page shows CODE (contract §13).
-`--list` shows the paired devices, `--pending` the requests waiting, `--revoke ID` ends a
-device's access and `--deny ID` refuses a request."""
+`--invite` prints a link that pairs the browser opening it (once, within 10 minutes), `--list`
+shows the paired devices, `--pending` the requests waiting, `--revoke ID` ends a device's access
+and `--deny ID` refuses a request."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from sessions_app.management.commands._client import ClientCommand, api, table
+from core.client_command import ClientCommand, api, table
 
 DEVICES = ("id", "device", "host", "first_seen", "last_seen")
 REQUESTS = ("id", "device", "host", "created_at", "expires_at")
 
 
 class Command(ClientCommand):
-    help = "Approve a pairing code shown on a remote browser; --list, --pending, --revoke, --deny."
+    help = (
+        "Approve a pairing code shown on a remote browser; --invite, --list, --pending, "
+        "--revoke, --deny."
+    )
 
     def add_arguments(self, parser: Any) -> None:
         what = parser.add_mutually_exclusive_group(required=True)
         what.add_argument("code", nargs="?", help="the 6 digits the pairing page shows")
+        what.add_argument(
+            "--invite", action="store_true", help="print a link that pairs the phone opening it"
+        )
         what.add_argument("--list", action="store_true", help="list the paired devices")
         what.add_argument("--pending", action="store_true", help="list the waiting requests")
         what.add_argument("--revoke", metavar="ID", help="end this paired device's access")
@@ -26,7 +33,9 @@ class Command(ClientCommand):
         parser.add_argument("--json", action="store_true", help="print JSON")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if options["list"]:
+        if options["invite"]:
+            self.invite(options)
+        elif options["list"]:
             self.show(api("GET", "pairings"), DEVICES, options)
         elif options["pending"]:
             self.show(api("GET", "pairings/pending"), REQUESTS, options)
@@ -56,3 +65,15 @@ class Command(ClientCommand):
             return
         self.stdout.write(f"Paired: {approved.get('device') or 'unknown browser'}")
         self.stdout.write("Its pairing page opens svc within a second or two.")
+
+    def invite(self, options: dict[str, Any]) -> None:
+        made = api("POST", "pairings/invites")
+        if options["json"]:
+            self.stdout.write(json.dumps(made, indent=2))
+        elif made.get("url"):
+            minutes = int(made["expires_in"]) // 60
+            self.stdout.write(made["url"])
+            self.stdout.write(f"Open it on the phone within {minutes} minutes; it works once.")
+        else:
+            self.stderr.write(f"No invite link: {made.get('hint')}")
+            raise SystemExit(1)

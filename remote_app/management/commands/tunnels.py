@@ -8,8 +8,8 @@ from urllib.parse import quote
 
 from django.core.management.base import CommandError
 
-from sessions_app.management.commands._client import ListCommand, api
-from svcproject.cli import views
+from cli import views
+from core.client_command import ListCommand, api
 
 
 class Command(ListCommand):

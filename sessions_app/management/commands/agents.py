@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from sessions_app.management.commands._client import ListCommand
-from svcproject.cli import views
+from cli import views
+from core.client_command import ListCommand
 
 
 class Command(ListCommand):

@@ -23,7 +23,7 @@ from django.core.management.base import BaseCommand, CommandError
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from sessions_app.management.commands._client import ClientCommand, api, base_url, headers
+from core.client_command import ClientCommand, api, base_url, headers
 
 DETACH = b"\x1d"  # Ctrl-]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sessions_app.management.commands._client import ClientCommand, api
+from core import browser
+from core.client_command import ClientCommand, api
 from sessions_app.management.commands.attach import attach_terminal, finish
-from svcproject import browser
 
 
 class Command(ClientCommand):

@@ -1,12 +1,12 @@
 """`manage.py status [--json]`: is the daemon up, where, and what it hosts. `bin/svc status`
-prints the same through svcproject.cli without loading Django."""
+prints the same through cli without loading Django."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from sessions_app.management.commands._client import ClientCommand, api, base_url
-from svcproject.cli import views
+from cli import views
+from core.client_command import ClientCommand, api, base_url
 
 
 class Command(ClientCommand):

@@ -4,13 +4,13 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from svcproject import config, services
+from core import config, rotation
 
 
 class Command(BaseCommand):
     help = "Replace both svc tokens in $SVC_HOME/auth.json (a running daemon picks them up)."
 
     def handle(self, *args: Any, **options: Any) -> None:
-        services.tokens_rotate()
+        rotation.tokens_rotate()
         # The new values stay in auth.json (0600): printing them would put them in shell logs.
         self.stdout.write(f"Rotated the owner and MCP tokens in {config.auth_path()}.")

@@ -6,9 +6,12 @@ import json
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import httpx2
 import pytest
 
-from svcproject import config
+from bridge_app import views
+from core import config
+from tests.bridge_app.exchange.asgi_client import ORIGIN
 from tests.bridge_app.exchange.harness import profiles_for
 from tests.fakes.fake_provider import FakeProvider
 
@@ -36,3 +39,36 @@ async def upstream_client(svc_runtime: Any) -> AsyncIterator[None]:
     """The runtime's provider client is made on first use in this test's loop: close it there."""
     yield
     await svc_runtime.upstream.aclose()
+
+
+class Rows:
+    """The request log, kept in memory: the rows each request records, no database."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    def record(self, **row: Any) -> None:
+        self.rows.append(row)
+
+    async def flush(self) -> None:
+        pass
+
+
+@pytest.fixture
+def request_rows(svc_runtime: Any) -> Rows:
+    svc_runtime.requestlog = Rows()
+    return svc_runtime.requestlog
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx2.AsyncClient]:
+    """A loopback client of the bridge's ASGI app, as daphne would present one."""
+    transport = httpx2.ASGITransport(app=views.application, client=("127.0.0.1", 5555))
+    async with httpx2.AsyncClient(transport=transport, base_url=ORIGIN, timeout=30) as client:
+        yield client
+
+
+@pytest.fixture
+def bridge(http: httpx2.AsyncClient, fake: FakeProvider) -> tuple[Any, FakeProvider]:
+    """What the live tests' `bridge` was (the daemon, the fake), with the app's client instead."""
+    return http, fake

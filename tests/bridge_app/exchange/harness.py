@@ -84,10 +84,17 @@ def body_for(client: str, text: str, stream: bool = False, **extra: Any) -> dict
     return {"max_tokens": 50, **body} if client == "anthropic" else body
 
 
+def parts() -> exchange.Parts:
+    """The test's runtime's client and response store, as the bridge's ASGI entry hands them."""
+    from core.runtime import current
+
+    return exchange.Parts(current().upstream, current().responses)
+
+
 async def generate(
     r: routes.Route, body: dict[str, Any], log: dict[str, Any] | None = None
 ) -> exchange.Reply:
-    return await exchange.generate(r, exchange.Incoming(body, json.dumps(body)), log)
+    return await exchange.generate(parts(), r, exchange.Incoming(body, json.dumps(body)), log)
 
 
 async def call(

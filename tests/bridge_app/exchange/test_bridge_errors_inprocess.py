@@ -10,75 +10,20 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import anthropic
-import httpx2
 import openai
 import pytest
 from asgiref.sync import sync_to_async
-from google import genai
 from google.genai import errors as genai_errors
-from google.genai import types
 
-from bridge_app import upstream, views
+from bridge_app import upstream
 from bridge_app.requestlog import RequestLog
+from tests.bridge_app.exchange.asgi_client import ORIGIN, base_url, sdk
 from tests.bridge_app.exchange.harness import ALIAS
-from tests.fakes.fake_provider import FakeProvider
 
-ORIGIN = "http://127.0.0.1:8000"  # the Host the client sends: a loopback one, as the gate wants
-
-
-class Rows:
-    """The request log, kept in memory: the rows each request records, no database."""
-
-    def __init__(self) -> None:
-        self.rows: list[dict[str, Any]] = []
-
-    def record(self, **row: Any) -> None:
-        self.rows.append(row)
-
-    async def flush(self) -> None:
-        pass
-
-
-@pytest.fixture(autouse=True)
-def request_rows(svc_runtime: Any) -> Rows:
-    svc_runtime.requestlog = Rows()
-    return svc_runtime.requestlog
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx2.AsyncClient]:
-    """A loopback client of the bridge's ASGI app, as daphne would present one."""
-    transport = httpx2.ASGITransport(app=views.application, client=("127.0.0.1", 5555))
-    async with httpx2.AsyncClient(transport=transport, base_url=ORIGIN, timeout=30) as client:
-        yield client
-
-
-@pytest.fixture
-def bridge(http: httpx2.AsyncClient, fake: FakeProvider) -> tuple[Any, FakeProvider]:
-    """What the live tests' `bridge` was (the daemon, the fake), with the app's client instead."""
-    return http, fake
-
-
-def base_url(client: str, profile: str, scope: str = "tests") -> str:
-    prefix = f"{ORIGIN}/svc/local-api/{profile}/{scope}/{client}"
-    return f"{prefix}/v1" if client.startswith("openai") else prefix
-
-
-def sdk(http: httpx2.AsyncClient, client: str, profile: str) -> Any:
-    """The official async client for `client`, pointed at the bridge; its key is a dummy svc
-    ignores."""
-    url = base_url(client, profile)
-    key = "client-key-never-forwarded"
-    if client.startswith("openai"):
-        return openai.AsyncOpenAI(base_url=url, api_key=key, max_retries=0, http_client=http)
-    if client == "anthropic":
-        return anthropic.AsyncAnthropic(base_url=url, api_key=key, max_retries=0, http_client=http)
-    options = types.HttpOptions(base_url=url, httpx_async_client=http)
-    return genai.Client(api_key=key, http_options=options).aio
+pytestmark = pytest.mark.usefixtures("request_rows")  # the request log in memory (conftest)
 
 
 def chat_url(profile: str = "chat") -> str:

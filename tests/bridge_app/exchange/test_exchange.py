@@ -46,10 +46,15 @@ async def test_a_translated_answer_names_the_clients_model_and_uses_the_profiles
     assert "said=[xl-1]" in answer["choices"][0]["message"]["content"]
     assert reply.headers == {"x-request-id": "req_fake"}  # the provider's id comes back
     assert log == {
-        "provider": "anthropic", "model": ALIAS, "stream": False, "upstream_model": "fake-model",
-        "input_tokens": log["input_tokens"], "output_tokens": log["output_tokens"],
-        "cached_input_tokens": 0, "reasoning_tokens": 0,
-    }  # fmt: skip
+        "provider": "anthropic",
+        "model": ALIAS,
+        "stream": False,
+        "upstream_model": "fake-model",
+        "input_tokens": log["input_tokens"],
+        "output_tokens": log["output_tokens"],
+        "cached_input_tokens": 0,
+        "reasoning_tokens": 0,
+    }
     assert log["input_tokens"] > 0 and log["output_tokens"] > 0  # usage (§16)
     rec = fake.last("xl-1")
     assert rec.path == "/v1/messages" and rec.body["model"] == "fake-model"

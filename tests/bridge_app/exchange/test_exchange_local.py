@@ -12,6 +12,7 @@ from tests.bridge_app.exchange.harness import (
     body_for,
     call,
     frames,
+    parts,
     read,
     route,
     sent,
@@ -50,12 +51,14 @@ def test_models_of_an_unknown_profile_are_404() -> None:
 
 async def test_tokens_are_counted_by_a_provider_of_the_same_dialect(fake: FakeProvider) -> None:
     body = body_for("anthropic", "xt-1")
-    reply = await exchange.count_tokens(route("anthropic", tail="v1/messages/count_tokens"), body)
+    reply = await exchange.count_tokens(
+        parts(), route("anthropic", tail="v1/messages/count_tokens"), body
+    )
     assert whole(reply) == {"input_tokens": 42}  # the fake's count, not an estimate
     rec = fake.last("xt-1")
     assert rec.path == "/v1/messages/count_tokens" and rec.body["model"] == "fake-model"
     gemini = route("gemini", tail=f"v1beta/models/{ALIAS}:countTokens")
-    assert whole(await exchange.count_tokens(gemini, body_for("gemini", "xt-2"))) == {
+    assert whole(await exchange.count_tokens(parts(), gemini, body_for("gemini", "xt-2"))) == {
         "totalTokens": 42
     }
     assert fake.last("xt-2").path.endswith("/models/fake-model:countTokens")
@@ -72,7 +75,9 @@ async def test_tokens_are_estimated_when_the_provider_cannot_count(
     client: str, profile: str, tail: str
 ) -> None:
     text = "x" * 400
-    reply = await exchange.count_tokens(route(client, profile, tail=tail), body_for(client, text))
+    reply = await exchange.count_tokens(
+        parts(), route(client, profile, tail=tail), body_for(client, text)
+    )
     count = whole(reply)["input_tokens"]
     assert count == 100  # about four characters a token
 
@@ -89,7 +94,7 @@ async def test_a_translated_responses_turn_is_remembered_recalled_and_deleted(
 ) -> None:
     first = whole(await call("openai-responses", "xm-1 first", "claude"))
     assert first["id"].startswith("resp_") and first["model"] == ALIAS
-    assert whole(exchange.stored_response(stored_route(first["id"]), "GET")) == first
+    assert whole(exchange.stored_response(parts(), stored_route(first["id"]), "GET")) == first
     second = await call(
         "openai-responses", "xm-1 second", "claude", previous_response_id=first["id"]
     )
@@ -97,10 +102,10 @@ async def test_a_translated_responses_turn_is_remembered_recalled_and_deleted(
     history = fake.last("xm-1 second").body["messages"]
     assert [m["role"] for m in history] == ["user", "assistant", "user"]
     assert history[0]["content"][0]["text"] == "xm-1 first"
-    gone = exchange.stored_response(stored_route(first["id"]), "DELETE")
+    gone = exchange.stored_response(parts(), stored_route(first["id"]), "DELETE")
     assert whole(gone) == {"id": first["id"], "object": "response.deleted", "deleted": True}
     with pytest.raises(ir.BridgeError) as err:
-        exchange.stored_response(stored_route(first["id"]), "GET")
+        exchange.stored_response(parts(), stored_route(first["id"]), "GET")
     assert err.value.status == 404
 
 
@@ -108,7 +113,7 @@ async def test_a_streamed_responses_turn_is_remembered_as_the_client_saw_it() ->
     raw = await read(await call("openai-responses", "xm-2", "gemini", stream=True))
     final = frames(raw)[-1][1]
     assert final["type"] == "response.completed"
-    stored = whole(exchange.stored_response(stored_route(final["response"]["id"]), "GET"))
+    stored = whole(exchange.stored_response(parts(), stored_route(final["response"]["id"]), "GET"))
     assert stored == final["response"]
 
 
@@ -117,7 +122,7 @@ async def test_store_false_and_passthrough_turns_are_not_remembered() -> None:
     passed = whole(await call("openai-responses", "xm-4", "responses"))
     for response_id in (unstored["id"], passed["id"]):
         with pytest.raises(ir.BridgeError) as err:
-            exchange.stored_response(stored_route(response_id), "GET")
+            exchange.stored_response(parts(), stored_route(response_id), "GET")
         assert err.value.status == 404
 
 
@@ -130,5 +135,5 @@ async def test_an_unknown_previous_response_is_404_before_any_call(fake: FakePro
 
 def test_stored_responses_answer_get_and_delete_only() -> None:
     with pytest.raises(ir.BridgeError) as err:
-        exchange.stored_response(stored_route("resp_x"), "POST")
+        exchange.stored_response(parts(), stored_route("resp_x"), "POST")
     assert err.value.status == 405

@@ -13,14 +13,11 @@ import openai
 import pytest
 from google.genai import errors as genai_errors
 
-from svcproject import config
+from core import config
+from tests.bridge_app.exchange.asgi_client import sdk
 from tests.bridge_app.exchange.harness import ALIAS, profiles_for
-from tests.bridge_app.exchange.test_bridge_errors_inprocess import (  # noqa: F401 (fixtures)
-    bridge,
-    http,
-    request_rows,
-    sdk,
-)
+
+pytestmark = pytest.mark.usefixtures("request_rows")  # the request log in memory (conftest)
 
 VAR = "SVC_TEST_MISSING_PROFILE_KEY"
 SAYS = f"${VAR} is not set in svc's environment"
@@ -37,7 +34,7 @@ def keyless_profiles(bridge_profiles: Any, monkeypatch: pytest.MonkeyPatch) -> N
     config.write_settings({"profiles": profiles})
 
 
-async def test_openai_chat_and_responses_clients_get_an_authentication_error(bridge) -> None:  # noqa: F811
+async def test_openai_chat_and_responses_clients_get_an_authentication_error(bridge) -> None:
     http_client, provider = bridge
     with pytest.raises(openai.AuthenticationError) as err:
         await sdk(http_client, "openai-chat", "chat").chat.completions.create(
@@ -52,7 +49,7 @@ async def test_openai_chat_and_responses_clients_get_an_authentication_error(bri
     assert provider.requests == []  # the provider was never called
 
 
-async def test_anthropic_client_gets_an_authentication_error(bridge) -> None:  # noqa: F811
+async def test_anthropic_client_gets_an_authentication_error(bridge) -> None:
     http_client, provider = bridge
     with pytest.raises(anthropic.AuthenticationError) as err:
         await sdk(http_client, "anthropic", "claude").messages.create(
@@ -64,7 +61,7 @@ async def test_anthropic_client_gets_an_authentication_error(bridge) -> None:  #
     assert provider.requests == []
 
 
-async def test_gemini_client_gets_unauthenticated(bridge) -> None:  # noqa: F811
+async def test_gemini_client_gets_unauthenticated(bridge) -> None:
     http_client, provider = bridge
     with pytest.raises(genai_errors.ClientError) as err:
         await sdk(http_client, "gemini", "gemini").models.generate_content(
@@ -76,7 +73,7 @@ async def test_gemini_client_gets_unauthenticated(bridge) -> None:  # noqa: F811
 
 
 async def test_once_the_variable_is_set_the_request_goes_through(
-    bridge,  # noqa: F811
+    bridge,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     http_client, provider = bridge

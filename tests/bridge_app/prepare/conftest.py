@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from svcproject import config
+from core import config
 from tests.bridge_app.prepare.harness import PROFILES
 
 

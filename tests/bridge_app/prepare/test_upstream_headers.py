@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bridge_app import dialects, ir
-from svcproject import config
+from core import config
 from tests.bridge_app.prepare.harness import PROFILES, chat, chat_body, messages, prepare, responses
 
 # --- where, and with which headers ---------------------------------------------------------------

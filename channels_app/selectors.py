@@ -1,0 +1,14 @@
+"""Reads for chat channels: the `/ws/channels` list and `GET /api/channels` (contract §14)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core import config
+
+
+def channel_list_dicts(runtime: Any) -> list[dict[str, Any]]:
+    """`web` and each declared channel, with its service's status when one runs."""
+    from channels_app.service import channel_rows
+
+    return channel_rows(runtime, config.current_settings())

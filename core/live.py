@@ -1,0 +1,127 @@
+"""Live lists (contract §7): each list's snapshot and the broadcast telling its clients to re-send.
+
+Apps plug their lists in (`register`, from their `AppConfig.ready()`): a name, a reader that
+builds the list (given the runtime: lists such as tunnels show what is running), and the models
+whose every committed change pushes it. The registry is configuration, filled once at start like
+Django's admin site; what lives — the shared snapshots — belongs to the runtime (`Snapshots`).
+
+A broadcast carries no data: clients re-read the whole list, so a dropped or coalesced message
+can never leave a client on a stale state as long as one message arrives after the last commit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from django.db import transaction
+from django.db.models.signals import post_delete, post_save
+
+Reader = Callable[[Any], list[dict[str, Any]]]  # the runtime (or None) → the list's rows
+_readers: dict[str, Reader] = {}
+_model_lists: dict[type, str] = {}
+
+
+def register(name: str, reader: Reader, *, models: tuple[type, ...] = ()) -> None:
+    """A live list named `name` (served at /ws/<name>); each committed save or delete of a row
+    of `models` pushes it (QuerySet.update() and bulk writes send no signal: services that use
+    them call broadcast_on_commit themselves)."""
+    _readers[name] = reader
+    for model in models:
+        _model_lists[model] = name
+
+
+def names() -> tuple[str, ...]:
+    return tuple(_readers)
+
+
+def snapshot(name: str, runtime: Any = None) -> list[dict[str, Any]]:
+    return _readers[name](runtime)
+
+
+def _push(sender: type, **kwargs: object) -> None:
+    if (name := _model_lists.get(sender)) is not None:
+        broadcast_on_commit(name)
+
+
+post_save.connect(_push, dispatch_uid="core.live.push")
+post_delete.connect(_push, dispatch_uid="core.live.push_delete")
+
+
+def group_name(list_name: str) -> str:
+    return f"lists.{list_name}"
+
+
+async def abroadcast(list_name: str) -> None:
+    layer = get_channel_layer()
+    if layer is not None:
+        # The change id lets the clients of one process rebuild the snapshot once per change.
+        message = {"type": "list.changed", "change": uuid.uuid4().hex}
+        await layer.group_send(group_name(list_name), message)
+
+
+def broadcast_now(list_name: str) -> None:
+    async_to_sync(abroadcast)(list_name)
+
+
+def broadcast_on_commit(list_name: str) -> None:
+    """From sync code inside or outside a transaction: send once the change is visible."""
+    transaction.on_commit(lambda: broadcast_now(list_name))
+
+
+class SharedSnapshot:
+    """One list's JSON text, built once per change and shared by every client in the process.
+
+    A change marks the snapshot stale (each change id counts once, however many clients hear
+    of it); `text()` returns a snapshot built after the newest change it has heard of, so the
+    last frame a client sends still equals the state — built by one database read, not one per
+    client."""
+
+    def __init__(self, list_name: str, runtime: Any = None) -> None:
+        self.list_name, self.runtime = list_name, runtime
+        self._wanted = self._built = 0
+        self._text = ""
+        self._seen: collections.deque[str] = collections.deque(maxlen=256)
+        self._building: asyncio.Future[None] | None = None
+
+    def changed(self, change: str | None) -> None:
+        if change is not None and change in self._seen:
+            return
+        if change is not None:
+            self._seen.append(change)
+        self._wanted += 1
+
+    async def text(self) -> str:
+        while self._built < self._wanted or not self._text:
+            if self._building is None:
+                self._building = asyncio.ensure_future(self._build())
+            await asyncio.shield(self._building)
+        return self._text
+
+    async def _build(self) -> None:
+        generation = self._wanted
+        try:
+            items = await database_sync_to_async(snapshot)(self.list_name, self.runtime)
+            self._text, self._built = json.dumps(items), max(generation, 1)
+        finally:
+            self._building = None
+
+
+class Snapshots:
+    """Each list's shared snapshot, one set per runtime."""
+
+    def __init__(self, runtime: Any = None) -> None:
+        self.runtime = runtime
+        self._shared: dict[str, SharedSnapshot] = {}
+
+    def shared(self, list_name: str) -> SharedSnapshot:
+        if list_name not in self._shared:
+            self._shared[list_name] = SharedSnapshot(list_name, self.runtime)
+        return self._shared[list_name]

@@ -1,0 +1,34 @@
+"""/api/settings: the settings file as the dashboard edits it (secrets redacted)."""
+
+from __future__ import annotations
+
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from core import settings_store as services
+
+
+class SettingsView(APIView):
+    """GET the settings (secrets redacted); PUT replaces the file; PATCH replaces top-level keys.
+    Unknown keys are kept either way."""
+
+    def get(self, request: Request) -> Response:
+        return Response(services.settings_redacted())
+
+    def put(self, request: Request) -> Response:
+        services.settings_replace(raw=request.data)
+        return Response(services.settings_redacted())
+
+    def patch(self, request: Request) -> Response:
+        services.settings_update(changes=request.data)
+        return Response(services.settings_redacted())
+
+
+class SettingsProblemView(APIView):
+    """GET: why settings.json on disk is not in force (`problem` null when it is)."""
+
+    def get(self, request: Request) -> Response:
+        from core import config
+
+        return Response({"problem": config.settings_problem() or None})

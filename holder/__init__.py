@@ -1,0 +1,14 @@
+"""The holder: what keeps svc's hosted processes alive while svc is away (contract §17).
+
+One small process per $SVC_HOME, stdlib only, in its own session and process group, so an svc
+upgrade, crash, `kill -9` or service restart does not take the agents and terminals with it. It
+owns each hosted process's PTY master or stdio pipes and journals what the process writes under
+`<home>/holder/sessions/<id>/out`; svc attaches over a Unix socket only its user can reach and
+reads from any offset. Nothing here imports svc: a holder started by one version of svc keeps
+serving the next (the protocol carries a version).
+
+- protocol.py: the frames on the socket;
+- paths.py: where the socket, the lock and the journals live, and their modes;
+- server.py: the holder process (`python -m holder <dir>`);
+- client.py: svc's asyncio side: start a holder if none runs, spawn, list, attach, forget.
+"""

@@ -1,0 +1,5 @@
+import sys
+
+from holder.server import main
+
+sys.exit(main(sys.argv))

@@ -1,0 +1,418 @@
+"""svc's side of the holder: connect (starting a holder when none answers), spawn, list, attach.
+
+One control connection carries requests, their answers and the holder's exit notices; each
+attached session has a connection of its own, so a slow terminal viewer holds back only its own
+session's output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import collections
+import contextlib
+import itertools
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from holder import paths
+from holder import protocol as p
+from holder.server import INPUT_LIMIT, set_size
+
+logger = logging.getLogger(__name__)
+
+ROOT = Path(__file__).resolve().parents[1]
+START_TIMEOUT_S = 5.0
+STREAM_LIMIT = 1 << 20
+
+OnExit = Callable[[str, int], None]
+
+
+class HolderError(Exception):
+    pass
+
+
+class Frames(asyncio.Protocol):
+    """A session's stream as frames, parsed as they arrive. Consecutive output is handed on as
+    one piece (a terminal flood costs one wake-up per socket read, not one per PTY read), and
+    reading pauses while more than PAUSE_AT bytes wait, so a slow svc holds the holder back."""
+
+    PAUSE_AT = 1 << 20
+
+    def __init__(self) -> None:
+        self.frames: collections.deque[tuple[bytes, bytes]] = collections.deque()
+        self.output: list[bytes] = []  # output after the last frame in `frames`, not yet joined
+        self.buffer = bytearray()
+        self.waiting: asyncio.Future[None] | None = None
+        self.queued = 0
+        self.ended = False
+        self.paused = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        for kind, payload in p.split_frames(self.buffer):
+            if kind == p.OUTPUT:
+                self.output.append(payload)
+            else:
+                self._flush_output()
+                self.frames.append((kind, payload))
+            self.queued += len(payload)
+        if self.queued > self.PAUSE_AT and not self.paused:
+            self.paused = True
+            self.transport.pause_reading()
+        self._wake()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.ended = True
+        self._wake()
+
+    def _flush_output(self) -> None:
+        if self.output:
+            self.frames.append((p.OUTPUT, b"".join(self.output)))
+            self.output = []
+
+    def _wake(self) -> None:
+        if self.waiting is not None and not self.waiting.done():
+            self.waiting.set_result(None)
+
+    async def next(self) -> tuple[bytes, bytes] | None:
+        while not self.frames:
+            if self.output:
+                self._flush_output()
+                break
+            if self.ended:
+                return None
+            self.waiting = asyncio.get_running_loop().create_future()
+            await self.waiting
+        kind, payload = self.frames.popleft()
+        self.queued -= len(payload)
+        if self.paused and self.queued < self.PAUSE_AT // 2:
+            self.paused = False
+            self.transport.resume_reading()
+        return kind, payload
+
+
+class Stream:
+    """One session's output from `offset` on, and the way to its input."""
+
+    held = True  # the holder keeps the process when svc lets go of the stream
+
+    def __init__(
+        self,
+        transport: asyncio.Transport,
+        frames: Frames,
+        hello: dict[str, Any],
+        pty: int | None = None,
+    ) -> None:
+        self.transport, self.frames = transport, frames
+        self.offset: int = hello["offset"]  # where the first output frame starts
+        self.generation: int = hello["generation"]
+        self.pid: int = hello["pid"]
+        self.exit_code: int | None = hello["exit_code"]
+        # A terminal's PTY, passed by the holder: keys and sizes go straight into it.
+        self.pty = PtyInput(pty) if pty is not None else None
+
+    async def read(self) -> tuple[bytes, bytes] | None:
+        """The next frame (OUTPUT, GAP or EXIT), or None once the holder closed the stream."""
+        return await self.frames.next()
+
+    def write(self, data: bytes) -> None:
+        if self.pty is not None:
+            self.pty.write(data)
+            return
+        for start in range(0, len(data), p.MAX_FRAME):
+            self.transport.write(p.frame(p.INPUT, data[start : start + p.MAX_FRAME]))
+
+    def resize(self, cols: int, rows: int) -> None:
+        if self.pty is not None:
+            self.pty.resize(cols, rows)
+            return
+        self.transport.write(p.json_frame(p.RESIZE, {"cols": cols, "rows": rows}))
+
+    def ack(self, offset: int) -> None:
+        self.transport.write(p.json_frame(p.ACK, {"offset": offset}))
+
+    def close_input(self) -> None:
+        self.transport.write(p.frame(p.END_INPUT, b""))
+
+    def close(self) -> None:
+        self.transport.close()
+        if self.pty is not None:
+            self.pty.close()
+
+
+class PtyInput:
+    """Writing to a terminal's PTY without blocking: what the process has not read yet waits,
+    up to INPUT_LIMIT (keys typed ahead into a program that reads none are dropped beyond it,
+    as a real terminal's would be)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        os.set_blocking(fd, False)
+        self.pending = bytearray()
+        self.loop = asyncio.get_running_loop()
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        if self.closed:
+            return
+        if self.pending:
+            if len(self.pending) + len(data) <= INPUT_LIMIT:
+                self.pending += data
+            return
+        try:
+            written = os.write(self.fd, data)
+        except BlockingIOError:
+            written = 0
+        except OSError:
+            return
+        if written < len(data):
+            self.pending += data[written:]
+            self.loop.add_writer(self.fd, self._flush)
+
+    def _flush(self) -> None:
+        try:
+            written = os.write(self.fd, self.pending)
+        except BlockingIOError:
+            return
+        except OSError:
+            written = len(self.pending)
+        del self.pending[:written]
+        if not self.pending:
+            self.loop.remove_writer(self.fd)
+
+    def resize(self, cols: int, rows: int) -> None:
+        if not self.closed:
+            with contextlib.suppress(OSError):
+                set_size(self.fd, cols, rows)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            if self.pending:
+                self.loop.remove_writer(self.fd)
+            os.close(self.fd)
+
+
+class HolderClient:
+    def __init__(self, directory: Path, on_exit: OnExit) -> None:
+        self.dir = directory
+        self.on_exit = on_exit
+        self._writer: asyncio.StreamWriter | None = None
+        self._answers: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._ids = itertools.count(1)
+        self._reading: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
+        self.holder_pid = 0
+
+    def running(self) -> bool:
+        """Whether a holder answers on this folder's socket (without starting one)."""
+        return paths.socket_path(self.dir).exists()
+
+    async def connect(self, *, start: bool) -> bool:
+        """Connect to the holder; start one first when none answers and `start`. False when
+        none answers and none was to be started."""
+        async with self._lock:
+            if self._writer is not None and not self._writer.is_closing():
+                return True
+            opened = await self._open(start=start)
+            if opened is None:
+                return False
+            reader, self._writer = opened
+            self._reading = asyncio.get_running_loop().create_task(self._read(reader))
+        hello = await self.request("hello")
+        if hello.get("version") != p.VERSION:
+            raise HolderError(f"the holder speaks version {hello.get('version')}, not {p.VERSION}")
+        self.holder_pid = int(hello["pid"])
+        return True
+
+    async def _open(
+        self, *, start: bool
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
+        try:
+            return await self._connect_socket()
+        except (FileNotFoundError, ConnectionRefusedError):
+            if not start:
+                return None
+        await asyncio.to_thread(self._start_holder)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + START_TIMEOUT_S
+        while True:
+            try:
+                return await self._connect_socket()
+            except (FileNotFoundError, ConnectionRefusedError):
+                if loop.time() > deadline:
+                    log = self.dir / "holder.log"
+                    raise HolderError(f"the holder did not start; see {log}") from None
+                await asyncio.sleep(0.02)
+
+    async def _connect_socket(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        return await asyncio.open_unix_connection(
+            os.fspath(paths.socket_path(self.dir)), limit=STREAM_LIMIT
+        )
+
+    def _start_holder(self) -> None:
+        """`setsid -f`: the holder leads a session of its own and is nobody's child, so neither a
+        signal to svc's group nor svc's end reaches it, and it leaves no zombie behind."""
+        paths.private_dir(self.dir)
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "PYTHONPATH": os.fspath(ROOT),
+            "SVC_HOME": os.fspath(self.dir.parent),  # whose it is, for ps and for tests
+        }
+        with open(self.dir / "holder.log", "ab") as log:
+            os.chmod(self.dir / "holder.log", 0o600)
+            subprocess.run(
+                ["setsid", "-f", sys.executable, "-m", "holder", os.fspath(self.dir)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                cwd=self.dir,
+                env=env,
+                check=True,
+                timeout=START_TIMEOUT_S,
+            )
+
+    async def _read(self, reader: asyncio.StreamReader) -> None:
+        try:
+            while True:
+                kind, size = p.HEADER.unpack(await reader.readexactly(p.HEADER.size))
+                message = json.loads(await reader.readexactly(size))
+                if kind != p.JSON:
+                    continue
+                if message.get("event") == "exit":
+                    self.on_exit(str(message["id"]), int(message["exit_code"]))
+                elif (future := self._answers.pop(message.get("rid"), None)) is not None:
+                    future.done() or future.set_result(message)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            for future in self._answers.values():
+                if not future.done():
+                    future.set_exception(HolderError("the holder closed the connection"))
+            self._answers.clear()
+            if self._writer is not None:
+                self._writer.close()
+
+    async def request(self, op: str, **fields: Any) -> dict[str, Any]:
+        if self._writer is None or self._writer.is_closing():
+            raise HolderError("not connected to a holder")
+        rid = next(self._ids)
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._answers[rid] = future
+        self._writer.write(p.json_frame(p.JSON, {"op": op, "rid": rid, **fields}))
+        answer = await future
+        if not answer.get("ok"):
+            raise HolderError(answer.get("error") or f"the holder refused {op}")
+        return answer
+
+    async def sessions(self) -> list[dict[str, Any]]:
+        return list((await self.request("list"))["sessions"])
+
+    async def spawn(
+        self,
+        session_id: str,
+        *,
+        kind: str,
+        argv: tuple[str, ...],
+        env: dict[str, str],
+        cwd: str,
+        cols: int = 80,
+        rows: int = 24,
+        stderr: str = "",
+        offset: int = 0,
+        preface: bytes = b"",
+    ) -> int:
+        """Start a process the holder holds; its output's offsets start at `offset` (a resumed
+        chat's go on from its earlier process's, so they never repeat), and its output begins
+        with `preface` (a resumed terminal's old scrollback)."""
+        await self.connect(start=True)
+        answer = await self.request(
+            "spawn",
+            id=session_id,
+            kind=kind,
+            argv=list(argv),
+            env=env,
+            cwd=cwd,
+            cols=cols,
+            rows=rows,
+            stderr=stderr,
+            offset=offset,
+            preface=base64.b64encode(preface).decode(),
+        )
+        return int(answer["pid"])
+
+    def journal_tail(self, session_id: str, size: int) -> bytes:
+        """The last `size` bytes a holder journaled for a session it no longer holds."""
+        path = paths.session_dir(self.dir, session_id) / "out"
+        try:
+            with path.open("rb") as journal:
+                journal.seek(max(0, path.stat().st_size - size))
+                return journal.read()
+        except FileNotFoundError:
+            return b""
+
+    async def attach(self, session_id: str, offset: int) -> Stream:
+        """The session's stream from `offset` (-1: from what svc last acknowledged)."""
+        loop = asyncio.get_running_loop()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        try:
+            await loop.sock_connect(sock, os.fspath(paths.socket_path(self.dir)))
+            request = {"op": "attach", "id": session_id, "offset": offset}
+            await loop.sock_sendall(sock, p.json_frame(p.JSON, request))
+            # The first read may carry the PTY (SCM_RIGHTS), which asyncio's transports drop.
+            data, fds = await _recv_fds(sock)
+        except BaseException:
+            sock.close()
+            raise
+        frames = Frames()
+        transport, _ = await loop.create_unix_connection(lambda: frames, sock=sock)
+        frames.data_received(data)
+        if not data:
+            frames.connection_lost(None)
+        first = await frames.next()
+        hello = json.loads(first[1]) if first is not None and first[0] == p.JSON else {}
+        if not hello.get("ok"):
+            transport.close()
+            for fd in fds:
+                os.close(fd)
+            raise HolderError(hello.get("error") or f"could not attach to {session_id}")
+        return Stream(transport, frames, hello, pty=fds[0] if fds else None)
+
+    async def forget(self, session_id: str) -> None:
+        with contextlib.suppress(HolderError):
+            await self.request("forget", id=session_id)
+
+    async def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        if self._reading is not None:
+            self._reading.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._reading
+
+
+async def _recv_fds(sock: socket.socket) -> tuple[bytes, list[int]]:
+    loop = asyncio.get_running_loop()
+    while True:
+        try:
+            data, fds, _, _ = socket.recv_fds(sock, 1 << 16, 4)
+            return data, list(fds)
+        except BlockingIOError:
+            readable = loop.create_future()
+            loop.add_reader(sock.fileno(), readable.set_result, None)
+            try:
+                await readable
+            finally:
+                loop.remove_reader(sock.fileno())

@@ -1,0 +1,37 @@
+"""Process sessions: every hosted child leads its own session, so the session id finds all of its
+descendants, including background jobs that job control moved into other process groups."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+
+def exit_code_of(returncode: int) -> int:
+    """Shell convention: killed by signal N → 128 + N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def session_members(sid: int) -> list[int]:
+    pids = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # Field 2 (comm) may hold spaces and parentheses, so split after the last ')'.
+        fields = stat.rsplit(b")", 1)[1].split()
+        if fields[0] != b"Z" and int(fields[3]) == sid:
+            pids.append(int(entry.name))
+    return pids
+
+
+def signal_session(sid: int, sig: int) -> int:
+    members = session_members(sid)
+    for pid in members:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+    return len(members)

@@ -1,0 +1,161 @@
+// A chat session over /ws/chat (contract §7): the streamed log (chat-log.js says what it holds),
+// the message box (Enter sends, Shift+Enter a new line) with Send and, while a turn runs, Cancel.
+// What is sent while the socket is still opening waits for it, after the `open` message. The page
+// tells svc whether the person sees this chat, so a turn that ends out of sight is notified (§15).
+import { api, socket } from "./api.js";
+import { answered, apply, emptyLog, rowAt } from "./chat-log.js";
+import { Markdown } from "./markdown.js";
+import { onScreen } from "./nav.js";
+import { Component, effect, html, useLayoutEffect, useRef, useState } from "./ui.js";
+
+function connect(session, resume, receive, closed) {
+  const ws = socket("/ws/chat");
+  const early = [];
+  ws.onopen = () => {
+    ws.send(JSON.stringify({ type: "open", session_id: session.id, resume }));
+    for (const message of early.splice(0)) ws.send(message);
+  };
+  ws.onmessage = (event) => receive(JSON.parse(event.data));
+  ws.onclose = closed;
+  return {
+    send(message) {
+      if (ws.readyState === WebSocket.CONNECTING) early.push(JSON.stringify(message));
+      else ws.send(JSON.stringify(message));
+    },
+    close() { ws.close(); },
+  };
+}
+
+// A failed prompt's stderr, fetched when its box is first opened.
+function AgentLog({ sessionId }) {
+  const [text, setText] = useState("");
+  const toggled = async (event) => {
+    if (!event.currentTarget.open || text) return;
+    setText("loading…");
+    try { setText((await api("GET", `sessions/${sessionId}/log`)).log || "(the agent wrote nothing on stderr)"); }
+    catch (error) { setText(error.message); }
+  };
+  return html`<details onToggle=${toggled}><summary>The agent's log</summary><pre class="agent-log">${text}</pre></details>`;
+}
+
+// When something happened, in the reader's own time (the exact moment on hover).
+function when(iso) {
+  const date = new Date(iso);
+  return html`<time datetime=${iso} title=${date.toLocaleString()}>${date.toLocaleTimeString()}</time>`;
+}
+
+function Permission({ row, attrs, answer }) {
+  return html`<div ...${attrs}>${row.text}${row.options.map((option) => html`<button type="button" disabled=${row.answered}
+    onClick=${() => answer(row, option)}>${option.name}</button>`)}</div>`;
+}
+
+function rowView(row, attrs, { sessionId, answer, painted }) {
+  switch (row.kind) {
+    case "agent": return html`<${Markdown} text=${row.text} class=${attrs.class} seq=${attrs["data-seq"]} hit=${attrs["data-hit"]} painted=${painted} />`;
+    case "agent-error": return html`<div ...${attrs}>${row.text}${row.hasLog && html`<${AgentLog} sessionId=${sessionId} />`}</div>`;
+    case "thought": return html`<div ...${attrs}><details><summary>Thinking</summary><div class="thought-text">${row.text}</div></details></div>`;
+    case "tool": return html`<div ...${attrs} data-tool-call-id=${row.id} data-status=${row.status}>
+      <span class="tool-title">${row.text}</span> <span class="tool-status">${row.status}</span></div>`;
+    case "permission": return html`<${Permission} row=${row} attrs=${attrs} answer=${answer} />`;
+    case "decision": return html`<div ...${attrs} data-surface=${row.surface || undefined}>${row.text}${row.at && html` · ${when(row.at)}`}</div>`;
+    case "turn-end": return html`<div ...${attrs} role="separator">${row.text}</div>`;
+    default: return html`<div ...${attrs}>${row.text}</div>`;
+  }
+}
+
+// One row; drawn again only when it changed (a long history stays cheap as the log grows).
+class Row extends Component {
+  shouldComponentUpdate(next) { return next.row !== this.props.row || next.hit !== this.props.hit; }
+
+  render({ row, hit, ...context }) {
+    const kind = row.kind === "agent-error" ? "chat-agent chat-agent-error" : `chat-${row.kind}`;
+    const attrs = { class: hit === null ? kind : `${kind} chat-hit`, "data-seq": row.seq ?? undefined, "data-hit": hit ?? undefined };
+    return rowView(row, attrs, context);
+  }
+}
+
+// The socket, made with the view and closed with it, and the `visible` reports (only changes).
+function useChatSocket(tab, receive, setLog) {
+  const link = useRef(null);
+  useLayoutEffect(() => {
+    const { session } = tab;
+    link.current = connect(session, tab.resume, receive, () => setLog((log) => ({ ...log, running: false })));
+    let last = null;
+    const stop = effect(() => {
+      const now = onScreen(session.id);
+      if (now !== last) { last = now; link.current.send({ type: "visible", session_id: session.id, visible: now }); }
+    });
+    return () => { stop(); link.current.close(); };
+  }, []);
+  return link;
+}
+
+// A search hit to show: now if its row is here, else once the replay reaches it.
+function useReveal(tab, logRef) {
+  const [hit, setHit] = useState(null);
+  const pending = useRef(null);
+  const shown = useRef(null); // the hit as of the last render, for callbacks made earlier
+  shown.current = hit;
+  useLayoutEffect(() => effect(() => {
+    const asked = tab.reveal.value;
+    if (!asked) return;
+    if (rowAt(logRef.current, asked.at)) setHit({ at: asked.at }); else pending.current = asked.at;
+  }), []);
+  const reached = (seq) => {
+    if (pending.current === null || seq === null || seq === undefined || seq < pending.current) return;
+    setHit({ at: pending.current });
+    pending.current = null;
+  };
+  return { hit, setHit, pending, shown, reached };
+}
+
+function ChatInput({ input, running, prompt, cancel }) {
+  const keyDown = (event) => {
+    if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
+    event.preventDefault();
+    prompt();
+  };
+  return html`<div class="chat-input">
+    <textarea rows="3" ref=${input} placeholder="Message the agent (Enter sends, Shift+Enter new line)" aria-label="message" onKeyDown=${keyDown}></textarea>
+    <div class="chat-buttons">
+      <button type="button" class="chat-send primary" onClick=${prompt}>Send</button>
+      <button type="button" class="chat-cancel danger" hidden=${!running} onClick=${cancel}>Cancel turn</button>
+    </div></div>`;
+}
+
+export function Chat({ tab, onShown }) {
+  const sessionId = tab.session.id;
+  const [log, setLog] = useState(emptyLog);
+  const logRef = useRef(log);
+  logRef.current = log;
+  const box = useRef(null);
+  const input = useRef(null);
+  const reveal = useReveal(tab, logRef);
+  const receive = (e) => { setLog((current) => apply(current, e)); reveal.reached(e.seq); };
+  const link = useChatSocket(tab, receive, setLog);
+  // New rows keep the log at its end, unless a search hit is being shown.
+  const bottom = () => { if (reveal.pending.current === null && !reveal.shown.current && box.current) box.current.scrollTop = box.current.scrollHeight; };
+  useLayoutEffect(() => { onShown.current = () => input.current.focus(); input.current.focus(); }, []);
+  useLayoutEffect(bottom, [log.rows.length]);
+  useLayoutEffect(() => {
+    const node = reveal.hit && box.current.querySelector("[data-hit]");
+    if (node) node.scrollIntoView({ block: "center" });
+  }, [reveal.hit]);
+  const prompt = () => {
+    const text = input.current.value;
+    if (!text.trim()) return;
+    link.current.send({ type: "prompt", session_id: sessionId, text });
+    input.current.value = "";
+    input.current.focus();
+    reveal.setHit(null);
+  };
+  const answer = (row, option) => {
+    link.current.send({ type: "permission", request_id: row.request, option_id: option.option_id });
+    setLog((current) => answered(current, row.key));
+  };
+  const target = reveal.hit && rowAt(log, reveal.hit.at);
+  return html`<div class="chat-log" ref=${box}>${log.rows.map((row) => html`<${Row} key=${row.key} row=${row}
+      hit=${row === target ? reveal.hit.at : null} sessionId=${sessionId} answer=${answer} painted=${bottom} />`)}</div>
+    <${ChatInput} input=${input} running=${log.running} prompt=${prompt}
+      cancel=${() => link.current.send({ type: "cancel", session_id: sessionId })} />`;
+}

@@ -1,0 +1,171 @@
+// The Sessions view: the new-session form (with "Add a folder…", asked for at once on a first run),
+// the handover box, and the table of every session with its filter and actions.
+import { age, api } from "./api.js";
+import { openSession, view } from "./nav.js";
+import { LIVE, choices, choicesError, clock, forgetSession, isLive, loadChoices, resumable, sessions } from "./store.js";
+import { Option, Status, html, useEffect, useRef, useState, useStatus } from "./ui.js";
+
+function place(w) {
+  return { value: w.path, label: w.name && w.name !== w.path ? `${w.name} — ${w.path}` : w.path };
+}
+
+// The folder form: shown by itself while no workspace is registered, else by its toggle.
+function AddFolder({ open, picked, onAdded }) {
+  const [text, run] = useStatus();
+  const submit = (event) => {
+    event.preventDefault();
+    const form = event.currentTarget;
+    run(async () => {
+      const made = await api("POST", "workspaces", { path: form.path.value });
+      form.reset();
+      await loadChoices();
+      onAdded(made.path);
+    });
+  };
+  return html`<form id="add-folder" class="row" hidden=${!open} onSubmit=${submit}>
+    <span class="hint" id="add-folder-why" hidden=${picked !== ""}>No workspace yet: a session runs in a registered folder.</span>
+    <label>Folder <input name="path" required placeholder="/absolute/path/to/project" autocomplete="off" /></label>
+    <button type="submit">Register folder</button> <${Status} id="add-folder-status" text=${text} />
+  </form>`;
+}
+
+function NewSession() {
+  const { agents, workspaces, profiles } = choices.value;
+  const places = workspaces.map(place);
+  const [picked, setPicked] = useState("");
+  const [folderOpen, setFolderOpen] = useState(null); // null: open while there is no workspace
+  const [text, run] = useStatus();
+  useEffect(() => setFolderOpen(null), [workspaces]);
+  const workspace = places.some((p) => p.value === picked) ? picked : (places[0] || { value: "" }).value;
+  const open = folderOpen === null ? places.length === 0 : folderOpen;
+  const submit = (event) => {
+    event.preventDefault();
+    const form = event.currentTarget;
+    run(async () => {
+      const session = await api("POST", "sessions", {
+        agent: form.agent.value, workspace: form.workspace.value, kind: form.kind.value,
+        profile_id: form.profile.value, cols: 100, rows: 30,
+      });
+      openSession(session);
+    }, "starting…");
+  };
+  const toggle = () => {
+    setFolderOpen(!open);
+    if (!open) requestAnimationFrame(() => document.querySelector("#add-folder input[name=path]").focus());
+  };
+  return html`<form id="new-session" class="row" onSubmit=${submit}>
+      <label>Agent <select name="agent" id="new-agent">${agents.filter((a) => a.enabled).map((a) => html`<${Option} key=${a.name} value=${a.name}>${a.name}<//>`)}</select></label>
+      <label>Workspace <select name="workspace" id="new-workspace" value=${workspace} onChange=${(e) => setPicked(e.currentTarget.value)}>
+        ${places.length ? places.map((p) => html`<${Option} key=${p.value} value=${p.value}>${p.label}<//>`) : html`<option value="">(no workspace yet: add a folder)</option>`}
+      </select></label>
+      <button type="button" id="add-folder-toggle" class="linkish" aria-controls="add-folder" aria-expanded=${String(open)} onClick=${toggle}>Add a folder…</button>
+      <label>Profile <select name="profile" id="new-profile"><option value="">(none)</option>${profiles.map((p) => html`<${Option} key=${p.id} value=${p.id}>${p.id}<//>`)}</select></label>
+      <label>Kind <select name="kind" id="new-kind"><option value="terminal">terminal</option><option value="chat">chat</option></select></label>
+      <button type="submit" class="primary">Start</button> <${Status} id="new-status" text=${text || choicesError.value} />
+    </form>
+    <${AddFolder} open=${open} picked=${workspace} onAdded=${(path) => { setPicked(path); setFolderOpen(false); }} />`;
+}
+
+// A handover code prepared by an agent opens its session here.
+function Pickup() {
+  const [text, run] = useStatus();
+  const input = useRef(null);
+  const submit = (event) => {
+    event.preventDefault();
+    run(async () => {
+      const session = await api("POST", "handover/pickup", { code: input.current.value.trim() });
+      input.current.value = "";
+      openSession(session);
+      return `picked up ${session.agent} session`;
+    }, "picking up…");
+  };
+  return html`<form id="pickup" class="row" onSubmit=${submit}>
+    <label>Handover code <input name="code" id="pickup-code" ref=${input} required maxlength="4" autocomplete="off" autocapitalize="characters" placeholder="ABCD" /></label>
+    <button type="submit">Pick up</button> <${Status} id="pickup-status" text=${text} />
+  </form>`;
+}
+
+function sessionStatus(s) {
+  if (isLive(s)) return s.status;
+  if (s.detail) return s.detail; // "stopped when svc stopped", "stopped by you", an agent's last words…
+  return s.exit_code === null || s.exit_code === undefined ? s.status : `${s.status} with code ${s.exit_code}`;
+}
+
+// Ages tick without redrawing the rows (a redraw could take the focus off a button).
+function Age({ since }) {
+  return html`<td class="age" title=${since}>${age(since, clock.value)}</td>`;
+}
+
+function Actions({ s, report }) {
+  const live = isLive(s);
+  const remove = () => report(async () => { await api("DELETE", `sessions/${s.id}?remove=1`); forgetSession(s.id); });
+  // Resumed first, then opened: an open tab of this session follows it (tabs.js keys its view by
+  // the process), so Resume works whether or not the tab is open.
+  const resume = () => report(async () => { openSession(await api("POST", `sessions/${s.id}/resume`)); }, "resuming…");
+  return html`<td class="actions">
+    <button type="button" onClick=${() => openSession(s)}>${s.kind === "terminal" ? "Open terminal" : "Open chat"}</button>
+    ${live && html`<button type="button" class="danger" onClick=${() => api("DELETE", `sessions/${s.id}`)}>Stop</button>`}
+    ${resumable(s) && html`<button type="button" class="resume" onClick=${resume}>Resume</button>`}
+    ${!live && html`<button type="button" class="danger" onClick=${remove}>Remove</button>`}
+  </td>`;
+}
+
+function Row({ s, report }) {
+  const code = s.exit_code === null || s.exit_code === undefined ? "" : `exit code ${s.exit_code}`;
+  return html`<tr class=${`status-${s.status}`} data-session-id=${s.id}>
+    <td class="title">${s.title || "(untitled)"}</td><td>${s.agent}</td><td>${s.kind}</td>
+    <td class="status" title=${code}>${sessionStatus(s)}</td><td class="path">${s.workspace}</td>
+    <${Age} since=${s.created_at} /><${Actions} s=${s} report=${report} />
+  </tr>`;
+}
+
+function matches(s, status, q) {
+  if (status === "live" && !isLive(s)) return false;
+  if (status === "exited" && LIVE.includes(s.status)) return false;
+  const words = q.trim().toLowerCase();
+  return !words || [s.title, s.agent, s.workspace, s.id].some((v) => (v || "").toLowerCase().includes(words));
+}
+
+// Ends every live session (contract §17), after the person confirms how many that is.
+function StopAll({ report }) {
+  const count = sessions.value.filter(isLive).length;
+  const stop = () => {
+    const many = count === 1 ? "the 1 live session" : `all ${count} live sessions`;
+    if (!confirm(`Stop ${many}? Their processes end now; the rows stay, and chats can be resumed.`)) return;
+    report(async () => {
+      const { stopped } = await api("POST", "sessions/stop_all");
+      return `stopped ${stopped} session${stopped === 1 ? "" : "s"}`;
+    }, "stopping…");
+  };
+  return html`<button type="button" id="stop-all" class="danger" disabled=${count === 0} onClick=${stop}
+    title="Stop every live session">Stop all${count ? ` (${count})` : ""}</button>`;
+}
+
+// The live list sends every session; the filter is applied here. The table follows the list
+// only while its view is shown (a snapshot comes on every change; meanwhile the sidebar is what
+// a person sees), and takes the newest list when it is shown again.
+function SessionsTable() {
+  const [status, setStatus] = useState("");
+  const [q, setQ] = useState("");
+  const [text, report] = useStatus();
+  const last = useRef([]);
+  if (view.value === "sessions") last.current = sessions.value;
+  const items = last.current;
+  const shown = items.filter((s) => matches(s, status, q));
+  const empty = items.length ? "No session matches the filter." : "No sessions yet.";
+  return html`<div class="row" id="sessions-filters">
+      <label>Show <select id="sessions-filter" value=${status} onChange=${(e) => setStatus(e.currentTarget.value)}>
+        <option value="">All</option><option value="live">Live</option><option value="exited">Exited</option></select></label>
+      <label>Find <input id="sessions-q" type="search" autocomplete="off" placeholder="title, agent, workspace" value=${q} onInput=${(e) => setQ(e.currentTarget.value)} /></label>
+      <${StopAll} report=${report} /> <${Status} id="sessions-status" text=${text} />
+    </div>
+    <div class="table-wrap" tabindex="0" role="region" aria-label="sessions table"><table id="sessions" class="stack">
+      <thead><tr><th scope="col">Title</th><th scope="col">Agent</th><th scope="col">Kind</th><th scope="col">Status</th><th scope="col">Workspace</th><th scope="col">Age</th><th scope="col">Actions</th></tr></thead>
+      <tbody>${shown.length ? shown.map((s) => html`<${Row} key=${s.id} s=${s} report=${report} />`)
+        : html`<tr class="empty"><td colspan="7">${empty}</td></tr>`}</tbody>
+    </table></div>`;
+}
+
+export function SessionsView() {
+  return html`<${NewSession} /><${Pickup} /><${SessionsTable} />`;
+}

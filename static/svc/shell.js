@@ -1,0 +1,82 @@
+// The application, one component (docs/dashboard.md): the sidebar (workspaces → sessions, then the
+// views) beside the main pane, which holds the open session tabs above one view at a time; on a
+// phone one pane with a bottom navigation. Every view stays mounted, hidden while another is shown,
+// so an open terminal or chat keeps its socket and a form what was typed into it.
+import { banner } from "./api.js";
+import { ApprovalsView } from "./approvals.js";
+import { ChannelsView } from "./channels.js";
+import { DiffApp } from "./diff.js";
+import { LABELS, current, view } from "./nav.js";
+import { PreviewsView } from "./previews.js";
+import { PushOffer } from "./push.js";
+import { RemoteView } from "./remote.js";
+import { Search } from "./search.js";
+import { SessionsView } from "./sessions.js";
+import { SettingsView } from "./settings.js";
+import { BottomNav, LogoutForm, MoreNav, SideNav, Sidebar } from "./sidebar.js";
+import { settingsProblem } from "./store.js";
+import { SessionPanel, SessionTabs } from "./tabs.js";
+import { TurnsView } from "./turns.js";
+import { computed, html } from "./ui.js";
+import { Usage } from "./usage.js";
+
+// One view of the main pane: a titled section, shown while it is the view. Switching views draws
+// the sections again, not what is in them (their content is the same element as before).
+function View({ name, id, title, children }) {
+  const heading = `${name}-title`;
+  return html`<section id=${id} data-view=${name} hidden=${view.value !== name} aria-labelledby=${heading}>
+    <h2 id=${heading}>${title}</h2>${children}</section>`;
+}
+
+function Notices() {
+  const problem = settingsProblem.value;
+  return html`<div id="banner" class="notice notice-warn" role="alert" hidden=${!banner.value}>${banner.value && banner.value.text}</div>
+    <div id="settings-problem" class="notice notice-warn" role="alert" hidden=${!problem}>${problem && `settings.json is not in force (svc keeps the last good settings): ${problem}`}</div>`;
+}
+
+function SessionSection({ children }) {
+  return html`<section id="session-panel" data-view="session" hidden=${view.value !== "session"} aria-label="open session" data-session-id=${current.value || undefined}>
+    ${children}</section>`;
+}
+
+function Views() {
+  return html`<main id="views" tabindex="-1">
+    <${PushOffer} />
+    <${View} name="sessions" id="sessions-box" title="Sessions"><${SessionsView} /><//>
+    <${SessionSection}><${SessionPanel} /><//>
+    <${View} name="previews" id="previews-box" title="Previews"><${PreviewsView} /><//>
+    <${View} name="turns" id="turns-box" title="Subagent turns"><${TurnsView} /><//>
+    <${View} name="remote" id="remote-box" title="Remote access"><${RemoteView} /><//>
+    <${View} name="channels" id="channels-box" title="Channels"><${ChannelsView} /><//>
+    <${View} name="diff" id="diff-box" title="Changes"><div id="diff"><${DiffApp} /></div><//>
+    <${View} name="usage" id="usage-box" title="Usage and cost"><div id="usage"><${Usage} /></div><//>
+    <${View} name="search" id="search-box" title="Search"><div id="search"><${Search} /></div><//>
+    <${View} name="approvals" id="approvals-box" title="Permission decisions"><div id="approvals"><${ApprovalsView} /></div><//>
+    <${View} name="more" id="more-box" title="More"><nav id="more-nav" aria-label="all views"><${MoreNav} /></nav><//>
+    <${View} name="settings" id="settings-box" title="Settings"><${SettingsView} /><//>
+  </main>`;
+}
+
+// Bound to the page as signals: switching views sets them without drawing the application again.
+const title = computed(() => LABELS[view.value] || "");
+
+// The skip link moves the focus without touching the hash (which names the view shown).
+const skip = (event) => { event.preventDefault(); document.getElementById("views").focus(); };
+
+export function App() {
+  return html`<a class="skip-link" href="#views" onClick=${skip}>Skip to the main pane</a>
+    <div class="app" data-view=${view}>
+      <aside id="sidebar" aria-label="workspaces and sessions">
+        <div class="brand"><h1>svc</h1><span id="view-title" class="view-title" aria-live="polite">${title}</span></div>
+        <div id="sidebar-tree"><${Sidebar} /></div>
+        <nav id="app-nav" aria-label="views"><${SideNav} /></nav>
+        <${LogoutForm} />
+      </aside>
+      <div class="pane">
+        <${Notices} />
+        <${SessionTabs} />
+        <${Views} />
+      </div>
+      <nav id="bottom-nav" aria-label="views"><${BottomNav} /></nav>
+    </div>`;
+}

@@ -1,0 +1,82 @@
+// The one store of what svc says: each /ws list (contract §7) is a signal that holds the newest
+// snapshot, the agents, workspaces and profiles the forms offer, and the settings.json problem.
+// Every view reads these signals as it renders, so a list that arrived before a view was drawn is
+// simply there when it is (there is no event to miss). What the page shows (views, open tabs) is
+// nav.js's part of the store.
+import { signal } from "@preact/signals";
+import { api, live } from "./api.js";
+
+export const sessions = signal([]); // /ws/sessions
+export const notifications = signal([]); // /ws/notifications
+export const channels = signal([]); // /ws/channels
+export const tunnels = signal(null); // /ws/tunnels (null until the first list)
+export const pairings = signal([]); // /ws/pairings: requests and paired devices
+export const runtime = signal([]); // /ws/agents/runtime: agents and subagent turns at work
+// What the new-session form, the settings views and the sidebar's workspace names offer.
+export const choices = signal({ agents: [], workspaces: [], profiles: [], loaded: false });
+export const choicesError = signal("");
+export const settingsProblem = signal(""); // "" while settings.json is in force
+export const clock = signal(Date.now()); // ticks every 5 s: the ages shown
+
+export const LIVE = ["starting", "running"];
+export const isLive = (s) => LIVE.includes(s.status);
+// An ended chat, or any session whose process went while svc was away (contract §17 "Resume").
+export const resumable = (s) => !isLive(s) && (s.kind !== "terminal" || s.end_reason === "interrupted");
+
+// Fetched again after every change a form makes (a workspace, a profile, an agent).
+export async function loadChoices() {
+  const [agents, workspaces, profiles] = await Promise.all([
+    api("GET", "agents"), api("GET", "workspaces"), api("GET", "profiles"),
+  ]);
+  choices.value = { agents, workspaces, profiles, loaded: true };
+  choicesError.value = "";
+}
+
+// A removed session leaves the list at once (the live list drops it too, a moment later).
+export function forgetSession(id) {
+  sessions.value = sessions.value.filter((s) => s.id !== id);
+}
+
+// While the tab is hidden, a new notification also shows as a browser notification (tagged with
+// its id, so the Web Push of the same notification replaces it rather than showing twice).
+const announced = new Set();
+let primed = false;
+
+async function notifyBrowser(n) {
+  if (document.visibilityState === "visible" || !("Notification" in window) || Notification.permission !== "granted") return;
+  const options = { body: n.body, tag: n.id, data: { url: n.session_id ? `/#session=${n.session_id}` : "/" } };
+  const registration = navigator.serviceWorker && (await navigator.serviceWorker.getRegistration("/"));
+  if (registration) registration.showNotification(n.title, options);
+  else new Notification(n.title, options);
+}
+
+function receiveNotifications(list) {
+  for (const n of list) {
+    if (primed && !announced.has(n.id)) notifyBrowser(n).catch(() => {});
+    announced.add(n.id);
+  }
+  primed = true;
+  notifications.value = list;
+}
+
+// An edit that broke settings.json is not in force (svc keeps the last good settings): the
+// banner says so, with the file, the key and the problem, until the file is fixed.
+async function watchSettingsProblem() {
+  try {
+    const { problem } = await api("GET", "settings/problem");
+    settingsProblem.value = problem || "";
+  } catch { /* the unreachable banner says it */ }
+  setTimeout(watchSettingsProblem, 3000);
+}
+
+export function startStore() {
+  live("/ws/sessions", (list) => { sessions.value = list; });
+  live("/ws/notifications", receiveNotifications);
+  live("/ws/channels", (list) => { channels.value = list; });
+  live("/ws/tunnels", (list) => { tunnels.value = list; });
+  live("/ws/pairings", (list) => { pairings.value = list; });
+  live("/ws/agents/runtime", (list) => { runtime.value = list; });
+  loadChoices().catch((error) => { choicesError.value = error.message; });
+  watchSettingsProblem();
+  setInterval(() => { clock.value = Date.now(); }, 5000);
+}

@@ -1,0 +1,71 @@
+// Open sessions as tabs (docs/dashboard.md): the tab strip above every view, and the session
+// panel that holds one view per open session. A tab's terminal or chat stays mounted, with its
+// socket and scrollback, whichever tab or view is shown; closing the tab ends them.
+import { api } from "./api.js";
+import { Chat } from "./chat.js";
+import { activate, activations, closeSession, current, tabs, view } from "./nav.js";
+import { isLive, resumable, sessions } from "./store.js";
+import { Terminal } from "./terminal.js";
+import { Status, html, useComputed, useLayoutEffect, useRef, useStatus } from "./ui.js";
+
+const labelOf = (s) => `${s.agent} · ${s.kind} · ${s.id.slice(0, 8)}`;
+
+export function SessionTabs() {
+  const shown = current.value;
+  return html`<div id="session-tabs" role="tablist" aria-label="open sessions">
+    ${tabs.value.map(({ id, session }) => html`<button type="button" role="tab" key=${id} id=${`tab-${id}`}
+      class="session-tab" data-session-id=${id} aria-selected=${String(id === shown)} tabindex=${id === shown ? 0 : -1}
+      title=${session.title || labelOf(session)} onClick=${() => activate(id)}>${labelOf(session)}</button>`)}
+  </div>`;
+}
+
+// The session as the live list has it now (the tab keeps the row it was opened with).
+const rowOf = (session) => sessions.value.find((s) => s.id === session.id) || session;
+
+// Stop while it runs, Resume once it has ended (when it can be resumed): the row decides.
+function SessionHead({ session }) {
+  const title = `${session.title ? `${session.title} — ` : ""}${session.agent} · ${session.kind} · ${session.workspace}`;
+  const state = useComputed(() => {
+    const row = rowOf(session);
+    return isLive(row) ? "live" : resumable(row) ? "resumable" : "ended";
+  });
+  const [text, run] = useStatus();
+  const resume = () => run(async () => { await api("POST", `sessions/${session.id}/resume`); }, "resuming…");
+  return html`<div class="session-head">
+    <h2>${title}</h2>
+    <button type="button" title="What this session changed in its git workspace"
+      onClick=${() => { location.hash = `#view=diff&of=sessions/${session.id}`; }}>Changes</button>
+    ${state.value === "live" && html`<button type="button" class="danger session-stop" onClick=${() => api("DELETE", `sessions/${session.id}`)}>Stop</button>`}
+    ${state.value === "resumable" && html`<button type="button" class="session-resume" onClick=${resume}>Resume</button>`}
+    <${Status} text=${text} />
+    <button type="button" onClick=${() => closeSession(session.id)}>Close</button>
+  </div>`;
+}
+
+// One open session. When it is shown again it takes the focus (its terminal refits first). Its
+// terminal or chat is keyed by the session's process: a resumed session (from this pane, the
+// table, a chat app or the CLI) gets a new one, with a socket that follows it.
+function SessionView({ tab }) {
+  const { id, session } = tab;
+  const pid = useComputed(() => String(rowOf(session).pid ?? ""));
+  const active = current.value === id;
+  const onShown = useRef(null);
+  const count = activations.value;
+  useLayoutEffect(() => {
+    if (active && view.peek() === "session" && onShown.current) onShown.current();
+  }, [active, count]);
+  return html`<div class=${active ? "session-view active" : "session-view"} role="tabpanel" hidden=${!active}
+      aria-label=${labelOf(session)} aria-labelledby=${`tab-${id}`} data-session-id=${id}>
+    <${SessionHead} session=${session} />
+    <div class="session-body">
+      ${session.kind === "terminal" ? html`<${Terminal} key=${pid.value} session=${session} onShown=${onShown} />`
+        : html`<${Chat} key=${pid.value} tab=${tab} onShown=${onShown} />`}
+    </div>
+  </div>`;
+}
+
+export function SessionPanel() {
+  const list = tabs.value;
+  return html`<p id="session-none" class="hint" hidden=${list.length > 0}>No session is open: open one from the list of sessions.</p>
+    <div id="session-views">${list.map((tab) => html`<${SessionView} key=${tab.id} tab=${tab} />`)}</div>`;
+}
