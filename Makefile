@@ -58,7 +58,7 @@ $(VITE_FIXTURE)/node_modules/.installed: $(VITE_FIXTURE)/package.json $(VITE_FIX
 # outside the clone and linked in (scripts/install-agents.sh), so a fresh clone does not extract
 # 1.7 GB again. No install script is needed (npm 11 skips them: claude-code, opencode-ai,
 # node-pty and keytar work without). Tests run them with a throw-away HOME
-# (tests/support/agents.py).
+# (harness/agents.py).
 AGENTS_FIXTURE := tests/fixtures/agents
 $(AGENTS_FIXTURE)/.installed: $(AGENTS_FIXTURE)/package.json $(AGENTS_FIXTURE)/package-lock.json scripts/install-agents.sh
 	scripts/install-agents.sh
@@ -89,12 +89,12 @@ test: dev-venv assets test-fixtures
 	@scripts/ensure-services.sh
 	@scripts/ensure-chromium.sh
 	$(MAKE) --no-print-directory lint
-	env -u PYTHONDONTWRITEBYTECODE SVC_HOME=$$(mktemp -d) $(PY) -m pytest -p tests.support.worker_home -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+	env -u PYTHONDONTWRITEBYTECODE SVC_HOME=$$(mktemp -d) $(PY) -m pytest -p harness.worker_home -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The README's screenshots, taken by the layout test (desktop and phone, light and dark).
 screenshots: dev-venv assets
 	@scripts/ensure-chromium.sh
-	SVC_UPDATE_SCREENSHOTS=1 SVC_HOME=$$(mktemp -d) $(PY) -m pytest -p tests.support.worker_home -q tests/e2e/test_dashboard_layout.py -k every_view
+	SVC_UPDATE_SCREENSHOTS=1 SVC_HOME=$$(mktemp -d) $(PY) -m pytest -p harness.worker_home -q tests/e2e/test_dashboard_layout.py -k every_view
 
 bench: dev-venv assets
 	@scripts/ensure-services.sh

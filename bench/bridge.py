@@ -105,7 +105,7 @@ class Target:
 
 
 def _free_port() -> int:
-    from tests.support.daemon import free_port
+    from harness.daemon import free_port
 
     return free_port()
 
@@ -124,7 +124,7 @@ def _wait_port(port: int, timeout: float = 30) -> None:
 def start_fake() -> tuple[subprocess.Popen, int]:
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.fake_provider", "--port", str(port)], cwd=ROOT
+        [sys.executable, "-m", "harness.fakes.fake_provider", "--port", str(port)], cwd=ROOT
     )
     _wait_port(port)
     pin(proc.pid, CLIENT_CORE)  # the provider stands in for a remote machine
@@ -152,9 +152,9 @@ def start_rawproxy(server: str, fake_port: int) -> tuple[subprocess.Popen, int]:
 
 
 def _bridge_home(fake_port: int) -> Path:
-    from tests.fakes.bridge_setup import bridge_settings
-    from tests.fakes.fake_provider import FakeProvider
-    from tests.support.daemon import migrated_home
+    from harness.daemon import migrated_home
+    from harness.fakes.bridge_setup import bridge_settings
+    from harness.fakes.fake_provider import FakeProvider
 
     return migrated_home(
         Path(tempfile.mkdtemp(prefix="svc-bench-")) / "home",
@@ -163,7 +163,7 @@ def _bridge_home(fake_port: int) -> Path:
 
 
 def start_svc(fake_port: int) -> Any:
-    from tests.support.daemon import Daemon
+    from harness.daemon import Daemon
 
     svc = Daemon(_bridge_home(fake_port)).start()
     pin(svc.proc.pid, SERVER_CORE)

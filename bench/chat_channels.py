@@ -43,7 +43,7 @@ CHATS = 4
 USERS = [OWNER + k for k in range(CHATS)]  # each writes in their own private chat
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "30"))
 WARMUP = 2  # rounds not counted: the first loads pywebpush and Apprise's plugins
-FAKE_ACP = str(ROOT / "tests" / "fakes" / "acp_agent.py")
+FAKE_ACP = str(ROOT / "harness" / "fakes" / "acp_agent.py")
 EDIT_EVERY_S = 1.5  # TelegramPlatform.edit_every_s
 
 
@@ -72,8 +72,8 @@ def setup() -> None:
 def timed_fakes() -> tuple[Any, Any]:
     from aiohttp import web
 
-    from tests.fakes.apprise_target import JsonSink
-    from tests.fakes.push_endpoint import PushEndpoint
+    from harness.fakes.apprise_target import JsonSink
+    from harness.fakes.push_endpoint import PushEndpoint
 
     class TimedPush(PushEndpoint):
         """A push accepted (VAPID verified, payload decrypted): its monotonic time."""
@@ -324,10 +324,10 @@ def row(name: str, values: list[float]) -> str:
 
 async def run() -> tuple[dict[str, list[float]], dict]:
     from core import config
+    from harness.fakes.telegram_api import FakeTelegram
+    from harness.runtime import running, wait_status
     from notifications_app.models import PushSubscription
     from svcproject.assembly import build as build_runtime
-    from tests.fakes.telegram_api import FakeTelegram
-    from tests.support.runtime import running, wait_status
 
     tg = FakeTelegram().start()
     push, sink = timed_fakes()

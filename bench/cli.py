@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.support.machine import percentile  # noqa: E402
-from tests.support.daemon import Daemon, migrated_home  # noqa: E402
+from harness.daemon import Daemon, migrated_home  # noqa: E402
 
 FAST_RUNS = int(os.environ.get("BENCH_CLI_RUNS", "20"))
 DJANGO_RUNS = int(os.environ.get("BENCH_CLI_DJANGO_RUNS", "5"))

@@ -61,10 +61,10 @@ from bench.support.dashboard_probes import (  # noqa: E402
     Traffic,
 )
 from bench.support.machine import p50, percentile, pin  # noqa: E402
-from tests.sessions_app.termclient import hosting_settings, shell_env  # noqa: E402
-from tests.support.browser import chromium  # noqa: E402
-from tests.support.browser_login import dashboard_url, logged_in  # noqa: E402
-from tests.support.daemon import Daemon, migrated_home  # noqa: E402
+from harness.browser import chromium  # noqa: E402
+from harness.browser_login import dashboard_url, logged_in  # noqa: E402
+from harness.daemon import Daemon, migrated_home  # noqa: E402
+from harness.termclient import hosting_settings, shell_env  # noqa: E402
 
 SESSIONS = 200
 LIVE_SESSIONS = 12

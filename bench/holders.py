@@ -34,7 +34,7 @@ ROUNDS = 3
 
 
 def settings() -> dict[str, Any]:
-    from tests.sessions_app.termclient import hosting_settings
+    from harness.termclient import hosting_settings
 
     made = hosting_settings()
     made["agents"]["cat"] = {"command": ["cat"], "enabled": True}
@@ -61,7 +61,7 @@ def bound(port: int) -> None:
 
 async def ready(daemon: Any, session: dict[str, Any], since: float) -> float:
     """Seconds from `since` until the session is running and attachable."""
-    from tests.sessions_app.termclient import open_ws
+    from harness.termclient import open_ws
 
     while True:
         try:
@@ -100,8 +100,8 @@ def pct(values: list[float], q: int) -> float:
 
 
 async def main() -> int:
-    from tests.sessions_app.termclient import create_session
-    from tests.support.daemon import Daemon, migrated_home
+    from harness.daemon import Daemon, migrated_home
+    from harness.termclient import create_session
 
     work = Path(tempfile.mkdtemp(prefix="svc-bench-work-"))
     daemon = Daemon(migrated_home(work / "home", settings())).start()

@@ -69,7 +69,7 @@ raw = RawBroadcast()
 
 
 def start_raw() -> tuple[subprocess.Popen, int]:
-    from tests.support.daemon import free_port
+    from harness.daemon import free_port
 
     port = free_port()
     proc = subprocess.Popen(
@@ -82,7 +82,7 @@ def start_raw() -> tuple[subprocess.Popen, int]:
 
 
 def start_svc() -> Any:
-    from tests.support.daemon import Daemon, migrated_home
+    from harness.daemon import Daemon, migrated_home
 
     # "idle" starts a process that does no start-up work of its own: with it the frames measure
     # svc's list path alone; with "shell", bash's start-up shares the server's pinned core. The

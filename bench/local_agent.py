@@ -25,7 +25,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-FAKE_ACP = str(ROOT / "tests" / "fakes" / "acp_agent.py")
+FAKE_ACP = str(ROOT / "harness" / "fakes" / "acp_agent.py")
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "30"))
 PROMPT = "echo one two three four five"
 
@@ -91,9 +91,9 @@ async def direct(one_shot: bool) -> list[tuple[float, float]]:
 
 
 def start_svc() -> Any:
-    from tests.fakes.bridge_setup import bridge_settings
-    from tests.fakes.fake_provider import FakeProvider
-    from tests.support.daemon import Daemon, migrated_home
+    from harness.daemon import Daemon, migrated_home
+    from harness.fakes.bridge_setup import bridge_settings
+    from harness.fakes.fake_provider import FakeProvider
 
     root = Path(tempfile.mkdtemp(prefix="svc-bench-"))
     (root / "work").mkdir()

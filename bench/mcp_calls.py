@@ -74,11 +74,11 @@ def _wait(port: int, timeout: float = 30) -> None:
 def start_peer(server: str, home: Path) -> Target:
     """The bare MCPServer on `server` (daphne or uvicorn), reading svc's database.
 
-    Its own session, as svc's daemon has (tests.support.daemon starts it with start_new_session,
+    Its own session, as svc's daemon has (harness.daemon starts it with start_new_session,
     as a terminal's `make run` is): with the kernel's autogroup scheduling a session is a
     scheduling group, and a peer left in the load generator's group had its thread wake-ups
     favoured (a tool call's thread hop is two wake-ups)."""
-    from tests.support.daemon import free_port
+    from harness.daemon import free_port
 
     port = free_port()
     if server == "daphne":
@@ -98,7 +98,7 @@ def start_peer(server: str, home: Path) -> Target:
 def start_svc() -> Any:
     import httpx
 
-    from tests.support.daemon import Daemon, migrated_home
+    from harness.daemon import Daemon, migrated_home
 
     home = migrated_home(Path(tempfile.mkdtemp(prefix="svc-bench-")) / "home")
     svc = Daemon(home).start()

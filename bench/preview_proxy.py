@@ -1,6 +1,6 @@
 """Preview proxy cost: the same dev server fetched directly and through svc, same run.
 
-Upstream: the test suite's threaded static server (tests/previews_app/upstream.py) serving a small
+Upstream: the test suite's threaded static server (harness/upstream.py) serving a small
 CSS file and a 64 MiB file. Client: aiohttp, on the preview origin with the owner's bearer header
 (what a browser does with its grant cookie). Small: 1500 GETs at concurrency 16 → requests/s and
 p50 latency. Large: 3 downloads of 64 MiB → MiB/s (median).
@@ -26,8 +26,8 @@ sys.path.insert(0, str(ROOT))
 import aiohttp  # noqa: E402
 import httpx  # noqa: E402
 
-from tests.previews_app.upstream import Upstream  # noqa: E402
-from tests.support.daemon import Daemon, migrated_home  # noqa: E402
+from harness.daemon import Daemon, migrated_home  # noqa: E402
+from harness.upstream import Upstream  # noqa: E402
 
 SMALL, CONCURRENCY, BIG_MIB, BIG_ROUNDS = 1500, 16, 64, 3
 

@@ -1,7 +1,7 @@
 """Remote access through an SSH reverse tunnel: svc's remote listener beside a bare static file
 server behind the same kind of tunnel, in one run.
 
-One SSH server (tests/fakes/ssh_server.py, asyncssh's server side) carries two reverse forwards:
+One SSH server (harness/fakes/ssh_server.py, asyncssh's server side) carries two reverse forwards:
 svc's own `ssh` tunnel to its remote listener, and one the bench opens with the same keys
 (`asyncssh.connect(...).forward_remote_port(...)`) to a bare aiohttp static server. Each forward
 runs in its server's own process and event loop — asyncssh's client beside daphne in svc, beside
@@ -59,7 +59,7 @@ def cpu_seconds(pid: int) -> float:
 
 def start_bare(ssh: Any) -> tuple[subprocess.Popen, int, int]:
     """(process, its direct port, its forwarded port)."""
-    from tests.support.daemon import free_port
+    from harness.daemon import free_port
 
     config = {
         "ssh_port": ssh.port,
@@ -84,8 +84,8 @@ def start_svc(ssh: Any, tmp: Path) -> tuple[Any, int, Path]:
     """(daemon, its forwarded port, a declared workspace); returns once the tunnel is online."""
     import httpx
 
-    from tests.sessions_app.termclient import shell_env
-    from tests.support.daemon import Daemon, free_port, migrated_home
+    from harness.daemon import Daemon, free_port, migrated_home
+    from harness.termclient import shell_env
 
     forwarded = free_port()
     work = tmp / "work"
@@ -291,7 +291,7 @@ def ms(values: list[float], q: int) -> float:
 def main() -> None:
     import httpx
 
-    from tests.support.ssh import SSHServer
+    from harness.ssh import SSHServer
 
     pin(os.getpid(), CLIENT_CORE)
     tmp = Path(tempfile.mkdtemp(prefix="svc-bench-remote-"))

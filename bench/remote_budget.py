@@ -45,7 +45,7 @@ SERVER_CORE, CLIENT_CORE = 0, 1
 
 
 def start_svc(tmp: Path, max_connections: int) -> Any:
-    from tests.support.daemon import Daemon, migrated_home
+    from harness.daemon import Daemon, migrated_home
 
     settings = {"remote": {"max_connections": max_connections, "header_timeout_s": 10}}
     svc = Daemon(migrated_home(tmp / "home", settings)).start()

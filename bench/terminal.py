@@ -115,7 +115,7 @@ async def open_svc(*, held: bool = True) -> tuple[Send, Recv, Callable[[], None]
     import httpx
     from websockets.asyncio.client import connect
 
-    from tests.support.daemon import Daemon, migrated_home
+    from harness.daemon import Daemon, migrated_home
 
     home = Path(tempfile.mkdtemp(prefix="svc-bench-"))
     env = {**shell_env(), "SVC_HOLDER": "1" if held else "0"}
@@ -145,7 +145,7 @@ async def open_svc(*, held: bool = True) -> tuple[Send, Recv, Callable[[], None]
 async def open_terminado() -> tuple[Send, Recv, Callable[[], None]]:
     from websockets.asyncio.client import connect
 
-    from tests.support.daemon import free_port
+    from harness.daemon import free_port
 
     port = free_port()
     proc = subprocess.Popen(

@@ -3,26 +3,12 @@ with a message that says what to send instead (mcp_app.server turns them into to
 
 from __future__ import annotations
 
-import functools
-import uuid
 from typing import Any
-
-from django.db import connection
 
 from core.errors import DomainError, NotFound
 from core.runtime import current
 from sessions_app import handover, selectors
 from sessions_app.models import Session
-
-
-def _info(session: Session) -> dict[str, Any]:
-    return {
-        "session_id": str(session.id),
-        "agent": session.agent,
-        "workspace": session.workspace,
-        "kind": session.kind,
-        "status": session.status,
-    }
 
 
 def _no_such_session(session_id: str) -> NotFound:
@@ -52,43 +38,15 @@ def resolve_session(
 ) -> dict[str, Any]:
     """get_session_id: a workspace alone is not enough, it takes the agent too (contract §4)."""
     if session_id:
-        if (info := _session_info(session_id)) is None:
+        if (info := selectors.session_info(session_id)) is None:
             raise _no_such_session(session_id)
         return info
-    if header_session_id and (info := _session_info(header_session_id)):
+    if header_session_id and (info := selectors.session_info(header_session_id)):
         return info
     cwd = cwd if agent else None
-    return _info(_caller(session_id=None, header_session_id=None, agent=agent, cwd=cwd))
-
-
-_INFO_FIELDS = ("id", "agent", "workspace", "kind", "status")
-
-
-@functools.cache
-def _info_statement(vendor: str) -> str:
-    """The SQL Django compiles for `Session.objects.filter(pk=…).values_list(<the five>)`, made
-    once per database backend. Compiling it is most of the ORM's cost for this read (~200 µs of
-    a ~210 µs `get` on the bench machine; the statement itself runs in ~20 µs), and
-    get_session_id is the call every agent makes; the text is Django's own, so it follows the
-    model's columns and the backend's quoting."""
-    query = Session.objects.filter(pk=uuid.UUID(int=0)).order_by().values_list(*_INFO_FIELDS).query
-    return query.sql_with_params()[0]
-
-
-def _session_info(session_id: str) -> dict[str, Any] | None:
-    """`_info` of the session with this id, or None, read with the compiled statement above."""
-    try:
-        key = Session._meta.pk.get_db_prep_value(uuid.UUID(str(session_id)), connection)
-    except (ValueError, TypeError, AttributeError):
-        return None
-    with connection.cursor() as cursor:
-        cursor.execute(_info_statement(connection.vendor), [key])
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    pk, agent, workspace, kind, status = row
-    return {"session_id": str(uuid.UUID(str(pk))), "agent": agent, "workspace": workspace,
-            "kind": kind, "status": status}  # fmt: skip
+    return selectors.session_info_of(
+        _caller(session_id=None, header_session_id=None, agent=agent, cwd=cwd)
+    )
 
 
 def prepare_handover(

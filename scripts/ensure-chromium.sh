@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Browser tests use Debian's Chromium (Playwright is pointed at it; it never downloads a browser):
 # the headless shell for most tests (a fresh page costs a sixth of the CPU), the full browser
-# where a test needs what only it has (tests/support/browser.py).
+# where a test needs what only it has (harness/browser.py).
 set -u
 PACKAGES="chromium chromium-headless-shell"
 have() { command -v chromium >/dev/null 2>&1 && command -v chromium-headless-shell >/dev/null 2>&1; }

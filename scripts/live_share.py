@@ -4,7 +4,7 @@
 Every test under tests/e2e/ counts as live (that folder is for tests against a running daphne),
 and so does any other test that, itself or through a fixture, names the `daemon`/`fresh_daemon`
 fixtures or calls a helper that starts or talks to a daemon (the `Daemon` class, or a helper
-from tests/support/daemon.py, tests/sessions_app/termclient.py or tests/fakes/bridge_setup.py
+from harness/daemon.py, harness/termclient.py or harness/fakes/bridge_setup.py
 whose signature takes or returns one)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 LIVE_FIXTURES = {"daemon", "fresh_daemon"}
-LIVE_MODULES = {"tests.support.daemon", "tests.sessions_app.termclient", "tests.fakes.bridge_setup"}
+LIVE_MODULES = {"harness.daemon", "harness.termclient", "harness.fakes.bridge_setup"}
 
 
 def _touches_daemon(value: Any) -> bool:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import models
+from django.db import connection, models
 
 from sessions_app.models import Agent, Approval, Session, SessionDict, Workspace
 
@@ -154,3 +156,44 @@ def agents_runtime_dicts(runtime: Any) -> list[dict[str, Any]]:
     if runtime is None:
         return []
     return [*runtime.host.activity.snapshot(), *runtime.supervisor.statuses("agents_runtime")]
+
+
+# get_session_id (mcp_app/tools_sessions.py): the read every agent makes.
+def session_info_of(session: Session) -> dict[str, Any]:
+    return {
+        "session_id": str(session.id),
+        "agent": session.agent,
+        "workspace": session.workspace,
+        "kind": session.kind,
+        "status": session.status,
+    }
+
+
+_INFO_FIELDS = ("id", "agent", "workspace", "kind", "status")
+
+
+@functools.cache
+def _info_statement(vendor: str) -> str:
+    """The SQL Django compiles for `Session.objects.filter(pk=…).values_list(<the five>)`, made
+    once per database backend. Compiling it is most of the ORM's cost for this read (~200 µs of
+    a ~210 µs `get` on the bench machine; the statement itself runs in ~20 µs), and
+    get_session_id is the call every agent makes; the text is Django's own, so it follows the
+    model's columns and the backend's quoting."""
+    query = Session.objects.filter(pk=uuid.UUID(int=0)).order_by().values_list(*_INFO_FIELDS).query
+    return query.sql_with_params()[0]
+
+
+def session_info(session_id: str) -> dict[str, Any] | None:
+    """session_info_of() the session with this id, or None: read with the statement above."""
+    try:
+        key = Session._meta.pk.get_db_prep_value(uuid.UUID(str(session_id)), connection)
+    except (ValueError, TypeError, AttributeError):
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute(_info_statement(connection.vendor), [key])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    pk, agent, workspace, kind, status = row
+    return {"session_id": str(uuid.UUID(str(pk))), "agent": agent, "workspace": workspace,
+            "kind": kind, "status": status}  # fmt: skip

@@ -3,7 +3,7 @@
 runtime and start it; at reactor shutdown (SIGINT/SIGTERM) stop it.
 
 Outside Twisted (a test in-process, another ASGI server) nothing starts here: the caller builds
-and starts a Runtime itself (tests/support/runtime.py)."""
+and starts a Runtime itself (harness/runtime.py)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.daemon import Daemon, migrated_home
+from harness.daemon import Daemon, migrated_home
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -77,8 +77,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def svc_runtime() -> Iterator[Any]:
     """Every in-process test sees a fresh runtime as `current()` (built, not started), and leaves
     the worker's settings.json as it found it; tests that need the runtime started use
-    tests.support.runtime.running."""
-    from tests.support.runtime import installed, kept_settings
+    harness.runtime.running."""
+    from harness.runtime import installed, kept_settings
 
     with kept_settings(), installed() as runtime:
         yield runtime
@@ -104,7 +104,7 @@ def fresh_daemon(tmp_path: Path) -> Iterator[Daemon]:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """Headless Debian Chromium, one per test module (tests take a fresh context each)."""
-    from tests.support.browser import chromium
+    from harness.browser import chromium
 
     with chromium() as launched:
         yield launched

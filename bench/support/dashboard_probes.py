@@ -25,7 +25,7 @@ from playwright.sync_api import CDPSession
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
-from tests.support.daemon import Daemon
+from harness.daemon import Daemon
 
 # Installed before any script of the dashboard runs. Watches the page; changes nothing it does:
 # the WebSocket wrapper only adds a listener (registered before the page's `onmessage`, so it

@@ -17,10 +17,10 @@ from asgiref.sync import sync_to_async
 from bridge_app import ir, routes
 from bridge_app.conversations import Conversation
 from core.runtime import Runtime
+from harness.runtime import running, settings_file
+from harness.termclient import hosting_settings
 from sessions_app import selectors
 from sessions_app.models import Session
-from tests.sessions_app.termclient import hosting_settings
-from tests.support.runtime import running, settings_file
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -11,7 +11,7 @@ import pytest
 from google import genai
 from google.genai import types
 
-from tests.fakes.fake_provider import FakeProvider
+from harness.fakes.fake_provider import FakeProvider
 
 TOOL = {"type": "object", "properties": {"city": {"type": "string"}}}
 

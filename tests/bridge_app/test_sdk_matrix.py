@@ -8,7 +8,7 @@ writing them is tests/bridge_app/test_request_log.py's, and a database per test 
 module's time.
 
 The harness (fixtures `bridge`, `fake`, `profiles`; the async drivers) is
-tests/fakes/bridge_inprocess.py, offered to this folder by its conftest.py.
+harness/fakes/bridge_inprocess.py, offered to this folder by its conftest.py.
 tests/e2e/test_bridge_sdks.py keeps a few of these over a live daemon, for the wiring."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import re
 import openai
 import pytest
 
-from tests.fakes.bridge_clients import PNG_B64, SYSTEM
-from tests.fakes.bridge_inprocess import (
+from harness.fakes.bridge_clients import PNG_B64, SYSTEM
+from harness.fakes.bridge_inprocess import (
     IDS,
     KEY_HEADER,
     PAIRS,
@@ -28,7 +28,7 @@ from tests.fakes.bridge_inprocess import (
     Bridge,
     ask,
 )
-from tests.fakes.bridge_setup import ALIAS, DIALECTS, PROFILE
+from harness.fakes.bridge_setup import ALIAS, DIALECTS, PROFILE
 
 # --- the matrix ----------------------------------------------------------------------------------
 

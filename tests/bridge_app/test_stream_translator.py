@@ -3,8 +3,8 @@ from a provider's SSE to the client's own grammar (the parser itself: test_sse_p
 relayed as is when nothing changes, ending in the client dialect's error event when the provider
 fails or says nothing, and handing over a translated Responses turn to remember.
 
-Provider streams come from the fake provider's wire formats (tests/fakes, written from the vendors'
-documented shapes, not from bridge_app)."""
+Provider streams come from the fake provider's wire formats (harness/fakes, written from the
+vendors' documented shapes, not from bridge_app)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 
 from bridge_app import dialects, ir, translate
 from bridge_app.streams import SSEParser, StreamTranslator
-from tests.fakes import bridge_fake_formats as fmt
+from harness.fakes import bridge_fake_formats as fmt
 
 NAMES = list(dialects.NAMES)
 TOOL_ARGS = {"city": "Paris", "n": 0}

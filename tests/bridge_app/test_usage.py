@@ -19,11 +19,11 @@ from bridge_app.models import BridgeRequest
 from bridge_app.services import bridge_requests_record as write_rows  # before the fixture's patch
 from core import config
 from core.settings_schema import parse_settings
-from tests.fakes import bridge_setup
-from tests.fakes.bridge_fake_plan import extract, plan
-from tests.fakes.bridge_inprocess import DRIVERS, IDS, PAIRS, Bridge, ask, chat
-from tests.fakes.bridge_setup import ALIAS, DIALECTS, PROFILE
-from tests.fakes.fake_provider import FakeProvider
+from harness.fakes import bridge_setup
+from harness.fakes.bridge_fake_plan import extract, plan
+from harness.fakes.bridge_inprocess import DRIVERS, IDS, PAIRS, Bridge, ask, chat
+from harness.fakes.bridge_setup import ALIAS, DIALECTS, PROFILE
+from harness.fakes.fake_provider import FakeProvider
 
 PRICE = {"input": 3.0, "output": 15.0, "cached_input": 0.3}  # USD per million tokens
 

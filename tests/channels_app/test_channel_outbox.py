@@ -1,5 +1,5 @@
 """The channels' outbox (contract §17, "Nothing sent to svc is lost"), in process through the fake
-Bot API (tests/fakes/telegram_api.py) and the real python-telegram-bot: an answer the Bot API
+Bot API (harness/fakes/telegram_api.py) and the real python-telegram-bot: an answer the Bot API
 could not take — sendMessage answering 502, or the server refusing connections — is delivered
 once the Bot API is back, once, in order with the messages after it; one that stays
 undeliverable for 24 h (time injected, not slept) is marked failed and shown in the API; an
@@ -20,10 +20,10 @@ from channels.db import database_sync_to_async
 from django.utils import timezone
 
 from core.runtime import Runtime
+from harness.fakes.telegram_api import FakeTelegram
+from harness.runtime import running, settings_file, wait_status
 from svcproject.assembly import build as build_runtime
 from tests.channels_app.test_telegram_channel import OWNER, settings, texts, until_sent
-from tests.fakes.telegram_api import FakeTelegram
-from tests.support.runtime import running, settings_file, wait_status
 
 pytestmark = pytest.mark.django_db(transaction=True)
 FOREVER = 10**6

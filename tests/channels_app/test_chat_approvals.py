@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async
 
+from harness.fakes.slack_api import FakeSlack
+from harness.fakes.telegram_api import FakeTelegram
+from harness.runtime import running, settings_file, wait_status
 from svcproject.assembly import build as build_runtime
-from tests.fakes.slack_api import FakeSlack
-from tests.fakes.telegram_api import FakeTelegram
-from tests.support.runtime import running, settings_file, wait_status
 
 pytestmark = pytest.mark.django_db(transaction=True)
-FAKE_ACP = str(Path(__file__).resolve().parents[1] / "fakes" / "acp_agent.py")
+FAKE_ACP = str(Path(__file__).resolve().parents[2] / "harness" / "fakes" / "acp_agent.py")
 TG_OWNER, SLACK_OWNER = 111, "U0OWNER"
 
 

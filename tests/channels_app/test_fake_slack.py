@@ -1,5 +1,5 @@
 """The real slack-bolt AsyncApp + AsyncSocketModeHandler (slack-sdk's aiohttp Socket Mode client)
-against tests.fakes.slack_api.FakeSlack, unpatched: if these pass, the fake speaks Slack well
+against harness.fakes.slack_api.FakeSlack, unpatched: if these pass, the fake speaks Slack well
 enough for svc's Slack channel tests."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from tests.fakes.slack_api import FakeSlack
+from harness.fakes.slack_api import FakeSlack
 
 BUTTON = {
     "type": "actions",

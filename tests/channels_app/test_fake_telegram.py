@@ -25,7 +25,7 @@ from telegram.ext import (
     filters,
 )
 
-from tests.fakes.telegram_api import FakeTelegram
+from harness.fakes.telegram_api import FakeTelegram
 
 USER = 4242
 

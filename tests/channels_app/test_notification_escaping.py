@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from core.runtime import Runtime
+from harness.fakes.slack_api import FakeSlack
+from harness.fakes.telegram_api import FakeTelegram
+from harness.runtime import running, settings_file, wait_status
 from svcproject.assembly import build as build_runtime
 from tests.channels_app import test_slack_channel as on_slack
 from tests.channels_app import test_telegram_channel as on_telegram
-from tests.fakes.slack_api import FakeSlack
-from tests.fakes.telegram_api import FakeTelegram
-from tests.support.runtime import running, settings_file, wait_status
 
 pytestmark = pytest.mark.django_db(transaction=True)
 TITLE = "fake asks <@U0OWNER> & co"

@@ -1,5 +1,5 @@
 """The Slack channel in-process (contract §14), driven through a fake Slack (Web API and Socket
-Mode, tests/fakes/slack_api.py) by the real slack-bolt and slack-sdk: a conversation in a
+Mode, harness/fakes/slack_api.py) by the real slack-bolt and slack-sdk: a conversation in a
 thread, the permission buttons, strangers, a wrong token, and the platform going away."""
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ import pytest
 from channels.db import database_sync_to_async
 
 from core.runtime import Runtime
+from harness.fakes.slack_api import FakeSlack
+from harness.runtime import running, settings_file, wait_status
 from svcproject.assembly import build as build_runtime
-from tests.fakes.slack_api import FakeSlack
-from tests.support.runtime import running, settings_file, wait_status
 
 pytestmark = pytest.mark.django_db(transaction=True)
-FAKE_ACP = str(Path(__file__).resolve().parents[1] / "fakes" / "acp_agent.py")
+FAKE_ACP = str(Path(__file__).resolve().parents[2] / "harness" / "fakes" / "acp_agent.py")
 OWNER = "U0OWNER"
 
 

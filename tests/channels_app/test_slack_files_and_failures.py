@@ -1,5 +1,5 @@
 """Slack files and failed events (contract §14; security review, issue 31, finding 6), through
-the fake Slack (tests/fakes/slack_api.py) and the real slack-bolt / slack-sdk: a stranger's file
+the fake Slack (harness/fakes/slack_api.py) and the real slack-bolt / slack-sdk: a stranger's file
 is never fetched, the bot token goes to no host but Slack's file host (or the configured
 api_base's), and an event whose handling fails is recorded `failed`, said to its sender, acked
 once, and never holds up the next message."""
@@ -13,12 +13,12 @@ import pytest
 from channels.db import database_sync_to_async
 
 from core.runtime import Runtime
+from harness.fakes.slack_api import FakeSlack
+from harness.fakes.slack_elsewhere import ElsewhereHost
+from harness.runtime import running, settings_file, wait_status
 from svcproject.assembly import build as build_runtime
 from tests.channels_app.test_slack_channel import OWNER, session_count, settings, thread_of
 from tests.channels_app.test_telegram_files_and_failures import failed_events
-from tests.fakes.slack_api import FakeSlack
-from tests.fakes.slack_elsewhere import ElsewhereHost
-from tests.support.runtime import running, settings_file, wait_status
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

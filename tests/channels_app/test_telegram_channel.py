@@ -1,5 +1,5 @@
 """The Telegram channel in-process (contract §14), driven through a fake Bot API server
-(tests/fakes/telegram_api.py) by the real python-telegram-bot: a conversation streamed into one
+(harness/fakes/telegram_api.py) by the real python-telegram-bot: a conversation streamed into one
 edited message at Telegram's rate, long answers split, strangers, permission buttons, /pickup
 with the dashboard watching the same turns, the commands, files, a dead agent, queued messages,
 a wrong token, and the Bot API going away and back."""
@@ -17,12 +17,12 @@ import pytest
 from channels.db import database_sync_to_async
 
 from core.runtime import Runtime, current
+from harness.fakes.telegram_api import FakeTelegram
+from harness.runtime import running, settings_file, wait_status
 from svcproject.assembly import build as build_runtime
-from tests.fakes.telegram_api import FakeTelegram
-from tests.support.runtime import running, settings_file, wait_status
 
 pytestmark = pytest.mark.django_db(transaction=True)
-FAKE_ACP = str(Path(__file__).resolve().parents[1] / "fakes" / "acp_agent.py")
+FAKE_ACP = str(Path(__file__).resolve().parents[2] / "harness" / "fakes" / "acp_agent.py")
 OWNER, STRANGER = 111, 999
 
 

@@ -1,5 +1,5 @@
 """Telegram files and failed updates (contract §14; security review, issue 31, finding 6),
-through the fake Bot API (tests/fakes/telegram_api.py) and the real python-telegram-bot: a
+through the fake Bot API (harness/fakes/telegram_api.py) and the real python-telegram-bot: a
 stranger's files are never fetched, and an update whose handling fails is recorded `failed`,
 said to its sender, and never holds up the updates after it — not even across a restart."""
 
@@ -13,6 +13,8 @@ import pytest
 from channels.db import database_sync_to_async
 
 from core.runtime import Runtime
+from harness.fakes.telegram_api import FakeTelegram
+from harness.runtime import running, settings_file, wait_status
 from svcproject.assembly import build as build_runtime
 from tests.channels_app.test_telegram_channel import (
     OWNER,
@@ -23,8 +25,6 @@ from tests.channels_app.test_telegram_channel import (
     texts,
     until_sent,
 )
-from tests.fakes.telegram_api import FakeTelegram
-from tests.support.runtime import running, settings_file, wait_status
 
 pytestmark = pytest.mark.django_db(transaction=True)
 PNG = b"\x89PNG\r\n\x1a\nfake image bytes"

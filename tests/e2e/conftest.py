@@ -14,8 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.previews_app.upstream import Upstream
-from tests.support.daemon import Daemon, free_port
+from harness.daemon import Daemon, free_port
+from harness.upstream import Upstream
 
 VITE_APP = Path(__file__).resolve().parents[1] / "fixtures" / "previews" / "vite-app"
 

@@ -9,7 +9,7 @@ import time
 import httpx
 import pytest
 
-from tests.support.daemon import Daemon, migrated_home
+from harness.daemon import Daemon, migrated_home
 
 SECRET = "sk-test-very-secret-key"
 SETTINGS = {

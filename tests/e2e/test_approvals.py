@@ -16,9 +16,9 @@ import httpx
 import pytest
 import websockets
 
+from harness.daemon import Daemon
+from harness.termclient import Chat, start_hosting_daemon, stop_session
 from tests.e2e.test_remote_tunnel import Remote
-from tests.sessions_app.termclient import Chat, start_hosting_daemon, stop_session
-from tests.support.daemon import Daemon
 
 TIMEOUT_S = 2  # SVC_PERMISSION_TIMEOUT: an unanswered request is refused after this long
 IPHONE = (

@@ -14,9 +14,9 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.sessions_app.termclient import Chat, start_hosting_daemon, stop_session
-from tests.support.daemon import ROOT, Daemon
-from tests.support.dashboard import show
+from harness.daemon import ROOT, Daemon
+from harness.dashboard import show
+from harness.termclient import Chat, start_hosting_daemon, stop_session
 
 ACTIVE = "#session-panel .session-view.active"  # the session tab shown
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"

@@ -10,8 +10,8 @@ import pytest
 import websockets
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from tests.support.browser_login import csrf_token, dashboard_url, localhost_client, logged_in
-from tests.support.daemon import Daemon
+from harness.browser_login import csrf_token, dashboard_url, localhost_client, logged_in
+from harness.daemon import Daemon
 
 TOKENS = ("none", "owner", "mcp", "wrong")
 MCP_LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.fakes.bridge_setup import ALIAS, base_url, start_bridge
+from harness.fakes.bridge_setup import ALIAS, base_url, start_bridge
 
 MIB64 = 64 * 1024 * 1024
 

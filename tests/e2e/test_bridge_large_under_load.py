@@ -20,9 +20,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.fakes.bridge_setup import ALIAS
-from tests.fakes.keepalive_provider import KeepAliveProvider
-from tests.support.daemon import Daemon, migrated_home
+from harness.daemon import Daemon, migrated_home
+from harness.fakes.bridge_setup import ALIAS
+from harness.fakes.keepalive_provider import KeepAliveProvider
 
 MIB64 = 64 * 1024 * 1024
 

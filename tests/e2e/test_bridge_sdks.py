@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import openai
 import pytest
 
-from tests.fakes.bridge_clients import DRIVERS, SYSTEM
-from tests.fakes.bridge_setup import ALIAS, DIALECTS, PROFILE, sdk, start_bridge
+from harness.fakes.bridge_clients import DRIVERS, SYSTEM
+from harness.fakes.bridge_setup import ALIAS, DIALECTS, PROFILE, sdk, start_bridge
 
 # Each client with a provider of another dialect (so each provider dialect is behind one client).
 PAIRS = [(c, DIALECTS[(i + 1) % 4]) for i, c in enumerate(DIALECTS)]

@@ -13,8 +13,8 @@ import httpx
 import pytest
 from playwright.sync_api import Browser
 
-from tests.support.browser_login import csrf_token, dashboard_url, localhost_client, logged_in
-from tests.support.daemon import Daemon
+from harness.browser_login import csrf_token, dashboard_url, localhost_client, logged_in
+from harness.daemon import Daemon
 
 
 class _Recorder(http.server.BaseHTTPRequestHandler):

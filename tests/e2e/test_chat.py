@@ -11,14 +11,14 @@ import httpx
 import pytest
 from websockets.exceptions import ConnectionClosed
 
-from tests.sessions_app.termclient import (
+from harness.daemon import Daemon
+from harness.termclient import (
     Chat,
     create_session,
     open_ws,
     start_hosting_daemon,
     stop_session,
 )
-from tests.support.daemon import Daemon
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.daemon import Daemon, free_port, manage, migrated_home
+from harness.daemon import Daemon, free_port, manage, migrated_home
 
 COMMANDS = [
     ["status"],
@@ -90,7 +90,7 @@ def test_a_reader_that_leaves_early_costs_no_traceback(svc: Daemon) -> None:
     import os
     import subprocess
 
-    from tests.support.daemon import PYTHON, ROOT
+    from harness.daemon import PYTHON, ROOT
 
     env = {**os.environ, "SVC_HOME": str(svc.home)}
     piped = subprocess.run(

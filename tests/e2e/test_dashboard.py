@@ -18,11 +18,11 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.previews_app.upstream import Upstream
-from tests.sessions_app.termclient import create_session, start_hosting_daemon
-from tests.support.daemon import ROOT, Daemon
-from tests.support.dashboard import show
-from tests.support.mcp import tool
+from harness.daemon import ROOT, Daemon
+from harness.dashboard import show
+from harness.mcp import tool
+from harness.termclient import create_session, start_hosting_daemon
+from harness.upstream import Upstream
 
 ARTIFACTS = Path(os.environ.get("SVC_TEST_ARTIFACTS", ROOT / "test-artifacts"))
 ACTIVE = "#session-panel .session-view.active"  # the session tab shown

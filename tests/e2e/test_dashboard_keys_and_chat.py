@@ -12,8 +12,8 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.sessions_app.termclient import start_hosting_daemon
-from tests.support.daemon import Daemon
+from harness.daemon import Daemon
+from harness.termclient import start_hosting_daemon
 
 ACTIVE = "#session-panel .session-view.active"  # the session tab shown
 VIEWPORTS = {

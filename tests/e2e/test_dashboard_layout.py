@@ -17,9 +17,9 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.sessions_app.termclient import create_session, start_hosting_daemon
-from tests.support.daemon import ROOT, Daemon
-from tests.support.dashboard import show
+from harness.daemon import ROOT, Daemon
+from harness.dashboard import show
+from harness.termclient import create_session, start_hosting_daemon
 
 ACTIVE = "#session-panel .session-view.active"
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"

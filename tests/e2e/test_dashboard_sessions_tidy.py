@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 from playwright.sync_api import Browser, expect
 
-from tests.sessions_app.termclient import (
+from harness.termclient import (
     Chat,
     create_session,
     hosting_settings,

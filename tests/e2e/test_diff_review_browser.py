@@ -18,11 +18,11 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from harness.daemon import Daemon
+from harness.git import feature_repo, git
+from harness.mcp import tool
+from harness.termclient import Chat, create_session, start_hosting_daemon, stop_session
 from tests.e2e.test_dashboard import screenshot, serious_violations
-from tests.sessions_app.termclient import Chat, create_session, start_hosting_daemon, stop_session
-from tests.support.daemon import Daemon
-from tests.support.git import feature_repo, git
-from tests.support.mcp import tool
 
 TASKS = {  # subagent → what the scripted agent does (commit <file> <lines>)
     "ff": "commit ff.py 3",

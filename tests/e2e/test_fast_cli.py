@@ -23,11 +23,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.sessions_app.termclient import create_session, start_hosting_daemon
-from tests.support.daemon import PYTHON, ROOT, Daemon, free_port, migrated_home
-from tests.support.daemon import manage as manage_py
-from tests.support.mcp import tool
-from tests.support.pty import run_in_pty
+from harness.daemon import PYTHON, ROOT, Daemon, free_port, migrated_home
+from harness.daemon import manage as manage_py
+from harness.mcp import tool
+from harness.pty import run_in_pty
+from harness.termclient import create_session, start_hosting_daemon
 
 FAST = [
     ["status"],

@@ -17,9 +17,9 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from harness.daemon import PYTHON, ROOT, Daemon
+from harness.termclient import create_session, start_hosting_daemon, stop_session
 from tests.e2e.test_terminal_cli import read_until
-from tests.sessions_app.termclient import create_session, start_hosting_daemon, stop_session
-from tests.support.daemon import PYTHON, ROOT, Daemon
 
 MODES = ["auto", "legacy"]  # the current and the 2025-11-25 protocol revisions
 TOOLS = {"get_session_id", "prepare_handover", "register_workspace", "preview", "md_preview"}
@@ -141,7 +141,7 @@ def test_a_wrong_code_on_the_command_line_fails_with_the_message(host: Daemon) -
 async def test_the_dashboards_pickup_box_opens_the_session(host: Daemon, tmp_path: Path) -> None:
     from playwright.async_api import async_playwright
 
-    from tests.support.browser import FLAGS, HEADLESS_SHELL
+    from harness.browser import FLAGS, HEADLESS_SHELL
 
     session = create_session(host, tmp_path)
     code = (await prepare(host, session["id"]))["code"]
@@ -171,7 +171,7 @@ async def test_the_dashboards_pickup_box_opens_the_session(host: Daemon, tmp_pat
 async def test_pickup_typed_in_a_chat_answers_with_the_session(
     host: Daemon, tmp_path: Path
 ) -> None:
-    from tests.sessions_app.termclient import Chat
+    from harness.termclient import Chat
 
     agent_chat = await Chat.connect(host)
     ready = await agent_chat.open(agent="fake", workspace=str(tmp_path))
@@ -197,7 +197,7 @@ async def test_a_hosted_agent_learns_its_session_and_hands_it_over_with_no_argum
     host: Daemon, tmp_path: Path
 ) -> None:
     """The agent itself calls svc, with nothing but the environment svc gave it."""
-    from tests.sessions_app.termclient import Chat
+    from harness.termclient import Chat
 
     chat = await Chat.connect(host)
     sid = (await chat.open(agent="fake", workspace=str(tmp_path)))["session_id"]

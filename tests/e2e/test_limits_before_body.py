@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.daemon import Daemon, migrated_home
+from harness.daemon import Daemon, migrated_home
 
 MIB = 1024 * 1024
 BRIDGE_LIMIT = 64 * MIB

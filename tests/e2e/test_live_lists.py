@@ -8,8 +8,8 @@ import time
 import httpx
 import pytest
 
-from tests.support.daemon import Daemon
-from tests.support.ws import connect, recv_json, wait_for_frame
+from harness.daemon import Daemon
+from harness.ws import connect, recv_json, wait_for_frame
 
 
 @pytest.mark.parametrize(

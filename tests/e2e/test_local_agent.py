@@ -12,11 +12,11 @@ import anthropic
 import openai
 import pytest
 
-from tests.fakes.bridge_setup import bridge_settings
-from tests.fakes.fake_provider import FakeProvider
-from tests.support.daemon import ROOT, Daemon, migrated_home
+from harness.daemon import ROOT, Daemon, migrated_home
+from harness.fakes.bridge_setup import bridge_settings
+from harness.fakes.fake_provider import FakeProvider
 
-FAKE_ACP = str(ROOT / "tests" / "fakes" / "acp_agent.py")
+FAKE_ACP = str(ROOT / "harness" / "fakes" / "acp_agent.py")
 
 
 @pytest.fixture(scope="module")

@@ -21,9 +21,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from harness.daemon import Daemon, migrated_home
+from harness.fakes.fake_provider import FakeProvider
 from tests.e2e.test_local_agent_turns import FAKE_ACP, api_sessions, settings, wait_until
-from tests.fakes.fake_provider import FakeProvider
-from tests.support.daemon import Daemon, migrated_home
 
 # Wide enough for a busy 2-core CI, still well inside the agent's own 30 s turn, so the cancel
 # cannot be the turn ending by itself; the contract's 100 ms is measured by bench/local_agent.py.

@@ -3,7 +3,7 @@ SDK against /svc/local-agent with one `X-Svc-Conversation`, svc stopped in betwe
 (the holder keeps the agent), or SIGKILL with every agent process killed too (a reboot) — and
 the next request continues the same session: the scripted agent shows the earlier turn.
 
-The scripted agent (tests/fakes/acp_agent.py) keeps its sessions on disk (`--state`), as real
+The scripted agent (harness/fakes/acp_agent.py) keeps its sessions on disk (`--state`), as real
 agents do, and answers `prompts` with every prompt its session has received.
 """
 
@@ -19,11 +19,11 @@ import httpx
 import openai
 import pytest
 
-from tests.fakes.bridge_setup import bridge_settings
-from tests.fakes.fake_provider import FakeProvider
-from tests.sessions_app.termclient import FAKE_ACP
-from tests.support.daemon import Daemon, migrated_home
-from tests.support.reboot import simulate_reboot
+from harness.daemon import Daemon, migrated_home
+from harness.fakes.bridge_setup import bridge_settings
+from harness.fakes.fake_provider import FakeProvider
+from harness.reboot import simulate_reboot
+from harness.termclient import FAKE_ACP
 
 VARIANTS = {"loader": [], "resumer": ["--resume"], "neither": ["--no-load"]}
 

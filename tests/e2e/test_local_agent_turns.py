@@ -16,12 +16,12 @@ import httpx
 import openai
 import pytest
 
+from harness.daemon import ROOT, Daemon, migrated_home
+from harness.fakes.bridge_setup import bridge_settings
+from harness.fakes.fake_provider import FakeProvider
 from tests.e2e.test_limits_before_body import head_only
-from tests.fakes.bridge_setup import bridge_settings
-from tests.fakes.fake_provider import FakeProvider
-from tests.support.daemon import ROOT, Daemon, migrated_home
 
-FAKE_ACP = str(ROOT / "tests" / "fakes" / "acp_agent.py")
+FAKE_ACP = str(ROOT / "harness" / "fakes" / "acp_agent.py")
 
 
 def settings(fake: FakeProvider, work: Path, **local_api: object) -> dict:

@@ -11,8 +11,8 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.support.browser_login import dashboard_url, lget
-from tests.support.daemon import Daemon, migrated_home
+from harness.browser_login import dashboard_url, lget
+from harness.daemon import Daemon, migrated_home
 
 MODES = ["auto", "legacy"]
 

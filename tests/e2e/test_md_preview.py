@@ -10,9 +10,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.browser_login import dashboard_url, lget, localhost_client
-from tests.support.daemon import Daemon
-from tests.support.workspaces import register
+from harness.browser_login import dashboard_url, lget, localhost_client
+from harness.daemon import Daemon
+from harness.workspaces import register
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "previews" / "markdown"
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.browser_login import localhost_client
-from tests.support.daemon import ROOT, free_port
+from harness.browser_login import localhost_client
+from harness.daemon import ROOT, free_port
 
 LOGIN = re.compile(rb"(http://127\.0\.0\.1:\d+/login\?token=[0-9a-f]{64})")
 

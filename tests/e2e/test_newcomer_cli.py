@@ -16,10 +16,10 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, expect
 
-from tests.sessions_app.termclient import start_hosting_daemon
-from tests.support.daemon import ROOT, Daemon
-from tests.support.mcp import tool
-from tests.support.pty import run_in_pty
+from harness.daemon import ROOT, Daemon
+from harness.mcp import tool
+from harness.pty import run_in_pty
+from harness.termclient import start_hosting_daemon
 
 SVC = ROOT / "bin" / "svc"
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"  # no .venv/bin: `python3` is the system's

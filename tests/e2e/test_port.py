@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.daemon import Daemon, migrated_home
+from harness.daemon import Daemon, migrated_home
 
 PROBE = textwrap.dedent(
     """

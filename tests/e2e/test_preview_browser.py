@@ -15,9 +15,9 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page
 
-from tests.support.browser_login import dashboard_url
-from tests.support.daemon import Daemon
-from tests.support.workspaces import register
+from harness.browser_login import dashboard_url
+from harness.daemon import Daemon
+from harness.workspaces import register
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "previews"
 

@@ -15,9 +15,9 @@ import httpx
 import pytest
 import websockets
 
-from tests.previews_app.upstream import Upstream
-from tests.support.browser_login import logged_in
-from tests.support.daemon import Daemon, free_port
+from harness.browser_login import logged_in
+from harness.daemon import Daemon, free_port
+from harness.upstream import Upstream
 
 
 @pytest.fixture(scope="module")

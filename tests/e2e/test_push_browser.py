@@ -4,7 +4,7 @@ subscription, and the page's real service worker shows it as a notification whos
 the session.
 
 Headless Chromium offline cannot subscribe at its real push service (FCM), so the push service is
-tests/fakes/push_endpoint.py, a strict local one on https://127.0.0.1 with a throw-away CA — the
+harness/fakes/push_endpoint.py, a strict local one on https://127.0.0.1 with a throw-away CA — the
 daemon trusts it through SSL_CERT_FILE and lists 127.0.0.1 in notifications.push_private_hosts,
 as a deployment with a self-hosted push service does — and the test carries the push the last
 step:
@@ -40,10 +40,10 @@ import pytest
 from aiohttp import web
 from playwright.sync_api import Browser, BrowserContext, CDPSession, Page, Worker, expect
 
-from tests.fakes.push_endpoint import PRIVATE_HOSTS, PushCA, PushEndpoint
-from tests.sessions_app.termclient import start_hosting_daemon
-from tests.support.browser_login import dashboard_url, lget
-from tests.support.daemon import Daemon
+from harness.browser_login import dashboard_url, lget
+from harness.daemon import Daemon
+from harness.fakes.push_endpoint import PRIVATE_HOSTS, PushCA, PushEndpoint
+from harness.termclient import start_hosting_daemon
 
 ACTIVE = "#session-panel .session-view.active"
 OFFER = "#push-offer aside"
@@ -129,7 +129,7 @@ def host(tmp_path_factory: pytest.TempPathFactory, push_ca: PushCA) -> Iterator[
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     """The full browser: the headless shell has no notification permission to grant."""
-    from tests.support.browser import chromium
+    from harness.browser import chromium
 
     with chromium(full=True) as launched:
         yield launched

@@ -22,14 +22,13 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.fakes import bridge_fake_formats as fmt
-from tests.fakes.fake_provider import FakeProvider
-from tests.sessions_app.termclient import Chat, stop_session
-from tests.support import real_agents
-from tests.support.agents import agent_env, binary, processes_in, run_cli, throwaway_home
-from tests.support.daemon import Daemon, migrated_home
-from tests.support.dashboard import show
-from tests.support.real_agents import (
+from harness import real_agents
+from harness.agents import agent_env, binary, processes_in, run_cli, throwaway_home
+from harness.daemon import Daemon, migrated_home
+from harness.dashboard import show
+from harness.fakes import bridge_fake_formats as fmt
+from harness.fakes.fake_provider import FakeProvider
+from harness.real_agents import (
     MODEL,
     PROFILES,
     kinds,
@@ -37,6 +36,7 @@ from tests.support.real_agents import (
     settings,
     through_bridge,
 )
+from harness.termclient import Chat, stop_session
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 

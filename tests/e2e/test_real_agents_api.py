@@ -15,9 +15,9 @@ from typing import Any
 import openai
 import pytest
 
-from tests.fakes.fake_provider import FakeProvider
-from tests.support.agents import agent_env, processes_in, throwaway_home
-from tests.support.daemon import Daemon, migrated_home
+from harness.agents import agent_env, processes_in, throwaway_home
+from harness.daemon import Daemon, migrated_home
+from harness.fakes.fake_provider import FakeProvider
 
 AGENTS = ["gemini", "qwen", "opencode", "codex", "claude"]
 MODEL = "fake-model"

@@ -4,7 +4,7 @@ acceptance 2).
 One svc hosts a chat with each of Gemini CLI, Qwen Code, OpenCode, Codex (codex-acp) and Claude
 (claude-agent-acp), each bound to a profile on the fake provider, and runs one turn that asks it
 to remember a word. Then the machine "reboots": svc, every agent and everything they started die
-by SIGKILL at once (tests/support/reboot.py); the disk stays. svc starts again on the same
+by SIGKILL at once (harness/reboot.py); the disk stays. svc starts again on the same
 $SVC_HOME; each chat has ended (interrupted), is resumed over /ws/chat and asked for the word;
 then a second reboot, a second resume, the same question. Each time the agent must continue its
 own ACP session — `session/resume` where it offers it, else `session/load` — and the model
@@ -28,12 +28,12 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.fakes.fake_provider import FakeProvider
-from tests.sessions_app.termclient import Chat, stop_session
-from tests.support.agents import agent_env, throwaway_home
-from tests.support.daemon import Daemon, migrated_home
-from tests.support.real_agents import OWN_PROFILE, chat_turn, requests_with, run_turn, settings
-from tests.support.reboot import simulate_reboot
+from harness.agents import agent_env, throwaway_home
+from harness.daemon import Daemon, migrated_home
+from harness.fakes.fake_provider import FakeProvider
+from harness.real_agents import OWN_PROFILE, chat_turn, requests_with, run_turn, settings
+from harness.reboot import simulate_reboot
+from harness.termclient import Chat, stop_session
 
 # The module's fixture runs five CLIs' first turns, a reboot and a restart before the first test.
 pytestmark = pytest.mark.timeout(600)

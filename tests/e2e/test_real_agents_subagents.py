@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from harness.agents import agent_env, throwaway_home
+from harness.daemon import Daemon, migrated_home
+from harness.fakes.fake_provider import FakeProvider
+from harness.git import GIT
+from harness.mcp import tool
 from tests.e2e.test_subagents import live_pids_with
-from tests.fakes.fake_provider import FakeProvider
-from tests.support.agents import agent_env, throwaway_home
-from tests.support.daemon import Daemon, migrated_home
-from tests.support.git import GIT
-from tests.support.mcp import tool
 
 AGENTS = ["claude", "codex", "gemini"]
 MODEL = "fake-model"

@@ -18,12 +18,12 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
+from harness.daemon import Daemon, free_port, migrated_home
+from harness.dashboard import show
+from harness.ssh import SSHServer
+from harness.termclient import hosting_settings, shell_env
+from harness.upstream import Upstream
 from tests.e2e.test_remote_tunnel import PUBLIC_HOST, wait_online
-from tests.previews_app.upstream import Upstream
-from tests.sessions_app.termclient import hosting_settings, shell_env
-from tests.support.daemon import Daemon, free_port, migrated_home
-from tests.support.dashboard import show
-from tests.support.ssh import SSHServer
 
 PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}
 ACTIVE = "#session-views > :not([hidden])"
@@ -37,7 +37,7 @@ def forwarded() -> int:
 
 @pytest.fixture(scope="module")
 def browser(forwarded: int) -> Iterator[Browser]:
-    from tests.support.browser import chromium
+    from harness.browser import chromium
 
     with chromium(
         f"--host-resolver-rules=MAP {PUBLIC_HOST} 127.0.0.1",

@@ -20,8 +20,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.sessions_app.termclient import hosting_settings, shell_env
-from tests.support.daemon import Daemon, migrated_home
+from harness.daemon import Daemon, migrated_home
+from harness.termclient import hosting_settings, shell_env
 
 CAP = 40
 STRANGERS = 200

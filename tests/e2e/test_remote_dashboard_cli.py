@@ -14,8 +14,8 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.support.daemon import Daemon, migrated_home
-from tests.support.dashboard import show
+from harness.daemon import Daemon, migrated_home
+from harness.dashboard import show
 
 SETTINGS = {
     "tunnels": {

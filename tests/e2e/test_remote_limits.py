@@ -18,9 +18,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from harness.daemon import Daemon, migrated_home
+from harness.termclient import hosting_settings, shell_env
 from tests.e2e.test_remote_tunnel import Remote
-from tests.sessions_app.termclient import hosting_settings, shell_env
-from tests.support.daemon import Daemon, migrated_home
 
 DOCUMENT = {"Sec-Fetch-Dest": "document", "Sec-Fetch-Mode": "navigate"}
 

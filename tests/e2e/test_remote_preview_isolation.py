@@ -22,11 +22,11 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
+from harness.daemon import Daemon, free_port, migrated_home
+from harness.ssh import SSHServer
+from harness.termclient import hosting_settings, shell_env
 from tests.e2e.test_remote_browser import PHONE, pair_in_page
 from tests.e2e.test_remote_tunnel import PUBLIC_HOST, wait_online
-from tests.sessions_app.termclient import hosting_settings, shell_env
-from tests.support.daemon import Daemon, free_port, migrated_home
-from tests.support.ssh import SSHServer
 
 ATTACK = """<!doctype html>
 <html><head><meta charset="utf-8">%(referrer)s<title>hostile</title></head>
@@ -157,7 +157,7 @@ def forwarded() -> int:
 
 @pytest.fixture(scope="module")
 def browser(forwarded: int) -> Iterator[Browser]:
-    from tests.support.browser import chromium
+    from harness.browser import chromium
 
     with chromium(
         f"--host-resolver-rules=MAP {PUBLIC_HOST} 127.0.0.1",

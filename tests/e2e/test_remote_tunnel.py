@@ -14,11 +14,11 @@ import httpx
 import pytest
 import websockets
 
-from tests.fakes.bridge_setup import bridge_settings
-from tests.fakes.fake_provider import FakeProvider
-from tests.sessions_app.termclient import hosting_settings, shell_env
-from tests.support.daemon import Daemon, free_port, migrated_home
-from tests.support.ssh import SSHServer
+from harness.daemon import Daemon, free_port, migrated_home
+from harness.fakes.bridge_setup import bridge_settings
+from harness.fakes.fake_provider import FakeProvider
+from harness.ssh import SSHServer
+from harness.termclient import hosting_settings, shell_env
 
 PUBLIC_HOST = "tunnel.example.test"
 
@@ -298,7 +298,7 @@ def test_without_fetch_metadata_previews_through_the_tunnel_are_sandboxed(remote
     """A plain-http tunnel: the browser sends no Fetch Metadata, so svc cannot tell a previewed
     page's reads of `/` from the dashboard's own load; previews are then served in an opaque
     origin (no cookie of svc's goes with their requests) — with it, whole."""
-    from tests.previews_app.upstream import Upstream
+    from harness.upstream import Upstream
 
     daemon = remote.daemon
     with Upstream() as upstream, remote.client() as client:

@@ -8,7 +8,7 @@ import sys
 
 import httpx
 
-from tests.support.daemon import Daemon
+from harness.daemon import Daemon
 
 CREATE_ROWS = """
 from sessions_app.models import Session

@@ -11,8 +11,8 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.sessions_app.termclient import create_session, get_session, start_hosting_daemon
-from tests.support.daemon import Daemon
+from harness.daemon import Daemon
+from harness.termclient import create_session, get_session, start_hosting_daemon
 
 ACTIVE = "#session-panel .session-view.active"
 

@@ -3,9 +3,9 @@
 answer, and — for an agent that offers neither, or lost its session — a new ACP session primed
 with svc's summary of the history, which the history says.
 
-One live svc hosts a chat with each variant of the scripted agent (tests/fakes/acp_agent.py,
+One live svc hosts a chat with each variant of the scripted agent (harness/fakes/acp_agent.py,
 which keeps its sessions on disk with `--state`), runs a turn in each, and "reboots": svc, the
-holder and every agent die by SIGKILL (tests/support/reboot.py). svc starts again on the same
+holder and every agent die by SIGKILL (harness/reboot.py). svc starts again on the same
 home and each chat is resumed over /ws/chat.
 """
 
@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from tests.sessions_app.termclient import FAKE_ACP, Chat, get_session, hosting_settings
-from tests.support.daemon import Daemon, migrated_home
-from tests.support.reboot import simulate_reboot
+from harness.daemon import Daemon, migrated_home
+from harness.reboot import simulate_reboot
+from harness.termclient import FAKE_ACP, Chat, get_session, hosting_settings
 
 # agent name → the scripted agent's options (each keeps its sessions in its own folder)
 VARIANTS = {

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import httpx
 
-from tests.support.daemon import Daemon, manage
-from tests.support.services import postgres_database, redis_env
-from tests.support.ws import connect, recv_json, wait_for_frame
+from harness.daemon import Daemon, manage
+from harness.services import postgres_database, redis_env
+from harness.ws import connect, recv_json, wait_for_frame
 
 CREATE_SESSION = (
     "from sessions_app.models import Session; "

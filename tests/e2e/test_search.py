@@ -7,7 +7,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.sessions_app.termclient import Chat, start_hosting_daemon, stop_session
+from harness.termclient import Chat, start_hosting_daemon, stop_session
 
 
 async def test_what_was_said_two_restarts_ago_is_found(tmp_path: Path) -> None:

@@ -19,15 +19,15 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, expect
 
-from tests.sessions_app.termclient import (
+from harness.daemon import ROOT, Daemon, manage
+from harness.services import postgres_database
+from harness.termclient import (
     Chat,
     hosting_settings,
     shell_env,
     start_hosting_daemon,
     stop_session,
 )
-from tests.support.daemon import ROOT, Daemon, manage
-from tests.support.services import postgres_database
 
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 # Chat text that looks like markup must arrive as text, never as an element.

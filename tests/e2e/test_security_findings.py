@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.browser_login import dashboard_url, localhost_client
-from tests.support.daemon import Daemon, migrated_home
+from harness.browser_login import dashboard_url, localhost_client
+from harness.daemon import Daemon, migrated_home
 
 # contract §0: the only SVC_* variables a hosted agent may see.
 AGENT_SVC_VARS = {

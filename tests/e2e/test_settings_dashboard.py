@@ -25,8 +25,8 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.support.daemon import Daemon, migrated_home
-from tests.support.dashboard import show
+from harness.daemon import Daemon, migrated_home
+from harness.dashboard import show
 
 MISSING = "SVC_TEST_UNSET_PROFILE_KEY"  # never set anywhere
 PRESENT = "SVC_TEST_SET_PROFILE_KEY"

@@ -13,8 +13,8 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext
 
-from tests.support.browser_login import dashboard_url, lget
-from tests.support.daemon import Daemon
+from harness.browser_login import dashboard_url, lget
+from harness.daemon import Daemon
 
 TUNNEL_HOST = "share.example.test"
 
@@ -22,7 +22,7 @@ TUNNEL_HOST = "share.example.test"
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     """Chromium that resolves the tunnel's host name to this machine, as DNS would for it."""
-    from tests.support.browser import chromium
+    from harness.browser import chromium
 
     with chromium(f"--host-resolver-rules=MAP {TUNNEL_HOST} 127.0.0.1") as launched:
         yield launched

@@ -26,8 +26,8 @@ from typing import Any
 
 import pytest
 
-from tests.support.agents import agent_env, binary, run_cli, throwaway_home
-from tests.support.daemon import Daemon, migrated_home
+from harness.agents import agent_env, binary, run_cli, throwaway_home
+from harness.daemon import Daemon, migrated_home
 
 AGENTS = ("claude", "codex", "gemini", "opencode", "qwen")
 # The contract: where each agent's global config lives under HOME, and svc's entry in it.

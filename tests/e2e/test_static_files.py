@@ -6,7 +6,7 @@ from __future__ import annotations
 import gzip
 import http.client
 
-from tests.support.daemon import ROOT, Daemon
+from harness.daemon import ROOT, Daemon
 
 XTERM = ROOT / "static" / "vendor" / "xterm.js"
 

@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.test_remote_tunnel import Remote
-from tests.sessions_app.termclient import (
+from harness.daemon import ROOT, Daemon, migrated_home
+from harness.termclient import (
     Chat,
     create_session,
     get_session,
@@ -24,7 +24,7 @@ from tests.sessions_app.termclient import (
     shell_env,
     stop_session,
 )
-from tests.support.daemon import ROOT, Daemon, migrated_home
+from tests.e2e.test_remote_tunnel import Remote
 
 
 @pytest.fixture(scope="module")

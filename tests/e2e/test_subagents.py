@@ -15,10 +15,10 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.sessions_app.termclient import Chat, hosting_settings, open_ws, shell_env
-from tests.support.daemon import Daemon, migrated_home
-from tests.support.git import feature_repo, git
-from tests.support.mcp import mcp_client, tool
+from harness.daemon import Daemon, migrated_home
+from harness.git import feature_repo, git
+from harness.mcp import mcp_client, tool
+from harness.termclient import Chat, hosting_settings, open_ws, shell_env
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,8 @@ import httpx
 import pytest
 from websockets.exceptions import ConnectionClosed
 
-from tests.sessions_app.termclient import (
+from harness.daemon import Daemon
+from harness.termclient import (
     Term,
     create_session,
     get_session,
@@ -21,7 +22,6 @@ from tests.sessions_app.termclient import (
     start_hosting_daemon,
     stop_session,
 )
-from tests.support.daemon import Daemon
 
 
 @pytest.fixture(scope="module")

@@ -18,9 +18,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.sessions_app.termclient import create_session, start_hosting_daemon, stop_session
-from tests.support.daemon import PYTHON, ROOT, Daemon
-from tests.support.mcp import tool
+from harness.daemon import PYTHON, ROOT, Daemon
+from harness.mcp import tool
+from harness.termclient import create_session, start_hosting_daemon, stop_session
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def test_status_and_sessions_report_the_live_daemon(host: Daemon, tmp_path: Path
 
 
 def test_status_says_when_the_daemon_is_down(tmp_path: Path) -> None:
-    from tests.support.daemon import free_port, manage, migrated_home
+    from harness.daemon import free_port, manage, migrated_home
 
     home = migrated_home(tmp_path / "home")
     result = manage(home, "status", env={"SVC_PORT": str(free_port())}, check=False)

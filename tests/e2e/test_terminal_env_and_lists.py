@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from tests.sessions_app.termclient import (
+from harness.daemon import Daemon
+from harness.termclient import (
     Term,
     create_session,
     open_ws,
     start_hosting_daemon,
     stop_session,
 )
-from tests.support.daemon import Daemon
 
 SHOW_ENV = (
     "for v in SVC_SESSION_ID SVC_AGENT SVC_WORKSPACE SVC_PROFILE_ID SVC_MCP_URL SVC_MCP_TOKEN "

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.sessions_app.termclient import Term, create_session, start_hosting_daemon, stop_session
-from tests.support.daemon import IGNORING_SIGNALS, Daemon
+from harness.daemon import IGNORING_SIGNALS, Daemon
+from harness.termclient import Term, create_session, start_hosting_daemon, stop_session
 
 FLOOD = "head -c 15000000 /dev/urandom | base64"  # 20.3 MB of output
 

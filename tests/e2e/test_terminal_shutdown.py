@@ -9,14 +9,14 @@ from pathlib import Path
 
 import httpx
 
-from tests.sessions_app.termclient import (
+from harness.daemon import Daemon, migrated_home
+from harness.termclient import (
     Chat,
     Term,
     create_session,
     hosting_settings,
     shell_env,
 )
-from tests.support.daemon import Daemon, migrated_home
 
 
 def gone(pid: int) -> bool:

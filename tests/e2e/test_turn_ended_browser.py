@@ -21,9 +21,9 @@ import pytest
 from playwright.sync_api import Browser, Page, WebSocket, expect
 from websockets.sync.client import connect
 
-from tests.sessions_app.termclient import create_session, start_hosting_daemon
-from tests.support.daemon import Daemon
-from tests.support.dashboard import show
+from harness.daemon import Daemon
+from harness.dashboard import show
+from harness.termclient import create_session, start_hosting_daemon
 
 ACTIVE = "#session-panel .session-view.active"
 

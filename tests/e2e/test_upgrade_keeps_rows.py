@@ -17,7 +17,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.support.daemon import ROOT, Daemon, manage
+from harness.daemon import ROOT, Daemon, manage
 
 FIXTURE = ROOT / "tests" / "fixtures" / "migration" / "svc-home-a251ce5.sqlite3"
 TURN = "33333333-3333-4333-8333-333333333333"

@@ -18,12 +18,12 @@ import openai
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.fakes.bridge_clients import DRIVERS
-from tests.fakes.bridge_fake_plan import extract, plan
-from tests.fakes.bridge_setup import ALIAS, base_url, bridge_settings
-from tests.fakes.fake_provider import FakeProvider
-from tests.sessions_app.termclient import create_session, hosting_settings, shell_env
-from tests.support.daemon import ROOT, Daemon, migrated_home
+from harness.daemon import ROOT, Daemon, migrated_home
+from harness.fakes.bridge_clients import DRIVERS
+from harness.fakes.bridge_fake_plan import extract, plan
+from harness.fakes.bridge_setup import ALIAS, base_url, bridge_settings
+from harness.fakes.fake_provider import FakeProvider
+from harness.termclient import create_session, hosting_settings, shell_env
 
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 ARTIFACTS = Path(os.environ.get("SVC_TEST_ARTIFACTS", ROOT / "test-artifacts"))

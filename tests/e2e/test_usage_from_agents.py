@@ -13,14 +13,14 @@ from typing import Any
 
 import httpx
 
-from tests.fakes.bridge_fake_plan import extract, plan
-from tests.fakes.bridge_setup import bridge_settings
-from tests.fakes.fake_provider import FakeProvider
-from tests.sessions_app.termclient import Chat
-from tests.support.daemon import ROOT, Daemon, migrated_home
-from tests.support.mcp import tool
+from harness.daemon import ROOT, Daemon, migrated_home
+from harness.fakes.bridge_fake_plan import extract, plan
+from harness.fakes.bridge_setup import bridge_settings
+from harness.fakes.fake_provider import FakeProvider
+from harness.mcp import tool
+from harness.termclient import Chat
 
-FAKE_ACP = str(ROOT / "tests" / "fakes" / "acp_agent.py")
+FAKE_ACP = str(ROOT / "harness" / "fakes" / "acp_agent.py")
 PRICE = {"input": 3, "output": 15}  # USD per million tokens
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import httpx
 
-from tests.sessions_app.termclient import (
+from harness.daemon import Daemon
+from harness.termclient import (
     Chat,
     Term,
     create_session,
@@ -18,7 +19,6 @@ from tests.sessions_app.termclient import (
     hosting_settings,
     shell_env,
 )
-from tests.support.daemon import Daemon
 
 LINES = 2000
 
@@ -187,7 +187,7 @@ def claude_that_says_its_args() -> dict:
 async def test_after_a_reboot_terminals_resume_with_their_scrollback_and_the_agents_own_flag(
     fresh_daemon: Daemon, tmp_path: Path
 ) -> None:
-    from tests.support.reboot import simulate_reboot
+    from harness.reboot import simulate_reboot
 
     (fresh_daemon.home / "settings.json").write_text(json.dumps(claude_that_says_its_args()))
     fresh_daemon.env.update(shell_env(tmp_path))
@@ -226,7 +226,7 @@ async def test_after_a_reboot_terminals_resume_with_their_scrollback_and_the_age
 async def test_interrupted_chats_resume_at_start_unless_told_not_to(
     fresh_daemon: Daemon, tmp_path: Path
 ) -> None:
-    from tests.support.reboot import simulate_reboot
+    from harness.reboot import simulate_reboot
 
     # An agent that keeps its sessions on disk, as real agents do: what it loads back is its own.
     settings = hosting_settings()

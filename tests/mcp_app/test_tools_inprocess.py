@@ -22,13 +22,13 @@ from mcp.client.streamable_http import streamable_http_client
 
 from core import config
 from core.runtime import Runtime, current
+from harness.runtime import running, settings_file
+from harness.termclient import hosting_settings
 from mcp_app.asgi import application
 from sessions_app import selectors
 from sessions_app.handover import ALPHABET
 from sessions_app.models import Session, Workspace
 from subagents_app import subagents
-from tests.sessions_app.termclient import hosting_settings
-from tests.support.runtime import running, settings_file
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.apprise_target import JsonSink
-from tests.fakes.push_endpoint import PushCA, PushEndpoint, with_private_hosts
-from tests.support.runtime import kept_settings
+from harness.fakes.apprise_target import JsonSink
+from harness.fakes.push_endpoint import PushCA, PushEndpoint, with_private_hosts
+from harness.runtime import kept_settings
 
 PUBLIC_ADDRESS = "1.1.1.1"  # what the test's public push service names resolve to (never dialled)
 

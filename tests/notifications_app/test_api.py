@@ -11,9 +11,9 @@ import pytest
 from django.test import Client
 
 from core import config
+from harness.fakes.push_endpoint import Browser
 from notifications_app import webpush
 from notifications_app.models import Delivery, Notification, PushSubscription
-from tests.fakes.push_endpoint import Browser
 
 # push.example.test resolves to a public address here (conftest.py `dns`): the API resolves
 # every endpoint's host before it stores it.

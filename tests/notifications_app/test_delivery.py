@@ -21,12 +21,12 @@ from django.utils import timezone
 
 from core import config
 from core.runtime import Runtime
+from harness.fakes.apprise_target import JsonSink
+from harness.fakes.push_endpoint import PushEndpoint, with_private_hosts
+from harness.runtime import running, settings_file
 from notifications_app import webpush
 from notifications_app.models import Delivery, Notification, PushSubscription
-from tests.fakes.apprise_target import JsonSink
-from tests.fakes.push_endpoint import PushEndpoint, with_private_hosts
 from tests.notifications_app.support import StubChannel, adeliveries, until
-from tests.support.runtime import running, settings_file
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -13,13 +13,13 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from core.runtime import Runtime, current
+from harness.runtime import running, settings_file
+from harness.termclient import hosting_settings
 from notifications_app.models import Notification
 from remote_app import pairing
 from sessions_app.services import asession_create, asession_stop
 from subagents_app import subagents
 from tests.notifications_app.support import until
-from tests.sessions_app.termclient import hosting_settings
-from tests.support.runtime import running, settings_file
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

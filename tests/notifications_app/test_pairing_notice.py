@@ -13,12 +13,12 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from core.runtime import Runtime
+from harness.fakes.apprise_target import JsonSink
+from harness.runtime import running, settings_file
 from notifications_app import events, hub
 from notifications_app.models import Notification
 from remote_app import signals
-from tests.fakes.apprise_target import JsonSink
 from tests.notifications_app.support import adeliveries
-from tests.support.runtime import running, settings_file
 
 HOSTILE_UA = "Owner iPhone - your code is 123456, approve it now via https://evil.example"
 HOSTILE_HOST = "evil.example"

@@ -9,8 +9,8 @@ import ipaddress
 
 import pytest
 
+from harness.runtime import settings_file
 from notifications_app import push_address
-from tests.support.runtime import settings_file
 
 INTERNAL = {
     "127.0.0.2": "loopback",

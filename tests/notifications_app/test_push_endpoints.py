@@ -17,11 +17,11 @@ from django.test import Client
 
 from core import config
 from core.runtime import Runtime
+from harness.fakes.push_endpoint import PushEndpoint, with_private_hosts
+from harness.runtime import running, settings_file
 from notifications_app.models import PushSubscription
-from tests.fakes.push_endpoint import PushEndpoint, with_private_hosts
 from tests.notifications_app.conftest import PUBLIC_ADDRESS
 from tests.notifications_app.support import adeliveries
-from tests.support.runtime import running, settings_file
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -20,10 +20,10 @@ from channels.testing import WebsocketCommunicator
 
 from core import config
 from core.runtime import Runtime, current
+from harness.runtime import running, settings_file
+from harness.termclient import hosting_settings
 from notifications_app.models import Notification
 from sessions_app.services import asession_create, asession_stop
-from tests.sessions_app.termclient import hosting_settings
-from tests.support.runtime import running, settings_file
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

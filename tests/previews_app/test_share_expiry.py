@@ -11,10 +11,10 @@ from datetime import datetime, timedelta
 import pytest
 from django.utils import timezone
 
+from harness.upstream import Upstream
 from previews_app import services
 from previews_app.asgi import PreviewRouter
 from previews_app.models import Preview
-from tests.previews_app.upstream import Upstream
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

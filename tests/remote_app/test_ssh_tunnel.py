@@ -1,4 +1,4 @@
-"""The `ssh` tunnel provider against a real SSH server (tests/fakes/ssh_server.py), in-process:
+"""The `ssh` tunnel provider against a real SSH server (harness/fakes/ssh_server.py), in-process:
 the reverse forward reaches the target, an unknown host key is an error and never accepted, a
 wrong option is named, and a tunnel whose server went away comes back online by itself."""
 
@@ -12,12 +12,12 @@ import httpx
 import pytest
 from aiohttp import web
 
+from harness.daemon import free_port
+from harness.runtime import running, settings_file, wait_status
+from harness.ssh import SSHServer
 from remote_app.tunnels.base import TunnelError
 from remote_app.tunnels.ssh import SSHTunnel
 from svcproject.assembly import build as build_runtime
-from tests.support.daemon import free_port
-from tests.support.runtime import running, settings_file, wait_status
-from tests.support.ssh import SSHServer
 
 
 @pytest.fixture

@@ -25,13 +25,13 @@ import httpx
 import pytest
 from aiohttp import web
 
+from harness.daemon import free_port
+from harness.runtime import running, settings_file, wait_status
 from remote_app.tunnels import process, registry
 from remote_app.tunnels.base import TunnelError
 from remote_app.tunnels.process import ProcessTunnel
 from svcproject.assembly import build as build_runtime
 from tests.remote_app.tunnel_tasks import stop, until_up
-from tests.support.daemon import free_port
-from tests.support.runtime import running, settings_file, wait_status
 
 STANDINS = Path(__file__).resolve().parents[1] / "fixtures" / "tunnel-standins"
 BODY = "behind the tunnel"

@@ -1,5 +1,5 @@
 """Chat-history search (contract §10 Search): SQLite FTS5 in process, PostgreSQL full-text search
-in a fresh database (never skipped: tests.support.services fails when it is not running), and
+in a fresh database (never skipped: harness.services fails when it is not running), and
 `/api/search` — the owner's only, q required, nothing typed ever a 500."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from django.db import connection
 from django.test import Client
 
 from core import config
+from harness.daemon import manage
+from harness.services import postgres_database
 from tests.sessions_app import search_checks
-from tests.support.daemon import manage
-from tests.support.services import postgres_database
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from django.test import Client
 from core import config
 from core.runtime import current
 
-FAKE_ACP = str(Path(__file__).resolve().parents[1] / "fakes" / "acp_agent.py")
+FAKE_ACP = str(Path(__file__).resolve().parents[2] / "harness" / "fakes" / "acp_agent.py")
 
 
 @pytest.fixture

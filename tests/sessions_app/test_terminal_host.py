@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from harness.holders import end_holder
 from holder.client import HolderClient
 from sessions_app.host import fanout
 from sessions_app.host.direct import DirectPty
 from sessions_app.host.pty import PtySession
 from tests.sessions_app.test_terminal_fanout import FakeSocket
-from tests.support.holders import end_holder
 
 FLOOD = b"head -c 6000000 /dev/zero | base64; echo done-$((40+2))\n"
 

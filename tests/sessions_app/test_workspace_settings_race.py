@@ -13,9 +13,9 @@ import pytest
 
 from core import config
 from core import settings_store as settings_services
+from harness.runtime import settings_file
 from sessions_app import services
 from sessions_app.models import Workspace
-from tests.support.runtime import settings_file
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

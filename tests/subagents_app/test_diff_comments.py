@@ -22,15 +22,15 @@ from django.test import Client
 from core import config
 from core.errors import Conflict, DomainError
 from core.runtime import current
+from harness.git import git
+from harness.runtime import running, settings_file
+from harness.termclient import hosting_settings
 from sessions_app import services
 from sessions_app.host import pty
 from sessions_app.models import Session, SessionEvent
 from subagents_app import diff_comments, diffs, subagents
 from subagents_app.diff_comments import Comment
 from subagents_app.models import Subagent
-from tests.sessions_app.termclient import hosting_settings
-from tests.support.git import git
-from tests.support.runtime import running, settings_file
 
 PATCH_FILES = ["app.py", "old.txt"]
 PATCH = """diff --git a/app.py b/app.py

@@ -17,12 +17,12 @@ from django.test import Client
 
 from core import config
 from core.errors import Conflict, DomainError, NotFound
+from harness.git import feature_repo, git
+from harness.runtime import running, settings_file
+from harness.termclient import hosting_settings
 from sessions_app.models import Session
 from subagents_app import diffs, subagents
 from subagents_app.models import Subagent, SubagentTurn
-from tests.sessions_app.termclient import hosting_settings
-from tests.support.git import feature_repo, git
-from tests.support.runtime import running, settings_file
 
 pytestmark = pytest.mark.django_db
 

@@ -13,12 +13,12 @@ import pytest
 
 from core import config
 from core.errors import DomainError
+from harness.git import git
+from harness.runtime import settings_file
+from harness.termclient import hosting_settings
 from sessions_app.models import Session
 from subagents_app import subagents, worktrees
 from subagents_app.models import Subagent, SubagentTurn
-from tests.sessions_app.termclient import hosting_settings
-from tests.support.git import git
-from tests.support.runtime import settings_file
 
 pytestmark = pytest.mark.django_db
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import httpx
 
-from tests.support.browser_login import logged_in
-from tests.support.daemon import Daemon, manage, migrated_home
+from harness.browser_login import logged_in
+from harness.daemon import Daemon, manage, migrated_home
 
 
 def read_auth(home: Path) -> dict:
@@ -66,7 +66,7 @@ def test_rotate_tokens_changes_both_and_the_old_ones_stop_working(fresh_daemon: 
 def test_rotation_also_ends_browser_logins_and_preview_cookies(fresh_daemon: Daemon) -> None:
     from urllib.parse import urlsplit
 
-    from tests.support.daemon import free_port
+    from harness.daemon import free_port
 
     fresh_daemon.start()
     url = fresh_daemon.url

@@ -10,8 +10,8 @@ from contextlib import asynccontextmanager
 
 from channels_redis.core import RedisChannelLayer
 
+from harness.services import require
 from svcproject.settings import channel_layers
-from tests.support.services import require
 
 REDIS_PORT = 6379
 LATE_S = 0.2  # how much later than Redis sent them the replies reach the client

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 
-from tests.support.daemon import ROOT
+from harness.daemon import ROOT
 
 CITED = re.compile(r"contract §(\d+)")
 HEADING = re.compile(r"^## §(\d+) ", re.MULTILINE)

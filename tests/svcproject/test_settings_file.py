@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from core import config
-from tests.support.daemon import manage, migrated_home
+from harness.daemon import manage, migrated_home
 
 GOOD_PROFILE = {"provider": "anthropic", "base_url": "https://api.anthropic.com", "api_key": "k"}
 

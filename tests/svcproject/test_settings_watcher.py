@@ -13,8 +13,8 @@ import httpx
 
 from core import config
 from core.watcher import SettingsWatcher
-from tests.support.daemon import Daemon, migrated_home
-from tests.support.runtime import kept_settings
+from harness.daemon import Daemon, migrated_home
+from harness.runtime import kept_settings
 
 
 async def _first_polls(applied: int, polls: int = 3) -> int:

@@ -12,5 +12,5 @@ def test_each_worker_reads_its_own_svc_home() -> None:
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     home = Path(settings.SVC_HOME)
     assert home == Path(os.environ["SVC_HOME"]).resolve()
-    if worker:  # make test: pytest -n 2 -p tests.support.worker_home
+    if worker:  # make test: pytest -n 2 -p harness.worker_home
         assert home.name == worker, f"worker {worker} shares {home}"

@@ -11,9 +11,9 @@ import pytest
 
 from bridge_app import views
 from core import config
+from harness.fakes.fake_provider import FakeProvider
 from tests.bridge_app.exchange.asgi_client import ORIGIN
 from tests.bridge_app.exchange.harness import profiles_for
-from tests.fakes.fake_provider import FakeProvider
 
 
 @pytest.fixture(scope="module")

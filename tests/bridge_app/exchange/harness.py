@@ -12,7 +12,7 @@ from typing import Any
 
 from bridge_app import exchange, routes
 from bridge_app.streams import SSEParser
-from tests.fakes.fake_provider import FakeProvider, Recorded
+from harness.fakes.fake_provider import FakeProvider, Recorded
 
 ALIAS = "client-model"  # what clients ask for; the profiles map it to the fake's "fake-model"
 PROFILE = {

@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 
 from bridge_app import ir, upstream
+from harness.fakes.bridge_fake_plan import PNG
+from harness.fakes.fake_provider import FakeProvider
 from tests.bridge_app.exchange.harness import (
     ALIAS,
     body_for,
@@ -29,8 +31,6 @@ from tests.bridge_app.exchange.harness import (
     sent,
     whole,
 )
-from tests.fakes.bridge_fake_plan import PNG
-from tests.fakes.fake_provider import FakeProvider
 
 # --- whole answers -----------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from bridge_app import exchange, ir, routes
+from harness.fakes.fake_provider import FakeProvider
 from tests.bridge_app.exchange.harness import (
     ALIAS,
     body_for,
@@ -18,7 +19,6 @@ from tests.bridge_app.exchange.harness import (
     sent,
     whole,
 )
-from tests.fakes.fake_provider import FakeProvider
 
 # --- what needs no model call ------------------------------------------------------------------
 
