@@ -1,5 +1,6 @@
 """A channel's commands (contract §14): `/new`, `/sessions`, `/switch`, `/resume`, `/cancel`,
-`/status`, `/handover`, `/pickup`, `/pair`, `/help`; anything else answers with the help."""
+`/status`, `/queue`, `/unqueue`, `/now`, `/handover`, `/pickup`, `/pair`, `/help`; anything
+else answers with the help."""
 
 from __future__ import annotations
 
@@ -11,17 +12,22 @@ from channels.db import database_sync_to_async
 from channels_app import store
 from core.errors import DomainError
 from core.runtime import current
+from sessions_app import prompt_queue
 
 if TYPE_CHECKING:
     from channels_app.conversation import Channel, Room
 
-AT_ONCE = frozenset({"cancel", "status", "help", "start", "handover", "pair"})
+AT_ONCE = frozenset(
+    {"cancel", "status", "help", "start", "handover", "pair", "queue", "unqueue", "now"}
+)
 HELP = (
     "Send a message to prompt the agent of this chat's session.\n"
     "/new [agent] [workspace] – a new session\n"
     "/sessions – this chat's sessions · /switch <n | id> – change to one\n"
     "/resume [n | id] – start an ended session's agent again, same session\n"
     "/cancel – stop the running turn · /status – what is running\n"
+    "/queue – the messages waiting for the running turn · /unqueue <n> – take one back · "
+    "/now <n> – cancel the turn and send it\n"
     "/handover – a code to pick this session up elsewhere · /pickup CODE – continue one here\n"
     "/pair CODE – approve a browser's pairing request · /help – this text"
 )
@@ -39,6 +45,9 @@ async def run(channel: Channel, room: Room, text: str) -> None:
         "resume": cmd_resume,
         "cancel": cmd_cancel,
         "status": cmd_status,
+        "queue": cmd_queue,
+        "unqueue": cmd_unqueue,
+        "now": cmd_now,
         "handover": cmd_handover,
         "pickup": cmd_pickup,
         "pair": cmd_pair,
@@ -129,10 +138,44 @@ async def cmd_status(channel: Channel, room: Room, _: str) -> None:
     session = await database_sync_to_async(session_row)(room.session_id)
     chat = room.live()
     state = "no longer running" if chat is None else ("busy" if chat.busy else "idle")
-    queued = room.prompts.qsize()
+    queued = await database_sync_to_async(prompt_queue.queued_count)(room.session_id)
     waiting = f", {queued} message(s) waiting" if queued else ""
     agent = session.agent if session else "?"
     await room.say(f"Session {room.session_id[:8]}: {agent}, {state}{waiting}")
+
+
+async def _queued(room: Room) -> list[dict[str, Any]]:
+    if not room.session_id:
+        return []
+    return await database_sync_to_async(prompt_queue.queued_list)(room.session_id)
+
+
+async def cmd_queue(channel: Channel, room: Room, _: str) -> None:
+    items = await _queued(room)
+    if not items:
+        await room.say("Nothing is waiting: a message sent now goes to the agent at once.")
+        return
+    lines = [f"{n}. {item['text'][:200]}" for n, item in enumerate(items, 1)]
+    await room.say("Waiting for the running turn, in order:\n" + "\n".join(lines))
+
+
+async def _nth_queued(room: Room, rest: str) -> dict[str, Any] | None:
+    items = await _queued(room)
+    if not rest.isdigit() or not 1 <= int(rest) <= len(items):
+        some = f"Give a number from /queue (1 to {len(items)})."
+        await room.say(some if items else "Nothing is waiting.")
+        return None
+    return items[int(rest) - 1]
+
+
+async def cmd_unqueue(channel: Channel, room: Room, rest: str) -> None:
+    if (item := await _nth_queued(room, rest)) is not None:
+        await room.queue_button(int(item["id"]), "rm")
+
+
+async def cmd_now(channel: Channel, room: Room, rest: str) -> None:
+    if (item := await _nth_queued(room, rest)) is not None:
+        await room.queue_button(int(item["id"]), "now")
 
 
 async def cmd_handover(channel: Channel, room: Room, _: str) -> None:

@@ -27,6 +27,7 @@ from channels_app.config import ChannelConfig
 from channels_app.outbox import RETRY_FIRST_S, RETRY_MAX_S, Now, Outbox, Retry
 from channels_app.platform import FileNotReceived, Incoming, Platform
 from core.errors import DomainError
+from sessions_app import prompt_queue
 
 logger = logging.getLogger(__name__)
 
@@ -126,12 +127,47 @@ class Room:
         if chat is None:
             await self.new_session()
             chat = self.live()
-        while chat.busy:  # a turn started elsewhere (the dashboard): this one waits for it
-            await chat.idle.wait()
-        # Done as it is handed over, not once the turn ends: a restart mid-turn must not send
-        # the prompt a second time (the agent is already on it).
-        await self.channel.handed_over(event_id)
-        await chat.prompt(text)
+        # Sent at once when the chat is idle, else queued behind the running turn (contract
+        # §17); the inbox event is marked handed over in the step that records the prompt.
+        name = self.channel.config.name
+        waiting = await prompt_queue.submit(
+            chat,
+            text,
+            source=self.channel.config.kind,
+            who=f"{self.channel.config.kind} chat {self.chat}",
+            recorded=lambda: store.event_done(name, event_id),
+        )
+        self.channel.holding.discard(event_id)
+        if waiting:
+            await self.show_queued(chat, waiting)
+
+    async def show_queued(self, chat: Any, waiting: int) -> None:
+        """Say the message waits, with buttons to send it now or take it back."""
+        items = await database_sync_to_async(prompt_queue.queued_list)(chat.session_id)
+        if not items:
+            return  # sent meanwhile
+        last = items[-1]
+        text = (
+            f"⏳ Queued: it goes to the agent when the running turn ends "
+            f"({waiting} waiting). /queue lists them."
+        )
+        buttons = [("Send now", f"q:{last['id']}:now"), ("Remove", f"q:{last['id']}:rm")]
+        await self.platform.send(self.chat, text, buttons)
+
+    async def queue_button(self, queued_id: int, action: str) -> None:
+        chat = self.live()
+        if chat is None:
+            await self.say("The agent of this chat's session is no longer running.")
+            return
+        try:
+            if action == "now":
+                await prompt_queue.send_now(chat, queued_id)
+                await self.say("Sending it now: the running turn is cancelled.")
+            else:
+                await prompt_queue.remove(chat, queued_id)
+                await self.say("Removed from the queue.")
+        except DomainError as exc:
+            await self.say(exc.message)
 
     def stop(self) -> None:
         self._worker.cancel()
@@ -329,6 +365,11 @@ class Channel:
         if not first or user not in self.config.allowed_users:
             return
         # Request ids are a uuid's hex, or `r<offset>` for an agent's held by the holder.
+        queued = re.fullmatch(r"q:(\d+):(now|rm)", data)
+        if queued:
+            room = await self.room(chat)
+            await room.queue_button(int(queued[1]), queued[2])
+            return
         match = re.fullmatch(r"p:([0-9a-z]+):(\d+)", data)
         if match:
             try:

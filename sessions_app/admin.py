@@ -4,6 +4,7 @@ from sessions_app.models import (
     Agent,
     Approval,
     HandoverCode,
+    QueuedPrompt,
     Session,
     SessionEvent,
     Workspace,
@@ -61,3 +62,13 @@ class ApprovalAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: object, obj: object = None) -> bool:
         return False
+
+
+@admin.register(QueuedPrompt)
+class QueuedPromptAdmin(admin.ModelAdmin):
+    """Prompts waiting for their chat's running turn (contract §17); deleting one here takes it
+    back, as Remove does."""
+
+    list_display = ("created_at", "session", "position", "source", "who", "text")
+    list_filter = ("source",)
+    search_fields = ("session__id", "text")

@@ -20,7 +20,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from core.errors import DomainError
 from core.runtime import current
-from sessions_app import approvals, handover, selectors, services
+from sessions_app import approvals, handover, prompt_queue, selectors, services
 from sessions_app.host.acp import AcpSession
 from sessions_app.host.subscription import ChatSubscription
 
@@ -35,7 +35,6 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def connect(self) -> None:
         self.outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.subscriptions: dict[str, tuple[AcpSession, ChatSubscription]] = {}
-        self.turns: set[asyncio.Task] = set()
         await self.accept()
         self.writer = asyncio.get_running_loop().create_task(self._write())
 
@@ -65,9 +64,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
             "cancel": self.on_cancel,
             "permission": self.on_permission,
             "visible": self.on_visible,
+            "unqueue": self.on_unqueue,
+            "send_now": self.on_send_now,
         }.get(kind if isinstance(kind, str) else "")
         if handler is None:
-            known = "open, prompt, cancel, permission or visible"
+            known = "open, prompt, cancel, permission, visible, unqueue or send_now"
             self.outbox.put_nowait(error(f"type must be {known}"))
             return
         try:
@@ -122,6 +123,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
         for event in subscription.replay:
             self.outbox.put_nowait(event)
         self.outbox.put_nowait(self._session_event(session, chat))
+        queued = await database_sync_to_async(prompt_queue.queued_list)(session_id)
+        self.outbox.put_nowait(chat.event("queue", {"items": queued}))
         subscription.start()
 
     def _session_event(self, session: Any, chat: AcpSession | None) -> dict[str, Any]:
@@ -154,13 +157,26 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if not isinstance(text, str) or not text.strip():
             self.outbox.put_nowait(error("prompt needs a non-empty `text`", chat.session_id))
             return
-        if chat.busy:
-            self.outbox.put_nowait(error("a turn is already running", chat.session_id))
-            return
-        # The turn runs on its own so this socket can still cancel it or answer permissions.
-        task = asyncio.get_running_loop().create_task(chat.prompt(text))
-        self.turns.add(task)
-        task.add_done_callback(self.turns.discard)
+        # Sent now when the chat is idle, else queued (contract §17): the turn runs on its own,
+        # so this socket can still cancel it, answer permissions or change the queue.
+        who = approvals.caller(self.scope)
+        await self._queue_call(chat, prompt_queue.submit(chat, text, source="dashboard", who=who))
+
+    async def on_unqueue(self, message: dict[str, Any]) -> None:
+        chat = self._chat_for(message)
+        if chat is not None:
+            await self._queue_call(chat, prompt_queue.remove(chat, message.get("id")))
+
+    async def on_send_now(self, message: dict[str, Any]) -> None:
+        chat = self._chat_for(message)
+        if chat is not None:
+            await self._queue_call(chat, prompt_queue.send_now(chat, message.get("id")))
+
+    async def _queue_call(self, chat: AcpSession, call: Any) -> None:
+        try:
+            await call
+        except DomainError as exc:
+            self.outbox.put_nowait(error(exc.message, chat.session_id))
 
     async def on_pickup(self, code: str) -> None:
         """`/pickup CODE` typed as a prompt: the handed-over session, then (a chat) its history

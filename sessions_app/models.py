@@ -307,3 +307,37 @@ class Approval(models.Model):
             "request_id": self.request_id,
             "seq": self.seq,
         }
+
+
+class QueuedPrompt(models.Model):
+    """A prompt sent to a chat while a turn ran (contract §17): kept here until it is sent, so
+    it survives a restart, and shown on every surface until then (sessions_app/prompt_queue.py).
+    """
+
+    class Source(models.TextChoices):
+        DASHBOARD = "dashboard"  # a /ws/chat client: the dashboard, `bin/svc chat`, a phone
+        TELEGRAM = "telegram"
+        SLACK = "slack"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="queued")
+    # The order it is sent in; "send now" puts a prompt before the others.
+    position = models.BigIntegerField()
+    text = models.TextField()
+    source = models.CharField(max_length=16, choices=Source.choices)
+    who = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["session", "position"]
+
+    def __str__(self) -> str:
+        return f"{self.session_id} #{self.position}: {self.text[:40]}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "text": self.text,
+            "source": self.source,
+            "who": self.who,
+            "created_at": self.created_at.isoformat(),
+        }

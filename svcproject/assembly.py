@@ -40,6 +40,7 @@ def build(*, backoff_first_s: float | None = None) -> Runtime:
     from previews_app.render_pool import RenderPool
     from remote_app.gate import RemoteSockets
     from remote_app.tunnels.service import Tunnels
+    from sessions_app import prompt_queue
     from sessions_app.handover import FailureWindow
     from sessions_app.host.activity import Activity
     from sessions_app.host.registry import ProcessHost
@@ -55,6 +56,7 @@ def build(*, backoff_first_s: float | None = None) -> Runtime:
     holder = HolderClient(holder_dir(config.svc_home()), on_exit=lambda sid, code: None)
     activity = Activity(lambda: live.abroadcast("agents_runtime"))
     host = rt.add("host", ProcessHost(activity, holder if config.knobs().holder else None))
+    host.on_idle = prompt_queue.on_idle  # a chat that becomes idle sends what waits
     conversations = rt.add("conversations", Conversations(host), stop=lambda: conversations.stop())
     rt.add(
         "conversation_sweeper",

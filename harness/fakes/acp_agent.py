@@ -268,6 +268,20 @@ class FakeAgent:
             await self.say(session_id, (" " if i else "") + word)
         return "end_turn"
 
+    async def do_readfile(self, session_id: str, rest: str) -> str:
+        """`readfile <delay s> <path>`: after the delay, ask the client for a file (`fs/…`),
+        as an agent does that did not check the client's capabilities; says what came back."""
+        delay, _, path = rest.partition(" ")
+        await asyncio.sleep(float(delay or "0"))
+        params = {"sessionId": session_id, "path": path}
+        try:
+            answer = await self.conn.request("fs/read_text_file", params)
+        except RequestError as exc:
+            await self.say(session_id, f"refused {exc.error['code']} {exc.error['message']}")
+        else:
+            await self.say(session_id, f"read {answer.get('content', '')!r}")
+        return "end_turn"
+
     async def do_title(self, session_id: str, rest: str) -> str:
         await self.update(session_id, {"sessionUpdate": "session_info_update", "title": rest})
         return "end_turn"

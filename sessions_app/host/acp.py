@@ -107,8 +107,11 @@ class AcpSession:
         self._subscribers: set[ChatSubscription] = set()
         self.permission_mode = "ask"  # ask | allow | deny
         self.busy = False
-        self.idle = asyncio.Event()  # set between turns: what a queued prompt waits on
+        self.idle = asyncio.Event()  # set between turns
         self.idle.set()
+        # Called whenever the chat becomes idle (sessions_app/prompt_queue.py sends what waits).
+        self.on_idle: Callable[[AcpSession], Awaitable[None]] | None = None
+        self._idle_calls: set[asyncio.Task[None]] = set()
         self.agent_session_id = ""
         self.agent_info: dict[str, Any] = {}
         self._pending: dict[str, tuple[asyncio.Future[Answer], set[str]]] = {}
@@ -137,6 +140,7 @@ class AcpSession:
             await self.stop()
             raise
         await self._publish_runtime()
+        self._now_idle()
         return self.pid
 
     async def take_back(
@@ -156,6 +160,8 @@ class AcpSession:
             self.busy = True
             self.idle.clear()
         await self._publish_runtime()
+        if not self.busy:
+            self._now_idle()
         return self.pid
 
     async def _connect(self, stream: AgentStream, *, stored_upto: int) -> None:
@@ -286,7 +292,7 @@ class AcpSession:
             return "error"
         finally:
             self.busy = False
-            self.idle.set()
+            self._now_idle()
             if not self.exited.is_set():
                 await self._publish_runtime()
 
@@ -315,7 +321,7 @@ class AcpSession:
             await self.emit("turn_end", {"stop_reason": "error"})
             self._turn_ended("error")
         self.busy = False
-        self.idle.set()
+        self._now_idle()
         await self._publish_runtime()
 
     def shown(self) -> bool:
@@ -323,6 +329,14 @@ class AcpSession:
         it, or a client that never said it does not (contract §15). A chat channel never
         counts — it is not a dashboard; a closed client is no longer subscribed."""
         return any(subscription.showing for subscription in self._subscribers)
+
+    def _now_idle(self) -> None:
+        self.idle.set()
+        if self.on_idle is None or self.exited.is_set() or self.let_go_done:
+            return
+        call = asyncio.get_running_loop().create_task(self.on_idle(self))
+        self._idle_calls.add(call)
+        call.add_done_callback(self._idle_calls.discard)
 
     def _turn_ended(self, stop_reason: str) -> None:
         if not self.shown():  # nobody sees this turn end: tell its owner (contract §15)

@@ -24,7 +24,7 @@ import asyncio
 import collections
 import contextvars
 import logging
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -76,6 +76,9 @@ class ProcessHost:
         # One resume at a time: two requests that find a chat ended must not start it twice.
         self.resume_lock = asyncio.Lock()
         self._stopped_by: dict[str, str] = {}  # who asked a session to stop ("svc", "user")
+        # Given to every chat: what runs when it becomes idle (the composition root sets it to
+        # send the prompts that wait, sessions_app/prompt_queue.py).
+        self.on_idle: Callable[[AcpSession], Awaitable[None]] | None = None
 
     # --- terminals -----------------------------------------------------------------------------
 
@@ -311,6 +314,7 @@ class ProcessHost:
             activity=self.activity,
             permission_timeout_s=permission_timeout_s,
         )
+        chat.on_idle = self.on_idle
         return chat
 
     def chat(self, session_id: str) -> AcpSession | None:

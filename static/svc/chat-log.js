@@ -8,7 +8,9 @@
 // (who answered a permission request, from where, when: contract §17), handover.
 
 // `asked`: each permission request seen, by request_id → {title, options, at (its row, if shown)}.
-export const emptyLog = { rows: [], bubble: null, thinking: null, tools: {}, asked: {}, running: false, next: 0 };
+// `queued`: the prompts waiting for the running turn, in order (contract §17; not rows: they are
+// shown above the message box until they are sent, then as the user row their turn starts with).
+export const emptyLog = { rows: [], bubble: null, thinking: null, tools: {}, asked: {}, queued: [], running: false, next: 0 };
 
 function add(log, kind, text, seq, extra = {}) {
   const row = { key: log.next, kind, text, seq, ...extra };
@@ -107,6 +109,7 @@ function single(log, e) {
 }
 
 export function apply(log, e) {
+  if (e.kind === "queue") return { ...log, queued: e.items || [] }; // a streamed row goes on
   if (e.kind === "agent_message_chunk") return stream(log, "bubble", "agent", e.text || "", e.seq);
   if (e.kind === "agent_thought_chunk") return stream(log, "thinking", "thought", e.text || "", e.seq);
   return single({ ...log, bubble: null, thinking: null }, e);

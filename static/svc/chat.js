@@ -1,5 +1,6 @@
 // A chat session over /ws/chat (contract §7): the streamed log (chat-log.js says what it holds),
 // the message box (Enter sends, Shift+Enter a new line) with Send and, while a turn runs, Cancel.
+// What is sent while a turn runs waits in svc's queue, shown above the box (Send now, Remove).
 // What is sent while the socket is still opening waits for it, after the `open` message. The page
 // tells svc whether the person sees this chat, so a turn that ends out of sight is notified (§15).
 import { api, socket } from "./api.js";
@@ -109,6 +110,15 @@ function useReveal(tab, logRef) {
   return { hit, setHit, pending, shown, reached };
 }
 
+// The prompts waiting for the running turn, first to go first (contract §17).
+function Queued({ items, act }) {
+  if (!items.length) return null;
+  return html`<ol class="chat-queued" aria-label="queued messages">${items.map((item) => html`<li key=${item.id} data-queued=${item.id}>
+    <span class="queued-text">${item.text}</span>
+    <button type="button" class="queued-now" onClick=${() => act("send_now", item.id)}>Send now</button>
+    <button type="button" class="queued-remove" onClick=${() => act("unqueue", item.id)}>Remove</button></li>`)}</ol>`;
+}
+
 function ChatInput({ input, running, prompt, cancel }) {
   const keyDown = (event) => {
     if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
@@ -156,6 +166,7 @@ export function Chat({ tab, onShown }) {
   const target = reveal.hit && rowAt(log, reveal.hit.at);
   return html`<div class="chat-log" ref=${box}>${log.rows.map((row) => html`<${Row} key=${row.key} row=${row}
       hit=${row === target ? reveal.hit.at : null} sessionId=${sessionId} answer=${answer} painted=${bottom} />`)}</div>
+    <${Queued} items=${log.queued} act=${(type, id) => link.current.send({ type, session_id: sessionId, id })} />
     <${ChatInput} input=${input} running=${log.running} prompt=${prompt}
       cancel=${() => link.current.send({ type: "cancel", session_id: sessionId })} />`;
 }

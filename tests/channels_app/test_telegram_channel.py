@@ -248,6 +248,43 @@ async def test_messages_sent_while_the_agent_is_busy_are_answered_in_order(
     assert order == sorted(order)
 
 
+async def test_a_message_sent_during_a_turn_is_queued_shown_and_can_be_taken_back(
+    tg: FakeTelegram, svc: Runtime
+) -> None:
+    tg.send_text(OWNER, "count 30 100")
+    await until_sent(tg, "1 ")
+    for text in ("echo one", "echo dropped", "echo two"):
+        tg.send_text(OWNER, text)
+        await until_sent(tg, f"({('one', 'dropped', 'two').index(text[5:]) + 1} waiting)")
+    queued = [m for m in tg.sent(OWNER) if m.get("text", "").startswith("⏳ Queued")]
+    assert len(queued) == 3 and all(m.get("reply_markup") for m in queued)
+    remove = queued[1]["reply_markup"]["inline_keyboard"][1][0]  # a button per row
+    assert remove["text"] == "Remove"
+    tg.tap(OWNER, queued[1]["message_id"], remove["callback_data"])
+    await until_sent(tg, "Removed from the queue.")
+    tg.send_text(OWNER, "/queue")
+    listed = await until_sent(tg, "Waiting for the running turn")
+    assert listed[0]["text"].splitlines()[1:] == ["1. echo one", "2. echo two"]
+    # The dashboard's view of the same queue: the telegram chat is named as the source.
+    waiting = await database_sync_to_async(_queued)()
+    assert [(q["text"], q["source"]) for q in waiting] == [
+        ("echo one", "telegram"),
+        ("echo two", "telegram"),
+    ]
+    await tg.async_wait_for(lambda: sum("— done" in t for t in texts(tg)) == 3, timeout=30)
+    shown = texts(tg)
+    answers = [i for i, t in enumerate(shown) if "— done" in t]
+    assert "30" in shown[answers[0]] and "one" in shown[answers[1]] and "two" in shown[answers[2]]
+    assert await database_sync_to_async(_prompts)("echo dropped") == 0
+    assert await database_sync_to_async(_prompts)("echo one") == 1
+
+
+def _queued() -> list[dict[str, Any]]:
+    from sessions_app.prompt_queue import queued_list
+
+    return queued_list(_only())
+
+
 async def test_a_wrong_token_is_an_error_naming_the_setting(
     tg: FakeTelegram, tmp_path: Path
 ) -> None:

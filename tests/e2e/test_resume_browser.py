@@ -126,3 +126,32 @@ def test_stop_all_names_how_many_sessions_end_and_ends_them_once_confirmed(
         expect(cells).to_have_text("stopped by you")
     expect(button).to_be_disabled()
     expect(button).to_have_text("Stop all")
+
+
+def test_messages_sent_during_a_turn_are_shown_queued_and_can_be_removed_or_sent_now(
+    page: Page, host: Daemon, workspace: Path
+) -> None:
+    """Contract §17: what is typed while a turn runs waits above the message box, first to go
+    first; Remove takes one back, Send now cancels the turn and sends it next."""
+    page.select_option("#new-agent", "fake")
+    page.select_option("#new-workspace", str(workspace))
+    page.select_option("#new-kind", "chat")
+    page.click("#new-session button[type=submit]")
+    send(page, "count 600 50")
+    expect(page.locator(f"{ACTIVE} .chat-agent").last).to_contain_text("3 ")
+    for text in ("echo later", "echo dropped", "echo urgent"):
+        send(page, text)
+    queued = page.locator(f"{ACTIVE} .chat-queued li")
+    expect(queued.locator(".queued-text")).to_have_text(
+        ["echo later", "echo dropped", "echo urgent"]
+    )
+    queued.nth(1).get_by_role("button", name="Remove").click()
+    expect(queued.locator(".queued-text")).to_have_text(["echo later", "echo urgent"])
+    queued.nth(1).get_by_role("button", name="Send now").click()
+    agent = page.locator(f"{ACTIVE} .chat-agent")
+    expect(agent.last).to_have_text("later", timeout=15_000)
+    expect(queued).to_have_count(0)
+    users = page.locator(f"{ACTIVE} .chat-user")
+    expect(users).to_have_text(["count 600 50", "echo urgent", "echo later"])
+    expect(agent.nth(1)).to_have_text("urgent")
+    expect(page.locator(f"{ACTIVE} .chat-turn-end", has_text="turn cancelled")).to_have_count(1)

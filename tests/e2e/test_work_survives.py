@@ -283,3 +283,29 @@ async def test_a_holder_killed_under_a_running_svc_ends_its_sessions_interrupted
     fresh = create_session(daemon, tmp_path)
     assert fresh["status"] == "running"
     assert int((daemon.home / "holder" / "holder.pid").read_text()) != holder
+
+
+async def test_a_file_request_the_agent_made_while_svc_was_away_is_answered_after_the_restart(
+    fresh_daemon: Daemon, tmp_path: Path
+) -> None:
+    """svc advertises no `fs` capability, so the answer is JSON-RPC "method not found" — but it
+    comes, once svc is back: the agent's turn ends instead of waiting forever (contract §17)."""
+    daemon = start(fresh_daemon, tmp_path)
+    session_id = create_session(daemon, tmp_path, agent="fake", kind="chat")["id"]
+    chat = await Chat.connect(daemon)
+    await chat.open(session_id=session_id)
+    await chat.send(type="prompt", session_id=session_id, text="echo asking ; readfile 1.0 x.txt")
+    await chat.next("agent_message_chunk", text="asking")
+    daemon.kill()  # the request is made while svc is gone: it waits in the holder's journal
+    await asyncio.sleep(1.5)
+    daemon.start()
+    again = await Chat.connect(daemon)
+    await again.open(session_id=session_id)
+    # The turn's end: in the replay when it came before this client opened, else live.
+    ended = [e for e in again.events if e["kind"] == "turn_end"]
+    if not ended:
+        ended = [await again.next("turn_end", timeout=30)]
+    assert [e["stop_reason"] for e in ended] == ["end_turn"]
+    history = await history_of(daemon, session_id)
+    said = "".join(e["text"] for e in history if e["kind"] == "agent_message_chunk")
+    assert said == "askingrefused -32601 Method not found", said

@@ -1,0 +1,188 @@
+"""Prompts sent while a turn runs (contract §17, "Nothing sent to svc is lost").
+
+A person's prompt to a chat — from the dashboard or any /ws/chat client, Telegram or Slack — is
+recorded (`QueuedPrompt`) and sent from the record: at once when the chat is idle and nothing
+waits before it, else when the turns before it have ended, first in first out. Until then it is
+shown on every surface (a `queue` event to the chat's clients, `/queue` in a chat channel) and
+can be removed; "send now" puts it first and cancels the running turn, whose end sends it.
+
+The record is what survives: svc stopping with prompts waiting sends them once the chat it
+takes back (or resumes) is idle. A prompt leaves the record in the step that starts its turn,
+so it is sent once: a restart between the two would lose the prompt (one database write and
+one message to the holder apart), never send it twice.
+
+Programmatic turns (MCP multi-agent turns, the local-agent API, a diff comment) do not queue:
+they have their own ways of waiting and of saying "busy".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from channels.db import database_sync_to_async
+from django.db import transaction
+from django.db.models import Max, Min
+
+from core.errors import DomainError, NotFound
+from sessions_app.models import QueuedPrompt
+
+if TYPE_CHECKING:
+    from sessions_app.host.acp import AcpSession
+
+logger = logging.getLogger(__name__)
+
+TEXT_MAX = 100_000  # characters; what a chat message may carry (contract §6)
+
+# One drain at a time per chat: two could both find it idle and both start a turn.
+_draining: weakref.WeakKeyDictionary[AcpSession, asyncio.Lock] = weakref.WeakKeyDictionary()
+_turns: set[asyncio.Task[Any]] = set()
+
+
+# --- the record -----------------------------------------------------------------------------
+
+
+def queued_list(session_id: str) -> list[dict[str, Any]]:
+    return [row.to_dict() for row in QueuedPrompt.objects.filter(session_id=session_id)]
+
+
+def queued_count(session_id: str) -> int:
+    return QueuedPrompt.objects.filter(session_id=session_id).count()
+
+
+def _add(
+    session_id: str, text: str, source: str, who: str, recorded: Callable[[], None] | None = None
+) -> QueuedPrompt:
+    with transaction.atomic():
+        if recorded is not None:  # the caller's own record of the hand-over, in one step
+            recorded()
+        last = QueuedPrompt.objects.filter(session_id=session_id).aggregate(m=Max("position"))
+        return QueuedPrompt.objects.create(
+            session_id=session_id,
+            position=(last["m"] or 0) + 1,
+            text=text,
+            source=source,
+            who=who,
+        )
+
+
+def _take_first(session_id: str) -> QueuedPrompt | None:
+    with transaction.atomic():
+        row = QueuedPrompt.objects.filter(session_id=session_id).order_by("position").first()
+        if row is not None and QueuedPrompt.objects.filter(pk=row.pk).delete()[0] == 0:
+            return None  # removed meanwhile by someone else
+        return row
+
+
+def _remove(session_id: str, queued_id: int) -> bool:
+    return QueuedPrompt.objects.filter(session_id=session_id, pk=queued_id).delete()[0] > 0
+
+
+def _to_front(session_id: str, queued_id: int) -> bool:
+    with transaction.atomic():
+        rows = QueuedPrompt.objects.filter(session_id=session_id)
+        first = rows.aggregate(m=Min("position"))["m"] or 0
+        return rows.filter(pk=queued_id).update(position=first - 1) > 0
+
+
+def _check(text: Any) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise DomainError("a prompt needs a non-empty `text`")
+    if len(text) > TEXT_MAX:
+        raise DomainError(f"a prompt is at most {TEXT_MAX} characters")
+    return text
+
+
+def _queued_id(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise DomainError("`id` names a queued prompt: a number from the queue") from None
+
+
+# --- what the surfaces call ------------------------------------------------------------------
+
+
+async def submit(
+    chat: AcpSession,
+    text: Any,
+    *,
+    source: str,
+    who: str = "",
+    recorded: Callable[[], None] | None = None,
+) -> int:
+    """Record the prompt and send what may be sent now; returns how many prompts wait after
+    this call (0: this one went to the agent at once). `recorded` runs in the transaction that
+    records it: a chat channel marks its inbox event handed over there, so a restart can
+    neither lose the message nor queue it twice."""
+    text = _check(text)
+    if chat.exited.is_set():
+        raise DomainError("the agent has exited; resume the session or open a new one")
+    await database_sync_to_async(_add)(chat.session_id, text, source, who, recorded)
+    await drain(chat)
+    waiting = await database_sync_to_async(queued_count)(chat.session_id)
+    if waiting:
+        await publish(chat)
+    return waiting
+
+
+async def remove(chat: AcpSession, queued_id: Any) -> None:
+    if not await database_sync_to_async(_remove)(chat.session_id, _queued_id(queued_id)):
+        raise NotFound(f"no queued prompt {queued_id!r} in this session (sent, or removed)")
+    await publish(chat)
+
+
+async def send_now(chat: AcpSession, queued_id: Any) -> None:
+    """Put the prompt first and cancel the running turn: its end sends it."""
+    if not await database_sync_to_async(_to_front)(chat.session_id, _queued_id(queued_id)):
+        raise NotFound(f"no queued prompt {queued_id!r} in this session (sent, or removed)")
+    await publish(chat)
+    if chat.busy:
+        await chat.cancel()
+    else:
+        await drain(chat)
+
+
+async def publish(chat: AcpSession) -> None:
+    """The chat's clients see what waits (an event not kept in the history: the record is)."""
+    items = await database_sync_to_async(queued_list)(chat.session_id)
+    await chat.emit("queue", {"items": items}, store=False)
+
+
+async def drain(chat: AcpSession) -> None:
+    """Send the first waiting prompt when the chat is idle. The host calls this whenever a
+    chat becomes idle (a turn ended, a chat started, resumed or was taken back)."""
+    lock = _draining.setdefault(chat, asyncio.Lock())
+    async with lock:
+        if chat.busy or chat.exited.is_set() or chat.let_go_done:
+            return
+        row = await database_sync_to_async(_take_first)(chat.session_id)
+        if row is None:
+            return
+        # Started eagerly: the turn marks the chat busy (AcpSession.prompt's first step) before
+        # the lock is let go, so the next drain finds it busy.
+        turn = asyncio.Task(
+            _send(chat, row.text), loop=asyncio.get_running_loop(), eager_start=True
+        )
+        if not turn.done():
+            _turns.add(turn)
+            turn.add_done_callback(_turns.discard)
+    await publish(chat)
+
+
+async def on_idle(chat: AcpSession) -> None:
+    """The host's hook (svcproject/assembly.py): drain, and never fail the caller."""
+    try:
+        await drain(chat)
+    except Exception:
+        logger.exception("the queued prompts of session %s could not be sent", chat.session_id)
+
+
+async def _send(chat: AcpSession, text: str) -> None:
+    try:
+        await chat.prompt(text)
+    except Exception:
+        logger.exception("a queued prompt for session %s could not be sent", chat.session_id)
