@@ -215,9 +215,10 @@ async def test_a_message_to_a_dead_agent_says_so_and_offers_new(
 
 
 async def polled_again(fake: FakeTelegram) -> None:
-    """Until svc asks for updates again after its last message: it has finished with the batch
-    that message answered (it handles one batch before polling for the next)."""
-    since = max(c["t"] for c in fake.calls("sendMessage"))
+    """Until svc asks for updates again after the last answer that handed some out: it has
+    finished with that batch (it takes one batch in before polling for the next). Its replies
+    go through the outbox, so they may be sent after that next poll began."""
+    since = max(c["t"] for c in fake.calls("getUpdates") if c.get("update_ids"))
     await fake.async_wait_for(
         lambda: any(c["t"] > since for c in fake.calls("getUpdates")), timeout=30
     )

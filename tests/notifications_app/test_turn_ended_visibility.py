@@ -70,6 +70,7 @@ class Page:
         assert (await self.ws.connect())[0]
         await self.ws.send_json_to({"type": "open", "session_id": self.session_id})
         await self.until("session")
+        await self.until("queue")  # what waits for a turn: sent right after `session`
         if visible is not None:
             await self.visible(visible)
 

@@ -1,0 +1,48 @@
+"""Django's requests wait for a start under way (svcproject/request_threads.py): the port opens
+at once (contract §12), and a request before the start has mirrored settings.json would say
+that profiles or workspaces are not there. Seen as a flake: GET /api/profiles right after start
+answered without the profile settings.json names."""
+
+from __future__ import annotations
+
+import asyncio
+
+from core.runtime import Runtime, current_or_none, install
+from svcproject import request_threads
+
+
+async def test_a_request_during_start_waits_for_it_and_one_after_does_not() -> None:
+    before, runtime = current_or_none(), Runtime()
+    runtime.loop = asyncio.get_running_loop()  # what start() sets first
+    install(runtime)
+    try:
+        waiting = asyncio.create_task(request_threads._started())
+        await asyncio.sleep(0.2)
+        assert not waiting.done()  # held while the start runs
+        runtime.ready.set()
+        await asyncio.wait_for(waiting, 1)
+        await asyncio.wait_for(request_threads._started(), 0.01)  # started: at once
+    finally:
+        install(before)
+
+
+async def test_a_runtime_of_another_loop_never_holds_a_request() -> None:
+    before, runtime = current_or_none(), Runtime()
+    runtime.loop = asyncio.new_event_loop()  # a test's runtime, not this server's
+    install(runtime)
+    try:
+        await asyncio.wait_for(request_threads._started(), 0.01)
+    finally:
+        runtime.loop.close()
+        install(before)
+
+
+async def test_a_start_that_hangs_holds_a_request_only_so_long(monkeypatch) -> None:
+    monkeypatch.setattr(request_threads, "START_WAIT_S", 0.1)
+    before, runtime = current_or_none(), Runtime()
+    runtime.loop = asyncio.get_running_loop()
+    install(runtime)
+    try:
+        await asyncio.wait_for(request_threads._started(), 1)  # answered, not stuck
+    finally:
+        install(before)
