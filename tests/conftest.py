@@ -45,6 +45,8 @@ def _isolate_home() -> None:
 # the most tests first, which left one-test files like the newcomer's `make run` for the end, alone
 # on one worker): starting the long ones first lets the short ones fill in around them.
 LONGEST_FIRST = (
+    "tests/e2e/test_real_agents_resume.py",  # 75: five CLIs, three svc starts each
+    "tests/e2e/test_work_survives.py",  # 50
     "tests/e2e/test_dashboard.py",  # 42
     "tests/e2e/test_newcomer.py",  # 37
     "tests/channels_app/test_telegram_channel.py",  # 36

@@ -261,6 +261,9 @@ async def test_a_message_sent_during_a_turn_is_queued_shown_and_can_be_taken_bac
     assert len(queued) == 3 and all(m.get("reply_markup") for m in queued)
     remove = queued[1]["reply_markup"]["inline_keyboard"][1][0]  # a button per row
     assert remove["text"] == "Remove"
+    # Someone else in the chat (a group member not in allowed_users) presses Send now: nothing.
+    now = queued[0]["reply_markup"]["inline_keyboard"][0][0]
+    tg.tap(STRANGER, queued[0]["message_id"], now["callback_data"], chat_id=OWNER)
     tg.tap(OWNER, queued[1]["message_id"], remove["callback_data"])
     await until_sent(tg, "Removed from the queue.")
     tg.send_text(OWNER, "/queue")
@@ -277,6 +280,7 @@ async def test_a_message_sent_during_a_turn_is_queued_shown_and_can_be_taken_bac
     answers = [i for i, t in enumerate(shown) if "— done" in t]
     assert "30" in shown[answers[0]] and "one" in shown[answers[1]] and "two" in shown[answers[2]]
     assert await database_sync_to_async(_prompts)("echo dropped") == 0
+    assert not any("cancelled" in t for t in shown)  # the stranger's Send now did nothing
     assert await database_sync_to_async(_prompts)("echo one") == 1
 
 

@@ -56,7 +56,7 @@ async def test_queued_prompts_run_in_order_once_each_across_a_sigkill(
     chat, other = await Chat.connect(daemon), await Chat.connect(daemon)
     await chat.open(session_id=session_id)
     await other.open(session_id=session_id)
-    await chat.send(type="prompt", session_id=session_id, text="count 60 50")
+    await chat.send(type="prompt", session_id=session_id, text="count 30 50")
     await chat.next("agent_message_chunk", timeout=15)
     for text in ("echo first", "echo dropped", "echo second", "echo third"):
         await chat.send(type="prompt", session_id=session_id, text=text)
@@ -78,9 +78,9 @@ async def test_queued_prompts_run_in_order_once_each_across_a_sigkill(
     await again.open(session_id=session_id)
     assert len((await again.next("queue"))["items"]) in (2, 3)  # the first may be on its way
     history = await stored(daemon, session_id, turns=4)
-    assert prompts(history) == ["count 60 50", "echo first", "echo second", "echo third"]
+    assert prompts(history) == ["count 30 50", "echo first", "echo second", "echo third"]
     said = "".join(e["text"] for e in history if e["kind"] == "agent_message_chunk")
-    assert said.endswith("60 firstsecondthird"), said[-80:]
+    assert said.endswith("30 firstsecondthird"), said[-80:]
     assert [e["kind"] for e in history].count("turn_end") == 4
     # Nothing waits any more, and a chat opened now says so.
     await again.close()
