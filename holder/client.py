@@ -387,7 +387,12 @@ class HolderClient:
             transport.close()
             for fd in fds:
                 os.close(fd)
-            raise HolderError(hello.get("error") or f"could not attach to {session_id}")
+            why = hello.get("error") or (
+                "the holder closed the connection"
+                if first is None
+                else "the holder's answer was not a hello"
+            )
+            raise HolderError(f"could not attach to {session_id}: {why}")
         return Stream(transport, frames, hello, pty=fds[0] if fds else None)
 
     async def forget(self, session_id: str) -> None:

@@ -660,7 +660,11 @@ class Holder:
         signal.signal(signal.SIGPIPE, signal.SIG_IGN)
         self.loop.watch(wake_r.fileno(), lambda: self._on_signal(wake_r), None)
         try:
-            while not self.idle() and not self.done():
+            while not self.done():
+                if self.idle():
+                    self.on_accept()  # a client that connected since the last look keeps it
+                    if self.idle():
+                        break
                 self.loop.run_once(1.0)
         finally:
             self._close_listener()

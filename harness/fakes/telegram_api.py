@@ -213,7 +213,9 @@ class FakeTelegram(Controls, Http, BotMethods, Files, State):
             self._site = None
         server = self._runner.server if self._runner else None
         for conn in list(server.connections if server else []):
-            conn.force_close()
+            conn.force_close()  # marks it only: an answer under way (a long poll) would go on
+            if conn.transport is not None:
+                conn.transport.abort()  # so the client sees a reset now, as when a server dies
 
     def come_back(self) -> None:
         """Listen again on the same port."""

@@ -236,7 +236,7 @@ async def test_a_crashing_or_unstartable_agent_fails_with_its_error_as_summary(
     assert crasher["final_message"] == "about to crash"
     assert nostart["status"] == "failed"
     assert nostart["summary"].startswith("could not start 'broken'")
-    assert fine["status"] == "done" and fine["summary"] == "still fine"
+    assert (fine["status"], fine["summary"]) == ("done", "still fine"), fine
     assert done["status"] == "completed"
     crashed = await session(crasher["session_id"])
     assert (crashed.status, crashed.exit_code) == ("exited", 3)
