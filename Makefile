@@ -11,16 +11,14 @@ TEST_WORKERS ?= 3
 
 .PHONY: run test lint format bench venv dev-venv assets test-fixtures agents clean screenshots
 
-# --no-compile: pip would byte-compile every file of every package (12 of the 27 s an install
-# takes here); Python compiles what is imported, once, on first use, and keeps it.
 $(VENV)/.base: requirements.txt .python-version
 	@test -x $(PY) || "$$(scripts/find-python.sh)" -m venv $(VENV)
-	$(PY) -m pip install -q --no-compile --upgrade pip
-	$(PY) -m pip install -q --no-compile -r requirements.txt
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
 	@touch $@
 
 $(VENV)/.dev: $(VENV)/.base requirements-dev.txt
-	$(PY) -m pip install -q --no-compile -r requirements-dev.txt
+	$(PY) -m pip install -q -r requirements-dev.txt
 	@touch $@
 
 venv: $(VENV)/.base
