@@ -18,6 +18,7 @@ they have their own ways of waiting and of saying "busy".
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import weakref
 from collections.abc import Callable
@@ -154,10 +155,11 @@ async def publish(chat: AcpSession) -> None:
 
 async def drain(chat: AcpSession) -> None:
     """Send the first waiting prompt when the chat is idle. The host calls this whenever a
-    chat becomes idle (a turn ended, a chat started, resumed or was taken back)."""
+    chat becomes idle (a turn ended, taken back at start); a resume calls it once the history
+    says how the chat went on."""
     lock = _draining.setdefault(chat, asyncio.Lock())
     async with lock:
-        if chat.busy or chat.exited.is_set() or chat.let_go_done:
+        if chat.busy or chat.exited.is_set() or chat.let_go_done or chat.stopping:
             return
         row = await database_sync_to_async(_take_first)(chat.session_id)
         if row is None:
@@ -165,7 +167,10 @@ async def drain(chat: AcpSession) -> None:
         # Started eagerly: the turn marks the chat busy (AcpSession.prompt's first step) before
         # the lock is let go, so the next drain finds it busy.
         turn = asyncio.Task(
-            _send(chat, row.text), loop=asyncio.get_running_loop(), eager_start=True
+            _send(chat, row),
+            loop=asyncio.get_running_loop(),
+            eager_start=True,
+            context=contextvars.Context(),  # the turn outlives whoever asked (a request)
         )
         if not turn.done():
             _turns.add(turn)
@@ -181,8 +186,19 @@ async def on_idle(chat: AcpSession) -> None:
         logger.exception("the queued prompts of session %s could not be sent", chat.session_id)
 
 
-async def _send(chat: AcpSession, text: str) -> None:
+async def _send(chat: AcpSession, row: QueuedPrompt) -> None:
     try:
-        await chat.prompt(text)
+        await chat.prompt(row.text)
+    except RuntimeError:  # refused before it reached the agent (it exited meanwhile): kept
+        await database_sync_to_async(_put_back)(row)
     except Exception:
         logger.exception("a queued prompt for session %s could not be sent", chat.session_id)
+
+
+def _put_back(row: QueuedPrompt) -> None:
+    with transaction.atomic():
+        rows = QueuedPrompt.objects.filter(session_id=row.session_id)
+        first = rows.aggregate(m=Min("position"))["m"]
+        row.position = (row.position if first is None else first) - 1  # first again
+        row.pk = None
+        row.save()

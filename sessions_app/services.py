@@ -20,7 +20,7 @@ from django.utils import timezone
 from core import config, errors
 from core import settings_store as settings_services
 from core.errors import DomainError
-from sessions_app import agent_logs, approvals, signals
+from sessions_app import agent_logs, approvals, prompt_queue, signals
 from sessions_app import agents as agent_registry
 from sessions_app.models import Session, Workspace
 
@@ -494,7 +494,12 @@ async def asession_resume(*, host: ProcessHost, session_id: str) -> Session:
         status = 504 if isinstance(exc, TimeoutError) else 502
         raise DomainError(f"could not resume {session.agent!r}: {exc}", status=status) from exc
     await _say_how_it_continued(host, str(session.id))
-    return await database_sync_to_async(_mark_resumed)(str(session.id), pid, agent_session_id)
+    resumed = await database_sync_to_async(_mark_resumed)(str(session.id), pid, agent_session_id)
+    if (chat := host.chat(str(session.id))) is not None:
+        # What was queued for it goes now: after the history says how it went on, and with the
+        # summary a new agent session is primed with.
+        await prompt_queue.drain(chat)
+    return resumed
 
 
 async def _resume_terminal(host: ProcessHost, session: Session) -> Session:

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from asgiref.sync import SyncToAsync, ThreadSensitiveContext
+from asgiref.sync import ThreadSensitiveContext
 from django.core.handlers.asgi import ASGIHandler
 
 from core.runtime import current_or_none
@@ -63,20 +64,20 @@ def _new_thread() -> ThreadPoolExecutor:
 
 
 class OwnContext:
-    """Each connection starts outside any request's thread-sensitive context.
+    """Each connection runs in a context of its own, empty.
 
     A connection's task copies the context it was created in, and the server can create it from
     a callback registered while a request ran (Twisted re-arms its listening socket from inside
-    one after running out of descriptors), so the task would inherit that request's context —
-    exited once the request ended, and asgiref then refuses every database call of the new
-    connection (a 500 on the remote listener after a flood of strangers). Clearing it makes the
-    connection's first database call take the process's shared thread, as it did before kept
-    threads.
+    one after running out of descriptors), so the task would inherit that request's asgiref
+    state: its thread-sensitive context, exited once the request ended (asgiref then refuses the
+    new connection's database calls: a 500 on the remote listener after a flood of strangers),
+    or the request thread's executor, quit by then ("CurrentThreadExecutor already quit": a
+    request's end, or a chat's prompt, failed). An empty context starts from neither.
     """
 
     def __init__(self, app: Any) -> None:
         self.app = app
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        SyncToAsync.thread_sensitive_context.set(None)  # type: ignore[arg-type]
-        await self.app(scope, receive, send)
+        connection = self.app(scope, receive, send)
+        await asyncio.get_running_loop().create_task(connection, context=contextvars.Context())

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import importlib
 import logging
 import sys
@@ -125,6 +126,7 @@ class AcpSession:
         self.continued: resume.Continued | None = None  # how a resumed chat went on
         self.held = False  # by a holder, which keeps it when svc stops
         self.let_go_done = False
+        self.stopping = False
         self.lost = False  # the stream ended without an exit: the holder is gone
         # A taken-back chat's permission requests, by offset (selectors.ChatPosition).
         self._asked: dict[int, dict[str, Any]] = {}
@@ -140,7 +142,6 @@ class AcpSession:
             await self.stop()
             raise
         await self._publish_runtime()
-        self._now_idle()
         return self.pid
 
     async def take_back(
@@ -332,9 +333,13 @@ class AcpSession:
 
     def _now_idle(self) -> None:
         self.idle.set()
-        if self.on_idle is None or self.exited.is_set() or self.let_go_done:
+        if self.on_idle is None or self.exited.is_set() or self.let_go_done or self.stopping:
             return
-        call = asyncio.get_running_loop().create_task(self.on_idle(self))
+        # A context of its own: a chat started inside a request (async_to_sync) would otherwise
+        # lend this task the request thread's executor, gone once the request ends.
+        call = asyncio.get_running_loop().create_task(
+            self.on_idle(self), context=contextvars.Context()
+        )
         self._idle_calls.add(call)
         call.add_done_callback(self._idle_calls.discard)
 
@@ -496,6 +501,7 @@ class AcpSession:
     async def stop(self, grace: float = 1.0) -> None:
         if self.exited.is_set() or self.let_go_done:
             return
+        self.stopping = True  # the turn it ends must not start the next (prompt_queue)
         self.stream.close_input()  # well-behaved agents exit at EOF, with their own status
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.exited.wait(), EOF_GRACE_S)

@@ -9,6 +9,8 @@ import asyncio
 import json
 from pathlib import Path
 
+import httpx
+
 from harness.daemon import Daemon
 from harness.termclient import Chat, create_session, hosting_settings
 
@@ -123,3 +125,33 @@ async def test_a_prompt_to_an_idle_chat_is_sent_at_once_and_never_shown_as_queue
     shown = [e["items"] for e in chat.events if e["kind"] == "queue"]
     assert all(items == [] for items in shown), shown
     assert chat.texts() == "hello"
+
+
+async def test_prompts_queued_when_the_chat_was_stopped_are_sent_once_it_is_resumed(
+    fresh_daemon: Daemon, tmp_path: Path
+) -> None:
+    """Resumed through the API (a sync view that starts the agent inside its request): the
+    prompt that waited is sent once the agent is back, though that request has ended by then."""
+    daemon = start(fresh_daemon)
+    session_id = create_session(daemon, tmp_path, agent="fake", kind="chat")["id"]
+    chat = await Chat.connect(daemon)
+    await chat.open(session_id=session_id)
+    await chat.send(type="prompt", session_id=session_id, text="count 400 50")
+    await chat.next("agent_message_chunk", timeout=15)
+    await chat.send(type="prompt", session_id=session_id, text="echo after-resume")
+    await queue_of(chat, ["echo after-resume"])
+    await chat.close()
+    headers = daemon.owner_headers()
+    async with httpx.AsyncClient(base_url=daemon.url, headers=headers, timeout=30) as api:
+        assert (await api.delete(f"/api/sessions/{session_id}")).status_code == 202
+        for _ in range(100):
+            if (await api.get(f"/api/sessions/{session_id}")).json()["status"] != "running":
+                break
+            await asyncio.sleep(0.1)
+        resumed = await api.post(f"/api/sessions/{session_id}/resume")
+        assert resumed.status_code == 200, resumed.text
+    history = await stored(daemon, session_id, turns=2)
+    assert prompts(history) == ["count 400 50", "echo after-resume"]
+    assert history[-1]["kind"] == "turn_end" and history[-1]["stop_reason"] == "end_turn"
+    said = [e["text"] for e in history if e["kind"] == "agent_message_chunk"]
+    assert said[-1] == "after-resume"
