@@ -382,6 +382,9 @@ class HolderClient:
         if not data:
             frames.connection_lost(None)
         first = await frames.next()
+        # A holder of an older svc may send an exit notice first: skipped, it is not the answer.
+        while first is not None and first[0] == p.JSON and "event" in json.loads(first[1]):
+            first = await frames.next()
         hello = json.loads(first[1]) if first is not None and first[0] == p.JSON else {}
         if not hello.get("ok"):
             transport.close()

@@ -108,6 +108,7 @@ class Conn:
         self.inbuf = bytearray()
         self.out = bytearray()
         self.session: Held | None = None
+        self.control = False  # said hello: hears of every session's exit
         self.closed = False
         holder.loop.watch(self.fd, self.on_readable, None)
 
@@ -565,6 +566,7 @@ class Holder:
     def handle(self, conn: Conn, request: dict[str, Any]) -> dict[str, Any] | None:
         op = request.get("op")
         if op == "hello":
+            conn.control = True
             return {"ok": True, "version": p.VERSION, "pid": os.getpid()}
         if op == "list":
             return {"ok": True, "sessions": [h.describe() for h in self.sessions.values()]}
@@ -614,8 +616,10 @@ class Holder:
         return {"ok": True, "pid": pid}
 
     def notify(self, notice: dict[str, Any]) -> None:
+        """To the control connections (those that said hello), never to one about to attach: its
+        first frame must be the attach's answer."""
         for conn in list(self.conns):
-            if conn.session is None:
+            if conn.session is None and conn.control:
                 conn.reply(notice)
 
     # --- life ------------------------------------------------------------------------------
