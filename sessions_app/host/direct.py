@@ -8,7 +8,6 @@ frames are the holder's (holder/protocol.py), so a session reads both the same w
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import signal
@@ -17,7 +16,8 @@ from typing import BinaryIO
 
 from holder import procs
 from holder import protocol as p
-from holder.server import INPUT_LIMIT, READ_SIZE, set_size
+from holder.client import PtyInput
+from holder.server import READ_SIZE, set_size
 
 EOF_GRACE_S = 2.0  # for a process that left the session still holding the PTY
 HANGUP_GRACE_S = 0.5
@@ -62,7 +62,7 @@ class DirectPty:
         self._code = 0
         self._wake: asyncio.Future[None] | None = None
         self._eof_by = 0.0
-        self._pending = bytearray()
+        self._input = PtyInput(master)  # typed-ahead keys wait as they do through the holder
         self._finished = False
         self._pidfd = os.pidfd_open(self.pid)
         self._loop.add_reader(self._pidfd, self._on_process_exit)
@@ -108,42 +108,13 @@ class DirectPty:
     def _finish(self) -> None:
         if not self._finished:
             self._finished = True
-            self._loop.remove_writer(self.fd)
-            with contextlib.suppress(OSError):
-                os.close(self.fd)
+            self._input.close()
 
     def write(self, data: bytes) -> None:
-        if self._finished:
-            return
-        if self._pending:
-            if len(self._pending) + len(data) <= INPUT_LIMIT:
-                self._pending += data
-            return
-        try:
-            written = os.write(self.fd, data)
-        except BlockingIOError:
-            written = 0
-        except OSError:
-            return
-        if written < len(data):
-            self._pending += data[written:]
-            self._loop.add_writer(self.fd, self._flush)
-
-    def _flush(self) -> None:
-        try:
-            written = os.write(self.fd, self._pending)
-        except BlockingIOError:
-            return
-        except OSError:
-            written = len(self._pending)
-        del self._pending[:written]
-        if not self._pending:
-            self._loop.remove_writer(self.fd)
+        self._input.write(data)
 
     def resize(self, cols: int, rows: int) -> None:
-        if not self._finished:  # after that the fd number may belong to another file
-            with contextlib.suppress(OSError):
-                set_size(self.fd, cols, rows)
+        self._input.resize(cols, rows)  # a no-op once closed: the fd number may be reused
 
     def ack(self, offset: int) -> None:
         pass  # nothing is journaled
