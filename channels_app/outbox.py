@@ -255,6 +255,7 @@ class Outbox:
         self._wake = asyncio.Event()
         self._draining: dict[str, asyncio.Task] = {}
         self._fresh = False  # just connected: what waits is tried at once
+        self._stopping = False  # the channel lets go: each chat ends after the row in hand
 
     # --- what the conversation calls ---------------------------------------------------------
 
@@ -300,11 +301,22 @@ class Outbox:
                     await asyncio.wait_for(self._wake.wait(), timeout)
         finally:
             self.platform = None
+            await self._let_deliveries_end()
+
+    async def _let_deliveries_end(self) -> None:
+        """Wait for the rows in hand before letting go: cancelled between the platform taking a
+        message and the row being marked sent, the restarted channel would send it again."""
+        self._stopping = True
+        try:
             tasks = list(self._draining.values())
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            if tasks:
+                _, late = await asyncio.wait(tasks, timeout=ATTEMPT_S)
+                for task in late:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
             self._draining.clear()
+        finally:
+            self._stopping = False
 
     async def _start_due(self, platform: Platform) -> float | None:
         """A delivery task for each chat whose next row is due; the seconds until the next one
@@ -337,7 +349,7 @@ class Outbox:
             await asyncio.sleep(1.0)
 
     async def _drain_rows(self, platform: Platform, chat: str, fresh: bool) -> None:
-        while True:
+        while not self._stopping:
             row = await database_sync_to_async(_head)(self.channel, chat)
             if row is None:
                 return
@@ -353,6 +365,8 @@ class Outbox:
             fresh = False
             if row.message_id:  # an edit: at the platform's rate (§11), the newest text
                 await asyncio.sleep(self.clock.wait_s(chat))
+                if self._stopping:
+                    return
                 row = await database_sync_to_async(_head)(self.channel, chat) or row
             if not await self._deliver(platform, row):
                 return

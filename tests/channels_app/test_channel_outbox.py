@@ -237,3 +237,57 @@ async def test_a_notification_made_while_the_bot_api_is_away_arrives_when_it_is_
 
     row = (await adeliveries(made["id"]))["channel:telegram"]
     assert row["status"] == "sent" and row["attempts"] >= 2
+
+
+class SlowPlatform:
+    """Takes each message, then answers only when `answer` is set: the window in which a channel
+    that stops has been heard by the platform but has not yet recorded it."""
+
+    name, max_len, edit_every_s = "slow", 4096, 0.0
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+        self.taken, self.answer = asyncio.Event(), asyncio.Event()
+
+    async def send(self, chat: str, text: str, buttons: Any = None) -> str:
+        self.sent.append(text)
+        self.taken.set()
+        await self.answer.wait()
+        return str(len(self.sent))
+
+    async def edit(self, chat: str, message_id: str, text: str, buttons: Any = None) -> None:
+        self.sent.append(text)
+
+    def retry_in(self, exc: Exception) -> float | None:
+        return 0.0
+
+
+async def test_a_channel_stopping_mid_send_records_the_send_and_never_sends_it_again() -> None:
+    """The channel restarts (its delivery task cancelled) after the platform took a message but
+    before it answered: the outbox lets that send finish and records it, so the next run sends
+    nothing. Before the fix the cancel landed between the two, and the next run sent the
+    message a second time (a duplicated "did not reach the agent" line, about 1 run in 14)."""
+    from channels_app.answer import EditClock
+    from channels_app.models import OutboxMessage
+    from channels_app.outbox import Outbox
+
+    platform = SlowPlatform()
+    outbox = Outbox("slow", platform, EditClock(0.0), now=timezone.now, retry=lambda: (0.2, 1.0))
+    running_outbox = asyncio.ensure_future(outbox.run(platform))
+    await outbox.send("42", "only once")
+    await asyncio.wait_for(platform.taken.wait(), 10)
+    running_outbox.cancel()  # what the channel's `finally` does as it restarts
+    await asyncio.sleep(0)
+    platform.answer.set()
+    await asyncio.gather(running_outbox, return_exceptions=True)
+    statuses = await database_sync_to_async(
+        lambda: list(OutboxMessage.objects.values_list("status", flat=True))
+    )()
+    assert statuses == [OutboxMessage.SENT]
+    again = SlowPlatform()
+    again.answer.set()
+    second_run = asyncio.ensure_future(outbox.run(again))
+    await asyncio.sleep(0.3)
+    second_run.cancel()
+    await asyncio.gather(second_run, return_exceptions=True)
+    assert again.sent == [] and platform.sent == ["only once"]
