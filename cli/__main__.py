@@ -19,7 +19,7 @@ from typing import NoReturn
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from cli import api, views  # noqa: E402
+from cli import api, commands, views  # noqa: E402
 from cli.home import Daemon, daemon_as_is  # noqa: E402
 
 DJANGO_SETTINGS = "svcproject.settings"
@@ -58,6 +58,7 @@ def output(daemon: Daemon, command: str, options: dict[str, bool]) -> list[str]:
             api.call(daemon, "GET", "sessions"),
             api.call(daemon, "GET", "agents"),
             api.call(daemon, "GET", "integrations"),
+            api.call(daemon, "GET", "status"),
         )
         if options["json"]:
             return [views.json_text(report)]
@@ -84,7 +85,15 @@ def hand_to_django(argv: list[str]) -> NoReturn:
     os.execv(sys.executable, [sys.executable, manage, *argv])  # noqa: S606 (no shell: argv as given)
 
 
+HELP = ("help", "-h", "--help")
+
+
 def main(argv: list[str]) -> int:
+    if not argv or argv[0] in HELP:
+        if len(argv) > 1 and argv[0] == "help":
+            hand_to_django([argv[1], "--help"])  # `bin/svc help status`: that command's options
+        sys.stdout.write(commands.help_text())
+        return 0
     parsed = parse(argv)
     daemon = daemon_as_is() if parsed else None
     if parsed is None or daemon is None:

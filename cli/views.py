@@ -51,12 +51,15 @@ def listing(items: list[Item], columns: tuple[str, ...], as_json: bool) -> str:
 # --- status -------------------------------------------------------------------------------------
 
 
-def status_report(url: str, sessions: list[Item], agents: list[Item], integrations: Item) -> Item:
-    """`status --json`: from GET /api/sessions, /api/agents and /api/integrations."""
+def status_report(
+    url: str, sessions: list[Item], agents: list[Item], integrations: Item, daemon: Item
+) -> Item:
+    """`status --json`: from GET /api/sessions, /api/agents, /api/integrations and /api/status."""
     live = [s for s in sessions if s["status"] in LIVE_STATUSES]
     return {
         "running": True,
         "url": url,
+        "settings_error": daemon.get("settings_error"),
         "sessions": len(sessions),
         "live_sessions": len(live),
         "agents_enabled": [a["name"] for a in agents if a.get("enabled")],
@@ -66,8 +69,12 @@ def status_report(url: str, sessions: list[Item], agents: list[Item], integratio
 
 def status_lines(status: Item) -> list[str]:
     integrations = status["integrations"]
+    # A hand edit svc cannot read is not in force, and svc refuses to save over it.
+    broken = status.get("settings_error")
+    settings = [f"settings.json is broken, fix it by hand: {broken['message']}"] if broken else []
     return [
         f"svc is running at {status['url']}",
+        *settings,
         f"sessions: {status['live_sessions']} live, {status['sessions']} in total",
         f"agents enabled: {', '.join(status['agents_enabled']) or '(none)'}",
         f"auto-install into agents (MCP entry for {integrations['mcp_url']}):",
@@ -96,6 +103,8 @@ def _as_is(items: list[Item], options: Options) -> list[Item]:
 
 
 DETAIL_WIDTH = 100
+NAME_WIDTH = 40
+SHORT_ID = 8
 
 
 def _sessions(items: list[Item], options: Options) -> list[Item]:
@@ -103,8 +112,17 @@ def _sessions(items: list[Item], options: Options) -> list[Item]:
         items = [s for s in items if s["status"] in LIVE_STATUSES]
     if options["json"]:
         return items
-    # One line a row: an agent's last stderr lines, folded and cut (--json has them whole).
-    return [{**s, "detail": _one_line(s.get("detail") or "", DETAIL_WIDTH)} for s in items]
+    # One line a row: an agent's last stderr lines, folded and cut (--json has them whole); the
+    # id's first 8 characters (any unique prefix of 4+ names a session) and its name.
+    return [
+        {
+            **s,
+            "id": str(s["id"])[:SHORT_ID],
+            "name": _one_line(s.get("name") or s.get("title") or "", NAME_WIDTH),
+            "detail": _one_line(s.get("detail") or "", DETAIL_WIDTH),
+        }
+        for s in items
+    ]
 
 
 def _one_line(text: str, width: int) -> str:
@@ -177,7 +195,7 @@ class ListView:
 SESSIONS = ListView(
     "sessions",
     # `detail`: how an ended session ended, for people (its machine value is `end_reason`).
-    ("id", "agent", "kind", "status", "exit_code", "workspace", "created_at", "detail"),
+    ("id", "name", "agent", "kind", "status", "exit_code", "workspace", "created_at", "detail"),
     _sessions,
     ("live",),
 )

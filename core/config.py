@@ -2,7 +2,9 @@
 
 Everything else receives typed objects from here. settings.json is the user's file: it is validated
 strictly (a bad file stops start-up with file, key and reason), written back atomically, and keys
-svc does not know are carried through every write untouched.
+svc does not know are carried through every write untouched. A file broken while svc runs is
+reported (settings_error) and never written over; every write keeps the file before it as
+settings.json.bak (core.settings_disk).
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ import json
 import logging
 import os
 import secrets
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -31,6 +32,13 @@ from cli.home import (
     is_browser_host,
     is_port,
     is_token,
+)
+from core.settings_disk import (
+    atomic_write,
+    error_report,
+    read_settings_file,
+    refusal,
+    replace_settings_file,
 )
 from core.settings_schema import (  # noqa: F401 (the typed settings, re-exported)
     ID_PATTERN,
@@ -155,16 +163,6 @@ def settings_path() -> Path:
     return svc_home() / "settings.json"
 
 
-def read_settings_file(path: Path) -> Settings:
-    if not path.exists():
-        return parse_settings(path, {})
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8") or "{}")
-    except json.JSONDecodeError as exc:
-        raise SettingsError(path, "(file)", f"not valid JSON: {exc}") from exc
-    return parse_settings(path, raw)
-
-
 class _SettingsCache:
     """Re-reads settings.json when its mtime (or path) changes; one parse per change."""
 
@@ -173,7 +171,8 @@ class _SettingsCache:
         self._key: tuple[str, int] | None = None
         self._value: Settings | None = None
         self._checked = 0.0  # monotonic time of the last stat, for recent()
-        self.problem = ""  # why the file on disk is not the settings in force, while it is not
+        # Why the file on disk is not the settings in force, while it is not.
+        self.error: SettingsError | None = None
 
     def get(self) -> Settings:
         path = settings_path()
@@ -187,13 +186,13 @@ class _SettingsCache:
                 try:
                     read = read_settings_file(path)
                     self._value = dataclasses.replace(read, loaded_mtime_ns=mtime)
-                    self.problem = ""
+                    self.error = None
                 except SettingsError as exc:
                     if self._value is None or self._value.path != path:
                         raise
                     # A running daemon keeps its last good settings rather than stopping.
                     logger.error("ignoring invalid settings, keeping the last good ones: %s", exc)
-                    self.problem = str(exc)
+                    self.error = exc
                 self._key = key
             return self._value
 
@@ -205,6 +204,14 @@ class _SettingsCache:
             self._checked = now
             return self.get()
         return self._value
+
+    def written(self, path: Path, settings: Settings) -> None:
+        """svc wrote `settings` to `path`: they are the good copy now, even if the file is broken
+        by hand before anything reads it again."""
+        with self._lock:
+            mtime = path.stat().st_mtime_ns
+            self._value = dataclasses.replace(settings, loaded_mtime_ns=mtime)
+            self._key, self.error = (str(path), mtime), None
 
     def clear(self) -> None:
         with self._lock:
@@ -221,8 +228,19 @@ def current_settings() -> Settings:
 def settings_problem() -> str:
     """Why settings.json as it is on disk is not in force ("" when it is): the dashboard shows it
     until the file is fixed."""
-    current_settings()
-    return _settings_cache.problem
+    error = settings_error()
+    return error["message"] if error else ""
+
+
+def settings_error() -> dict[str, Any] | None:
+    """settings_problem() with where it is: {message, path, key, line, column} (line and column
+    when the text is not JSON), or None while the file on disk is in force."""
+    try:
+        current_settings()
+    except SettingsError as exc:  # no good copy yet: nothing is in force
+        return error_report(exc)
+    error = _settings_cache.error
+    return error_report(error) if error else None
 
 
 def recent_settings(max_age_s: float = 1.0) -> Settings:
@@ -230,41 +248,33 @@ def recent_settings(max_age_s: float = 1.0) -> Settings:
     return _settings_cache.recent(max_age_s)
 
 
+# One writer of settings.json at a time, across the threads that write it (the API's, the
+# settings watcher's mirror, core.settings_store): the file on disk is checked and replaced as one.
+SETTINGS_LOCK = threading.RLock()
+
+
 def write_settings(raw: dict[str, Any]) -> Settings:
-    """Validate, then atomically replace settings.json; unknown keys in `raw` are kept."""
+    """Validate, then atomically replace settings.json; unknown keys in `raw` are kept. Refused
+    (409 `settings_invalid`) while the file on disk cannot be read; the file replaced is kept as
+    settings.json.bak."""
     path = settings_path()
-    parsed = parse_settings(path, raw)
-    atomic_write(path, json.dumps(raw, indent=2) + "\n", mode=0o600)
-    _settings_cache.clear()
+    text = json.dumps(raw, indent=2) + "\n"
+    parsed = parse_settings(path, json.loads(text))  # what is in the file, not the caller's dict
+    with SETTINGS_LOCK:
+        replace_settings_file(path, text)
+        _settings_cache.written(path, parsed)
     return parsed
 
 
 def update_settings(changes: dict[str, Any]) -> Settings:
     """Merge top-level `changes` into the current file, keeping every key not named."""
-    raw = dict(current_settings().raw)
-    raw.update(changes)
-    return write_settings(raw)
-
-
-def atomic_write(path: Path, text: str, mode: int = 0o600) -> None:
-    """Temp file in the same folder, fsync, rename, fsync the folder: readers never see half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    with SETTINGS_LOCK:
+        try:
+            raw = dict(current_settings().raw)
+        except SettingsError as exc:  # broken, and no good copy to start from
+            raise refusal(exc) from exc
+        raw.update(changes)
+        return write_settings(raw)
 
 
 # --- auth.json -------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core import config
 from core import settings_store as services
 
 
@@ -29,6 +30,14 @@ class SettingsProblemView(APIView):
     """GET: why settings.json on disk is not in force (`problem` null when it is)."""
 
     def get(self, request: Request) -> Response:
-        from core import config
-
         return Response({"problem": config.settings_problem() or None})
+
+
+class StatusView(APIView):
+    """GET /api/status: the daemon's own state beside the lists — whether settings.json is in
+    force (`settings_error` null) or why not ({message, path, key, line, column}); while it is
+    not, writes of settings answer 409 `settings_invalid`. The dashboard's banner and
+    `bin/svc status` show it."""
+
+    def get(self, request: Request) -> Response:
+        return Response({"running": True, "settings_error": config.settings_error()})

@@ -19,11 +19,22 @@ HOST_ON_EXIT = ("keep", "stop")
 
 
 class SettingsError(ImproperlyConfigured):
-    """settings.json cannot be used; the message names the file, the key and the problem."""
+    """settings.json cannot be used; the message names the file, the key (or, for text that is not
+    JSON, the line and column, counted from 1) and the problem."""
 
-    def __init__(self, path: Path, key: str, problem: str) -> None:
+    def __init__(
+        self,
+        path: Path,
+        key: str,
+        problem: str,
+        *,
+        line: int | None = None,
+        column: int | None = None,
+    ) -> None:
         self.path, self.key, self.problem = path, key, problem
-        super().__init__(f"{path}: {key}: {problem}")
+        self.line, self.column = line, column
+        where = f" line {line}, column {column}:" if line is not None else f": {key}:"
+        super().__init__(f"{path}{where} {problem}")
 
 
 @dataclass(frozen=True)

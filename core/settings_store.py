@@ -5,7 +5,6 @@ core.signals in its `ready()`."""
 from __future__ import annotations
 
 import copy
-import threading
 from typing import Any
 
 from core import config, signals
@@ -81,8 +80,18 @@ def _keep_secrets(new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
 
 # One writer and one mirror of settings.json at a time, across the threads that do either (the
 # API's, the settings watcher's): a mirror that read the file before a write must not land
-# after the write's own mirror, and two edits must not both start from the same file.
-SETTINGS_LOCK = threading.RLock()
+# after the write's own mirror, and two edits must not both start from the same file. The lock
+# is core.config's, which every write of the file takes (its check of the file on disk too).
+SETTINGS_LOCK = config.SETTINGS_LOCK
+
+
+def _in_force() -> dict[str, Any]:
+    """The settings an edit starts from. With a broken file and no good copy (nothing in force)
+    there is none: the write is refused as a write over a broken file is."""
+    try:
+        return config.current_settings().raw
+    except config.SettingsError as exc:
+        raise config.refusal(exc) from exc
 
 
 def settings_replace(*, raw: Any) -> config.Settings:
@@ -90,7 +99,7 @@ def settings_replace(*, raw: Any) -> config.Settings:
     if not isinstance(raw, dict):
         raise DomainError("settings must be a JSON object")
     with SETTINGS_LOCK:
-        config.write_settings(_keep_secrets(copy.deepcopy(raw), config.current_settings().raw))
+        config.write_settings(_keep_secrets(copy.deepcopy(raw), _in_force()))
         return settings_sync()
 
 
@@ -99,7 +108,7 @@ def settings_update(*, changes: Any) -> config.Settings:
     if not isinstance(changes, dict):
         raise DomainError("settings must be a JSON object")
     with SETTINGS_LOCK:
-        return settings_replace(raw={**config.current_settings().raw, **changes})
+        return settings_replace(raw={**_in_force(), **changes})
 
 
 def settings_sync() -> config.Settings:

@@ -58,6 +58,7 @@ api_patterns = [
     path("pairings/<str:device_id>", remote_api.PairingDetailView.as_view()),
     path("settings", svc_api.SettingsView.as_view()),
     path("settings/problem", svc_api.SettingsProblemView.as_view()),
+    path("status", svc_api.StatusView.as_view()),
     path("integrations", integrations_api.IntegrationsView.as_view()),
     path("previews", previews_api.PreviewListView.as_view()),
     path("previews/<str:slug>", previews_api.PreviewDetailView.as_view()),

@@ -48,7 +48,9 @@ def test_an_invalid_file_is_refused_naming_file_and_key(
     with pytest.raises(config.SettingsError) as err:
         config.read_settings_file(path)
     assert err.value.key == key
-    assert str(path) in str(err.value) and key in str(err.value) and problem in str(err.value)
+    # Text that is not JSON is placed by line and column instead of a key.
+    where = f"line {err.value.line}, column {err.value.column}" if err.value.line else key
+    assert str(path) in str(err.value) and where in str(err.value) and problem in str(err.value)
 
 
 def test_start_up_fails_with_a_message_naming_the_key(tmp_path: Path) -> None:
@@ -64,7 +66,7 @@ def test_start_up_fails_on_broken_json(tmp_path: Path) -> None:
     write(home, '{"profiles": {')
     result = manage(home, "check", check=False)
     assert result.returncode == 2
-    assert "settings.json: (file): not valid JSON" in result.stderr
+    assert "settings.json line 1, column 15: not valid JSON" in result.stderr
 
 
 def test_a_write_keeps_unknown_keys(home: Path) -> None:

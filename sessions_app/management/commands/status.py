@@ -19,7 +19,8 @@ class Command(ClientCommand):
         sessions = api("GET", "sessions")  # raises "svc is not running at …" when down
         agents = api("GET", "agents")
         integrations = api("GET", "integrations")
-        status = views.status_report(base_url(), sessions, agents, integrations)
+        daemon = api("GET", "status")
+        status = views.status_report(base_url(), sessions, agents, integrations, daemon)
         if options["json"]:
             self.stdout.write(views.json_text(status))
             return
