@@ -3,6 +3,7 @@ service or selector, shape the answer."""
 
 from __future__ import annotations
 
+from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
@@ -10,8 +11,17 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.errors import DomainError
 from core.runtime import current
-from sessions_app import agent_logs, agent_settings, handover, selectors, services
+from sessions_app import (
+    agent_check,
+    agent_logs,
+    agent_settings,
+    handover,
+    naming,
+    selectors,
+    services,
+)
 
 
 class WorkspaceIn(serializers.Serializer):
@@ -90,7 +100,12 @@ class AgentDetailView(APIView):
         data.is_valid(raise_exception=True)
         agent, created = agent_settings.agent_save(name=name, **data.validated_data)
         code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
-        return Response(agent.to_dict(), status=code)
+        given = data.validated_data
+        # Saved either way; the check says whether it will start (issue 34).
+        checked = agent_check.check(
+            command=given["command"], acp_command=given["acp_command"], env=given["env"]
+        )
+        return Response({**agent.to_dict(), "check": checked}, status=code)
 
     def delete(self, request: Request, name: str) -> Response:
         agent_settings.agent_remove(name=name)
@@ -130,11 +145,23 @@ def _session_id(given: str) -> str:
     return found
 
 
+class SessionRenameIn(serializers.Serializer):
+    title = serializers.CharField(max_length=200, allow_blank=True)
+
+
 class SessionDetailView(APIView):
     def get(self, request: Request, session_id: str) -> Response:
         session = selectors.session_get(_session_id(session_id))
         if session is None:
             raise NotFound(f"no session {session_id}")
+        return Response(session.to_dict())
+
+    @extend_schema(request=SessionRenameIn)
+    def patch(self, request: Request, session_id: str) -> Response:
+        """Renames; a blank title gives naming back to the agent and the first prompt."""
+        data = SessionRenameIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        session = naming.session_rename(session_id=_session_id(session_id), **data.validated_data)
         return Response(session.to_dict())
 
     def delete(self, request: Request, session_id: str) -> Response:
@@ -171,13 +198,33 @@ class SessionResumeView(APIView):
         return Response(session.to_dict())
 
 
+LOG_KIB_MAX = 1024
+LOG_MAIN_PORT_ONLY = (
+    "an agent's log may hold secrets (what it printed of its environment): read it on svc's "
+    "own machine (its dashboard, or $SVC_HOME/logs there); a paired device sees its last lines "
+    "in the session's detail"
+)
+
+
 class SessionLogView(APIView):
-    def get(self, request: Request, session_id: str) -> Response:
-        """The end of the agent's own log (its stderr): what a failed prompt links to."""
+    def get(self, request: Request, session_id: str) -> Response | HttpResponse:
+        """The end of the agent's own log (its stderr): what a failed start or prompt links to.
+        `?kib=N` (default 64, at most 1024) the last N KiB; `?as=text` plain text (what the
+        chat pane's "Open the log" opens), else JSON `{session_id, log}`. The machine's own:
+        a log may hold what an agent printed of its environment (docs/security.md)."""
+        if request._request.scope.get("svc_remote"):  # type: ignore[attr-defined]
+            raise DomainError(LOG_MAIN_PORT_ONLY, status=403, code="main_port_only")
         session = selectors.session_get(_session_id(session_id))
         if session is None:
             raise NotFound(f"no session {session_id}")
-        return Response({"session_id": str(session.id), "log": agent_logs.read(session.id)})
+        try:
+            kib = min(max(int(request.query_params.get("kib", 64)), 1), LOG_KIB_MAX)
+        except ValueError as exc:
+            raise DomainError("kib must be a whole number of KiB") from exc
+        log = agent_logs.read(session.id, kib * 1024)
+        if request.query_params.get("as") == "text":
+            return HttpResponse(log, content_type="text/plain; charset=utf-8")
+        return Response({"session_id": str(session.id), "log": log})
 
 
 class PickupIn(serializers.Serializer):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from pathlib import PurePath
 from typing import Any, TypedDict
 
 from django.db import models
@@ -44,6 +45,8 @@ class SessionDict(TypedDict):
     ended_by: str
     pid: int | None
     title: str
+    title_by: str
+    name: str
     created_at: str | None
     updated_at: str | None
     ended_at: str | None
@@ -89,6 +92,8 @@ class Session(models.Model):
     detail = models.TextField(blank=True, default="")
     pid = models.IntegerField(null=True, blank=True)
     title = models.CharField(max_length=200, blank=True)
+    # Who gave `title` (sessions_app/naming.py): "" none yet, prompt, agent or user.
+    title_by = models.CharField(max_length=8, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
     ended_at = models.DateTimeField(null=True, blank=True)
@@ -181,6 +186,9 @@ class Session(models.Model):
             "detail": self.end_text,
             "pid": self.pid,
             "title": self.title,
+            "title_by": self.title_by,
+            # What to call it: its title, else `<agent> in <folder>` (sessions_app/naming.py).
+            "name": self.title or f"{self.agent} in {PurePath(self.workspace).name}",
             "created_at": _iso(self.created_at),
             "updated_at": _iso(self.updated_at),
             "ended_at": _iso(self.ended_at),

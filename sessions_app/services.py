@@ -20,7 +20,7 @@ from django.utils import timezone
 from core import config, errors
 from core import settings_store as settings_services
 from core.errors import DomainError
-from sessions_app import agent_logs, approvals, prompt_queue, signals
+from sessions_app import agent_failure, agent_logs, approvals, naming, prompt_queue, signals
 from sessions_app import agents as agent_registry
 from sessions_app.models import Session, Workspace
 
@@ -230,11 +230,14 @@ def _exit_handler(host: ProcessHost) -> Callable[[str, int | None], Awaitable[No
 
 async def _on_process_exit(host: ProcessHost, session_id: str, exit_code: int | None) -> None:
     ended_by = host.stopped_by(session_id)
+    if ended_by == Session.EndedBy.INTERRUPTED:
+        detail = HOLDER_LOST
+    elif not ended_by and agent_logs.path(session_id).exists():  # a chat's agent ended: why
+        detail = await asyncio.to_thread(agent_failure.ending, session_id, exit_code)
+    else:
+        detail = ""
     await database_sync_to_async(session_mark_exited)(
-        session_id=session_id,
-        exit_code=exit_code,
-        ended_by=ended_by,
-        detail=HOLDER_LOST if ended_by == Session.EndedBy.INTERRUPTED else "",
+        session_id=session_id, exit_code=exit_code, ended_by=ended_by, detail=detail
     )
     # e.g. a stopped agent's subagents stop too, a failure is notified (contract §15)
     answers = await signals.session_exited.asend_robust(
@@ -261,7 +264,12 @@ def session_row_create(
     path = str(_normalise_workspace(workspace))
     _launch_for(agent=agent, workspace=path, kind=kind, profile_id=profile_id, session_id="")
     return Session.objects.create(
-        agent=agent, workspace=path, kind=kind, profile_id=profile_id, title=title
+        agent=agent,
+        workspace=path,
+        kind=kind,
+        profile_id=profile_id,
+        title=title,
+        title_by="user" if title else "",
     )
 
 
@@ -363,6 +371,7 @@ def _running_row_create(
         kind=Session.Kind.TERMINAL,
         profile_id=profile_id,
         title=title,
+        title_by="user" if title else "",
         status=Session.Status.RUNNING,
         pid=pid,
     )
@@ -393,17 +402,14 @@ async def asession_start(
         await asyncio.shield(_abandon(host, str(session.id)))
         raise
     except Exception as exc:
-        await database_sync_to_async(session_mark_exited)(
-            session_id=str(session.id), exit_code=None, failed=True
-        )
+        why = await database_sync_to_async(agent_failure.start_failed)(str(session.id))
         if isinstance(exc, DomainError):
             raise
         # The agent's start failing is a gateway failure (502); never answering ACP's
         # `initialize` within the start limit, a gateway timeout (504).
         status = 504 if isinstance(exc, TimeoutError) else 502
-        raise DomainError(
-            f"could not start {session.agent!r}: {exc or type(exc).__name__}", status=status
-        ) from exc
+        said = f"{exc or type(exc).__name__}" + (f" — {' '.join(why.split())}" if why else "")
+        raise DomainError(f"could not start {session.agent!r}: {said}", status=status) from exc
 
 
 async def _abandon(host: ProcessHost, session_id: str) -> None:
@@ -640,29 +646,9 @@ def session_event_append(
     event = SessionEvent.objects.create(
         session_id=session_id, seq=seq, kind=kind, payload=payload, src=src
     )
-    _title_from_event(session_id, kind, payload)
+    naming.name_from_event(session_id, kind, payload)
     approvals.approval_record(event)  # a decision is recorded with its event, or neither is
     return seq
-
-
-TITLE_EVENTS = ("user_message_chunk", "session_info_update")
-
-
-def _title_from_event(session_id: str, kind: str, payload: dict) -> None:
-    """A chat's title: the agent's own (ACP `session_info_update`), else its first prompt."""
-    if kind not in TITLE_EVENTS:
-        return
-    text = payload.get("text" if kind == "user_message_chunk" else "title")
-    title = " ".join(str(text or "").split())[: Session.TITLE_MAX]
-    if not title:
-        return
-    rows = Session.objects.filter(pk=session_id)
-    if kind == "user_message_chunk":
-        rows = rows.filter(title="")
-    if rows.exclude(title=title).update(title=title):
-        from core import live as lists
-
-        lists.broadcast_on_commit("sessions")
 
 
 # --- stop everything (contract §17 `host.on_exit`) ------------------------------------------------

@@ -3,11 +3,12 @@
 // What is sent while a turn runs waits in svc's queue, shown above the box (Send now, Remove).
 // What is sent while the socket is still opening waits for it, after the `open` message. The page
 // tells svc whether the person sees this chat, so a turn that ends out of sight is notified (§15).
-import { api, socket } from "./api.js";
+import { api, pageKey, socket } from "./api.js";
 import { answered, apply, emptyLog, rowAt } from "./chat-log.js";
 import { Markdown } from "./markdown.js";
 import { onScreen } from "./nav.js";
-import { Component, effect, html, useLayoutEffect, useRef, useState } from "./ui.js";
+import { isLive, resumable, sessions } from "./store.js";
+import { Component, Status, effect, html, useComputed, useLayoutEffect, useRef, useState, useStatus } from "./ui.js";
 
 function connect(session, resume, receive, closed) {
   const ws = socket("/ws/chat");
@@ -36,7 +37,29 @@ function AgentLog({ sessionId }) {
     try { setText((await api("GET", `sessions/${sessionId}/log`)).log || "(the agent wrote nothing on stderr)"); }
     catch (error) { setText(error.message); }
   };
-  return html`<details onToggle=${toggled}><summary>The agent's log</summary><pre class="agent-log">${text}</pre></details>`;
+  return html`<details onToggle=${toggled}><summary>The agent's log</summary>${logLink(sessionId)}<pre class="agent-log">${text}</pre></details>`;
+}
+
+// The agent's whole log in a tab of its own: only on svc's machine (a log may hold secrets, so
+// the remote listener refuses it; a phone has the last lines in the ended bar).
+const logLink = (sessionId) => !pageKey() && html`<a class="agent-log-link" href=${`/api/sessions/${sessionId}/log?as=text`}
+  target="_blank" rel="noopener">Open the log</a>`;
+
+// An ended chat says how it ended (an agent that failed: its exit code and last stderr lines),
+// links its log and offers Resume; resumed, the chat is drawn again for the new process.
+function Ended({ sessionId }) {
+  const row = useComputed(() => sessions.value.find((s) => s.id === sessionId) || null).value;
+  const [text, run] = useStatus();
+  if (!row || isLive(row)) return null;
+  const code = row.exit_code === null || row.exit_code === undefined ? "" : ` (exit code ${row.exit_code})`;
+  const resume = () => run(async () => { await api("POST", `sessions/${sessionId}/resume`); }, "resuming…");
+  return html`<div class="chat-ended" role="status" data-status=${row.status}>
+    <p class="chat-ended-head">This chat has ended${code}.</p>
+    ${row.detail && html`<pre class="chat-ended-detail" tabindex="0" aria-label="how it ended">${row.detail}</pre>`}
+    <div class="row">
+      ${resumable(row) && html`<button type="button" class="chat-resume primary" onClick=${resume}>Resume</button>`}
+      ${logLink(sessionId)} <${Status} text=${text} />
+    </div></div>`;
 }
 
 // When something happened, in the reader's own time (the exact moment on hover).
@@ -166,6 +189,7 @@ export function Chat({ tab, onShown }) {
   const target = reveal.hit && rowAt(log, reveal.hit.at);
   return html`<div class="chat-log" ref=${box}>${log.rows.map((row) => html`<${Row} key=${row.key} row=${row}
       hit=${row === target ? reveal.hit.at : null} sessionId=${sessionId} answer=${answer} painted=${bottom} />`)}</div>
+    <${Ended} sessionId=${sessionId} />
     <${Queued} items=${log.queued} act=${(type, id) => link.current.send({ type, session_id: sessionId, id })} />
     <${ChatInput} input=${input} running=${log.running} prompt=${prompt}
       cancel=${() => link.current.send({ type: "cancel", session_id: sessionId })} />`;

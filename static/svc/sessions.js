@@ -113,7 +113,7 @@ function Actions({ s, report }) {
 function Row({ s, report }) {
   const code = s.exit_code === null || s.exit_code === undefined ? "" : `exit code ${s.exit_code}`;
   return html`<tr class=${`status-${s.status}`} data-session-id=${s.id}>
-    <td class="title">${s.title || "(untitled)"}</td><td>${s.agent}</td><td>${s.kind}</td>
+    <td class="title" title=${s.id}>${s.name || s.title || `${s.agent} in ${s.workspace}`}</td><td>${s.agent}</td><td>${s.kind}</td>
     <td class="status" title=${code}>${sessionStatus(s)}</td><td class="path">${s.workspace}</td>
     <${Age} since=${s.created_at} /><${Actions} s=${s} report=${report} />
   </tr>`;
@@ -123,7 +123,7 @@ function matches(s, status, q) {
   if (status === "live" && !isLive(s)) return false;
   if (status === "exited" && LIVE.includes(s.status)) return false;
   const words = q.trim().toLowerCase();
-  return !words || [s.title, s.agent, s.workspace, s.id].some((v) => (v || "").toLowerCase().includes(words));
+  return !words || [s.name, s.title, s.agent, s.workspace, s.id].some((v) => (v || "").toLowerCase().includes(words));
 }
 
 // Ends every live session (contract §17), after the person confirms how many that is.

@@ -79,10 +79,13 @@ function useAgentForm(form, rows, setText) {
   };
   const save = act(async () => {
     const name = form.current.agent_name.value.trim();
-    await api("PUT", `agents/${encodeURIComponent(name)}`, bodyOf(form.current));
+    const saved = await api("PUT", `agents/${encodeURIComponent(name)}`, bodyOf(form.current));
     setState((s) => ({ ...s, name, entry: true }));
     await loadChoices();
-    return `saved ${name}`;
+    // Saved either way; the check (command found, ACP initialize answered) says if it will start.
+    const check = saved.check;
+    if (!check) return `saved ${name}`;
+    return check.ok ? `saved ${name} — checked: ${check.message}` : `saved ${name}, but it will not start: ${check.message}`;
   });
   const drop = act(async () => {
     const name = form.current.agent_name.value.trim();

@@ -1,9 +1,9 @@
 // The sidebar of workspaces and their sessions with a "waiting for you" badge, and the navigation:
 // a column in the sidebar on a desktop, a bottom bar and a "More" view on a phone.
-import { age, csrf, pageKey } from "./api.js";
+import { age, api, csrf, pageKey } from "./api.js";
 import { LABELS, PHONE_BAR, VIEWS, current, openSession, show, tabs, view, waiting } from "./nav.js";
-import { choices, clock, isLive, sessions } from "./store.js";
-import { html } from "./ui.js";
+import { choices, clock, isLive, resumable, sessions } from "./store.js";
+import { html, useState } from "./ui.js";
 
 function workspaceLabel(path, workspaces) {
   const known = workspaces.find((w) => w.path === path);
@@ -24,16 +24,33 @@ function grouped(items, workspaces) {
 
 const statusText = (s) => (isLive(s) ? s.status : s.detail || s.status);
 
+// Resumed first, then opened: an open tab of it follows the new process (tabs.js keys its view
+// by the process), so Resume works whether or not its tab is open.
+function ResumeButton({ s, label }) {
+  const [busy, setBusy] = useState(false);
+  const [failed, setFailed] = useState("");
+  const resume = async () => {
+    setBusy(true);
+    setFailed("");
+    try { openSession(await api("POST", `sessions/${s.id}/resume`)); }
+    catch (error) { setFailed(error.message); }
+    finally { setBusy(false); }
+  };
+  return html`<button type="button" class="side-resume" disabled=${busy} aria-label=${`Resume ${label}`} onClick=${resume}>Resume</button>
+    ${failed && html`<span class="form-status" role="status">${failed}</span>`}`;
+}
+
 function SessionItem({ s, badge, here }) {
   const open = (event) => { event.preventDefault(); openSession(s); };
-  const label = s.title || `${s.agent} ${s.kind}`;
+  const label = s.name || s.title || `${s.agent} ${s.kind}`;
   return html`<li class=${`side-session status-${s.status}`} data-session-id=${s.id}>
     <a href=${`#session=${s.id}`} onClick=${open} aria-current=${here ? "page" : undefined}
        title=${`${label} — ${s.agent} · ${s.kind} · ${statusText(s)}`}>
       <span class="side-title">${label}</span>
       ${badge && html`<span class="badge" title=${badge.title}>waiting for you</span>`}
-      <span class="side-meta"><span class=${`dot dot-${isLive(s) ? "live" : s.status}`} aria-hidden="true"></span>${s.agent} · ${statusText(s)} · ${age(s.created_at, clock.value)}</span>
+      <span class="side-meta"><span class=${`dot dot-${isLive(s) ? "live" : s.status}`} aria-hidden="true"></span>${s.agent} ${s.kind} · ${statusText(s)} · ${age(s.created_at, clock.value)} · ${s.id.slice(0, 8)}</span>
     </a>
+    ${resumable(s) && html`<${ResumeButton} s=${s} label=${label} />`}
   </li>`;
 }
 

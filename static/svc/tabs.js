@@ -6,25 +6,48 @@ import { Chat } from "./chat.js";
 import { activate, activations, closeSession, current, tabs, view } from "./nav.js";
 import { isLive, resumable, sessions } from "./store.js";
 import { Terminal } from "./terminal.js";
-import { Status, html, useComputed, useLayoutEffect, useRef, useStatus } from "./ui.js";
+import { Status, html, useComputed, useLayoutEffect, useRef, useState, useStatus } from "./ui.js";
 
-const labelOf = (s) => `${s.agent} · ${s.kind} · ${s.id.slice(0, 8)}`;
+// The session's name (its title, else `<agent> in <folder>`), as the live list has it now.
+const nameOf = (s) => s.name || s.title || `${s.agent} in ${s.workspace.split("/").filter(Boolean).pop() || s.workspace}`;
+const labelOf = (s) => nameOf(rowOf(s));
 
 export function SessionTabs() {
   const shown = current.value;
   return html`<div id="session-tabs" role="tablist" aria-label="open sessions">
     ${tabs.value.map(({ id, session }) => html`<button type="button" role="tab" key=${id} id=${`tab-${id}`}
       class="session-tab" data-session-id=${id} aria-selected=${String(id === shown)} tabindex=${id === shown ? 0 : -1}
-      title=${session.title || labelOf(session)} onClick=${() => activate(id)}>${labelOf(session)}</button>`)}
+      title=${`${labelOf(session)} — ${session.agent} · ${session.kind} · ${session.id.slice(0, 8)}`} onClick=${() => activate(id)}>${labelOf(session)}</button>`)}
   </div>`;
 }
 
 // The session as the live list has it now (the tab keeps the row it was opened with).
 const rowOf = (session) => sessions.value.find((s) => s.id === session.id) || session;
 
+// The session's name, and Rename: a blank name gives naming back to the agent and its prompt.
+function SessionName({ session }) {
+  const row = useComputed(() => rowOf(session)).value;
+  const [editing, setEditing] = useState(false);
+  const [text, run] = useStatus();
+  const input = useRef(null);
+  useLayoutEffect(() => { if (editing) input.current.select(); }, [editing]);
+  const save = (event) => {
+    event.preventDefault();
+    run(async () => { await api("PATCH", `sessions/${session.id}`, { title: input.current.value }); setEditing(false); });
+  };
+  const keyDown = (event) => { if (event.key === "Escape") setEditing(false); };
+  if (editing) {
+    return html`<form class="session-rename row" onSubmit=${save}>
+      <label>Name <input name="title" ref=${input} value=${row.title || nameOf(row)} maxlength="200" autocomplete="off" onKeyDown=${keyDown} /></label>
+      <button type="submit" class="primary">Save</button><button type="button" onClick=${() => setEditing(false)}>Cancel</button>
+      <${Status} text=${text} /></form>`;
+  }
+  return html`<h2 title=${`${session.agent} · ${session.kind} · ${session.workspace} · ${session.id.slice(0, 8)}`}>${nameOf(row)}</h2>
+    <button type="button" class="session-rename-button" aria-label=${`Rename ${nameOf(row)}`} onClick=${() => setEditing(true)}>Rename</button>`;
+}
+
 // Stop while it runs, Resume once it has ended (when it can be resumed): the row decides.
 function SessionHead({ session }) {
-  const title = `${session.title ? `${session.title} — ` : ""}${session.agent} · ${session.kind} · ${session.workspace}`;
   const state = useComputed(() => {
     const row = rowOf(session);
     return isLive(row) ? "live" : resumable(row) ? "resumable" : "ended";
@@ -32,7 +55,7 @@ function SessionHead({ session }) {
   const [text, run] = useStatus();
   const resume = () => run(async () => { await api("POST", `sessions/${session.id}/resume`); }, "resuming…");
   return html`<div class="session-head">
-    <h2>${title}</h2>
+    <${SessionName} session=${session} />
     <button type="button" title="What this session changed in its git workspace"
       onClick=${() => { location.hash = `#view=diff&of=sessions/${session.id}`; }}>Changes</button>
     ${state.value === "live" && html`<button type="button" class="danger session-stop" onClick=${() => api("DELETE", `sessions/${session.id}`)}>Stop</button>`}
