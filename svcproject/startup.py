@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import gc
 import logging
 import sys
 
+from cli import port_owner
 from core import config, connection_budget, server_compat
 from core.runtime import Runtime, install
 from svcproject import assembly
@@ -24,8 +26,22 @@ STOP_LIMIT_S = 5.0  # within the 10 s the contract allows, leaving time for the 
 
 
 def at_bind() -> bool:
-    """Arrange the start for when the daemon is bound; False when not running under Twisted."""
+    """Arrange the start for when the daemon is bound; False when not running under Twisted.
+    A bind that fails ends start-up with a non-zero exit and one line (listen_failure_line)."""
+    server_compat.exit_on_listen_failure(listen_failure_line)
     return server_compat.when_listening(_bound)
+
+
+def listen_failure_line(port: int, interface: str, error: OSError | None) -> str:
+    """The one line svc exits with when it cannot bind: for a port in use, who holds it."""
+    if port and (error is None or error.errno == errno.EADDRINUSE):
+        auth = config.current_auth()
+        return port_owner.port_in_use_line(
+            port, interface, auth.browser_host, str(config.svc_home())
+        )
+    reason = error.strerror if error is not None and error.strerror else str(error or "")
+    where = f"port {port}" + (f" on {interface}" if interface else "")
+    return f"svc: cannot start: cannot listen on {where}: {reason}"
 
 
 def _bound(port: int) -> None:

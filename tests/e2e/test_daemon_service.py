@@ -1,0 +1,291 @@
+"""The daemon as a daemon (issue 34, frictions 6 and 7; docs/service.md): `bin/svc --help` lists
+svc's own commands, `bin/svc url` prints a login URL that works, a port already in use ends
+start-up with a non-zero exit and one line naming the port (and another svc when it is one), and
+`bin/svc service install|status|uninstall` writes a systemd user unit that runs svc."""
+
+from __future__ import annotations
+
+import os
+import plistlib
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from cli import service
+from harness.browser_login import localhost_client
+from harness.daemon import ROOT, Daemon, free_port, migrated_home
+from harness.holders import end_holder
+
+SVC = ROOT / "bin" / "svc"
+START_LIMIT_S = 90  # a cold interpreter, Django's checks and a migrate, on a busy machine
+
+
+def svc_env(home: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("SVC_PRINT_LOGIN", "SVC_PORT")}
+    return {**env, "SVC_HOME": str(home), **extra}
+
+
+def svc(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(SVC), *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
+
+
+@pytest.fixture(scope="module")
+def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    server = Daemon(migrated_home(tmp_path_factory.mktemp("svc-service") / "home")).start()
+    yield server
+    server.stop()
+
+
+# --- help --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [["--help"], [], ["help"], ["-h"]], ids=repr)
+def test_help_lists_svcs_own_commands_only(args: list[str], tmp_path: Path) -> None:
+    result = svc(*args, env=svc_env(tmp_path / "home"), timeout=30)
+    assert result.returncode == 0, result.stderr
+    listed = {line.split()[0] for line in result.stdout.splitlines() if line.startswith("  ")}
+    own = {"run", "url", "service", "status", "sessions", "attach", "pickup", "resume"}
+    assert own | {"agents", "previews", "tunnels", "pair", "rotate_tokens"} <= listed
+    for django_only in ("flush", "dbshell", "createsuperuser", "runserver", "sqlmigrate"):
+        assert django_only not in result.stdout
+    assert "usage: bin/svc COMMAND" in result.stdout
+    # Each with its one-line description, the one its --help shows.
+    status_line = next(line for line in result.stdout.splitlines() if line.startswith("  status"))
+    assert "Show whether the svc daemon is running" in status_line
+
+
+def test_django_commands_stay_behind_manage_py_and_help_names_a_commands_options(
+    tmp_path: Path,
+) -> None:
+    python = ROOT / ".venv" / "bin" / "python"
+    django = subprocess.run(
+        [str(python), str(ROOT / "manage.py"), "help"],
+        env=svc_env(tmp_path / "home"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert django.returncode == 0 and "flush" in django.stdout and "dbshell" in django.stdout
+    options = svc("help", "service", env=svc_env(tmp_path / "home"))
+    assert options.returncode == 0, options.stderr
+    assert "{install,uninstall,status}" in options.stdout
+
+
+# --- the login URL -----------------------------------------------------------------------------
+
+
+def test_svc_url_prints_a_url_that_logs_a_real_client_in(running: Daemon) -> None:
+    result = svc("url", env=svc_env(running.home))
+    assert result.returncode == 0, result.stderr
+    url = result.stdout.strip()
+    assert url.startswith(f"{running.url}/login?token=") and "\n" not in url
+    assert result.stderr == ""  # it is running: nothing to warn about
+    with localhost_client(follow_redirects=True, timeout=30) as client:
+        page = client.get(url)
+        assert page.status_code == 200, page.text
+        assert page.url.host == running.auth()["browser_host"]
+        assert 'name="csrf-token"' in page.text  # the dashboard itself, not the login help
+        assert client.get(f"http://{page.url.host}:{running.port}/api/sessions").status_code == 200
+    # The token is never written to svc's logs by this (docs/security.md).
+    logs = "".join(p.read_text(errors="replace") for p in (running.home / "logs").glob("*.log"))
+    assert running.owner_token not in logs
+
+
+def test_svc_url_says_so_when_svc_is_not_running(tmp_path: Path) -> None:
+    home = migrated_home(tmp_path / "home")
+    port = free_port()
+    result = svc("url", env=svc_env(home, SVC_PORT=str(port)))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"http://127.0.0.1:{port}/login?token=")
+    assert f"svc is not running on port {port}" in result.stderr
+
+
+# --- a port in use -----------------------------------------------------------------------------
+
+
+def start_on(port: int, home: Path) -> tuple[subprocess.CompletedProcess, float]:
+    began = time.monotonic()
+    result = svc("run", "--port", str(port), env=svc_env(home), timeout=START_LIMIT_S)
+    return result, time.monotonic() - began
+
+
+def the_one_line(result: subprocess.CompletedProcess) -> str:
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def test_a_second_svc_on_a_port_another_svc_holds_exits_non_zero_naming_it(
+    running: Daemon, tmp_path: Path
+) -> None:
+    result, _ = start_on(running.port, migrated_home(tmp_path / "other"))
+    assert result.returncode != 0
+    line = the_one_line(result)
+    assert f"port {running.port}" in line and "in use by another svc" in line
+    assert "this same SVC_HOME" not in line
+    assert f"pid {running.proc.pid}" in line  # the daemon's own process
+    assert httpx.get(f"{running.url}/login", timeout=10).status_code == 401  # still serving
+
+
+def test_svc_started_twice_on_one_home_says_it_is_already_running(running: Daemon) -> None:
+    result, _ = start_on(running.port, running.home)
+    assert result.returncode != 0
+    line = the_one_line(result)
+    assert f"port {running.port}" in line and "another svc of this same SVC_HOME" in line
+    assert "bin/svc url" in line
+    assert running.owner_token not in result.stdout + result.stderr
+
+
+def test_a_port_held_by_another_program_exits_non_zero_naming_the_port(tmp_path: Path) -> None:
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        result, _ = start_on(port, migrated_home(tmp_path / "home"))
+    assert result.returncode != 0
+    line = the_one_line(result)
+    assert f"port {port}" in line and "another program" in line and "another svc" not in line
+    assert f"pid {os.getpid()}" in line  # this test holds it
+
+
+# --- the service unit --------------------------------------------------------------------------
+
+
+def unit_values(text: str, key: str) -> list[str]:
+    return [line.split("=", 1)[1] for line in text.splitlines() if line.startswith(f"{key}=")]
+
+
+def systemd_words(value: str) -> list[str]:
+    """A quoted unit-file value as systemd reads it (only the escapes svc writes)."""
+    return [w.replace("%%", "%").replace("$$", "$") for w in shlex.split(value)]
+
+
+def verify(unit: Path, tmp: Path) -> str:
+    """`systemd-analyze --user verify`, in a user manager of its own (a runtime folder of its
+    own: none is running here); '' when it accepts the unit without a warning."""
+    runtime = tmp / "runtime"
+    runtime.mkdir(mode=0o700, exist_ok=True)
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp), "XDG_RUNTIME_DIR": str(runtime)}
+    result = subprocess.run(
+        ["systemd-analyze", "--user", "verify", str(unit)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return (
+        f"exit {result.returncode}: {result.stdout}{result.stderr}".strip()
+        if (result.returncode or result.stdout.strip() or result.stderr.strip())
+        else ""
+    )
+
+
+def test_service_install_status_uninstall_writes_a_unit_that_runs_svc(tmp_path: Path) -> None:
+    home = migrated_home(tmp_path / "svc home %s")  # a space, a specifier: written literally
+    port = free_port()
+    fake_home = tmp_path / "user"
+    config = tmp_path / "xdg config"
+    runtime = tmp_path / "no-user-manager"
+    runtime.mkdir(mode=0o700)
+    env = svc_env(home, HOME=str(fake_home), XDG_CONFIG_HOME=str(config))
+    env["XDG_RUNTIME_DIR"] = str(runtime)  # no user systemd answers there: nothing is enabled
+    env.pop("DBUS_SESSION_BUS_ADDRESS", None)
+    unit = config / "systemd" / "user" / "svc.service"
+
+    before = svc("service", "status", env=env)
+    assert before.returncode == 3 and "not installed" in before.stdout
+
+    installed = svc("service", "install", "--port", str(port), env=env)
+    assert installed.returncode == 0, installed.stderr
+    assert f"wrote {unit}" in installed.stdout
+    assert "systemctl --user daemon-reload && systemctl --user enable --now svc" in installed.stdout
+    text = unit.read_text()
+    assert unit_values(text, "KillMode") == ["process"]  # the holders outlive a restart
+    assert unit_values(text, "Restart") == ["on-failure"]
+    assert unit_values(text, "WantedBy") == ["default.target"]
+    if shutil.which("systemd-analyze"):
+        assert verify(unit, tmp_path) == ""
+    else:  # explained in docs/service.md: the text is checked as systemd would split it
+        assert {"[Unit]", "[Service]", "[Install]"} <= set(text.splitlines())
+
+    status = svc("service", "status", env=env)
+    assert status.returncode == 0 and f"installed at {unit}" in status.stdout
+    assert "differs" not in status.stdout
+
+    # What the unit runs is svc itself, on that port with that home, make-free.
+    argv = systemd_words(unit_values(text, "ExecStart")[0])
+    assigned = dict(w.split("=", 1) for w in systemd_words(unit_values(text, "Environment")[0]))
+    assert assigned["SVC_HOME"] == str(home) and argv[0] == str(ROOT / ".venv" / "bin" / "python")
+    daemon_env = {**{k: v for k, v in os.environ.items() if k != "SVC_PRINT_LOGIN"}, **assigned}
+    proc = subprocess.Popen(
+        argv,
+        cwd=unit_values(text, "WorkingDirectory")[0],
+        env=daemon_env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        login = svc_url_when_up(home, port, proc)
+        with localhost_client(follow_redirects=True, timeout=30) as client:
+            assert client.get(login).status_code == 200
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0  # a clean stop: Restart=on-failure leaves it stopped
+        assert b"/login?token=" not in proc.stderr.read()  # no login URL in the journal
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+        end_holder(home)
+
+    removed = svc("service", "uninstall", env=env)
+    assert removed.returncode == 0 and f"removed {unit}" in removed.stdout
+    assert not unit.exists()
+    assert svc("service", "status", env=env).returncode == 3
+
+
+def svc_url_when_up(home: Path, port: int, proc: subprocess.Popen) -> str:
+    deadline = time.monotonic() + START_LIMIT_S
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/login", timeout=1)
+            break
+        except httpx.TransportError:
+            time.sleep(0.2)
+    result = svc("url", env=svc_env(home))
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    return result.stdout.strip()
+
+
+def test_the_launchd_agent_starts_at_login_restarts_on_failure_and_spares_the_holders() -> None:
+    spec = service.Spec(
+        root=ROOT,
+        python=ROOT / ".venv" / "bin" / "python",
+        home=Path("/Users/me/svc & <home>"),
+        host="127.0.0.1",
+        port=8123,
+        path_env="/opt/homebrew/bin:/usr/bin:/bin",
+    )
+    agent = plistlib.loads(service.launchd_plist(spec).encode())
+    assert agent["Label"] == service.LAUNCHD_LABEL
+    assert agent["ProgramArguments"] == [*spec.argv] and agent["ProgramArguments"][-1] == "8123"
+    assert agent["ProgramArguments"][2:4] == ["run", "--host"]
+    assert agent["RunAtLoad"] is True and agent["KeepAlive"] == {"SuccessfulExit": False}
+    assert agent["AbandonProcessGroup"] is True
+    assert agent["EnvironmentVariables"]["SVC_HOME"] == "/Users/me/svc & <home>"
+    where = service.unit_path("launchd", {"HOME": "/Users/me"})
+    assert where == Path("/Users/me/Library/LaunchAgents/local.svc.plist")
+    assert service.unit_path("systemd", {"HOME": "/h", "XDG_CONFIG_HOME": "/c"}) == Path(
+        "/c/systemd/user/svc.service"
+    )
