@@ -28,10 +28,17 @@ function View({ name, id, title, children }) {
     <h2 id=${heading}>${title}</h2>${children}</section>`;
 }
 
+// The message names the file and where it breaks ("…/settings.json line 7, column 5: not valid
+// JSON: …", or the key); what it means for the person comes after it.
+function SettingsProblem({ problem }) {
+  return html`<div id="settings-problem" class="notice notice-warn" role="alert" hidden=${!problem}>${problem && html`
+    <strong>settings.json is broken</strong> <span id="settings-problem-where">${problem.message}</span>.
+    svc keeps the last good settings and will not save over the file: fix it by hand (a save is refused until then).`}</div>`;
+}
+
 function Notices() {
-  const problem = settingsProblem.value;
   return html`<div id="banner" class="notice notice-warn" role="alert" hidden=${!banner.value}>${banner.value && banner.value.text}</div>
-    <div id="settings-problem" class="notice notice-warn" role="alert" hidden=${!problem}>${problem && `settings.json is not in force (svc keeps the last good settings): ${problem}`}</div>`;
+    <${SettingsProblem} problem=${settingsProblem.value} />`;
 }
 
 function SessionSection({ children }) {

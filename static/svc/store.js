@@ -15,7 +15,9 @@ export const runtime = signal([]); // /ws/agents/runtime: agents and subagent tu
 // What the new-session form, the settings views and the sidebar's workspace names offer.
 export const choices = signal({ agents: [], workspaces: [], profiles: [], loaded: false });
 export const choicesError = signal("");
-export const settingsProblem = signal(""); // "" while settings.json is in force
+// null while settings.json is in force; else GET /api/status's settings_error:
+// {message, path, key, line, column} (line and column when the text is not JSON).
+export const settingsProblem = signal(null);
 export const clock = signal(Date.now()); // ticks every 5 s: the ages shown
 
 export const LIVE = ["starting", "running"];
@@ -59,12 +61,14 @@ function receiveNotifications(list) {
   notifications.value = list;
 }
 
-// An edit that broke settings.json is not in force (svc keeps the last good settings): the
-// banner says so, with the file, the key and the problem, until the file is fixed.
+// An edit that broke settings.json is not in force (svc keeps the last good settings, and refuses
+// to save over the file): the banner says so, with the file, the line and column or the key, and
+// the problem, until the file is fixed.
 async function watchSettingsProblem() {
   try {
-    const { problem } = await api("GET", "settings/problem");
-    settingsProblem.value = problem || "";
+    const { settings_error: problem } = await api("GET", "status");
+    const same = JSON.stringify(problem || null) === JSON.stringify(settingsProblem.value);
+    if (!same) settingsProblem.value = problem || null;
   } catch { /* the unreachable banner says it */ }
   setTimeout(watchSettingsProblem, 3000);
 }
