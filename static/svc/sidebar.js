@@ -48,7 +48,7 @@ function SessionItem({ s, badge, here }) {
        title=${`${label} — ${s.agent} · ${s.kind} · ${statusText(s)}`}>
       <span class="side-title">${label}</span>
       ${badge && html`<span class="badge" title=${badge.title}>waiting for you</span>`}
-      <span class="side-meta"><span class=${`dot dot-${isLive(s) ? "live" : s.status}`} aria-hidden="true"></span>${s.agent} ${s.kind} · ${statusText(s)} · ${age(s.created_at, clock.value)} · ${s.id.slice(0, 8)}</span>
+      <span class="side-meta"><span class=${`dot dot-${isLive(s) ? "live" : s.status}`} aria-hidden="true"></span>${s.agent} · ${s.kind} · ${statusText(s)} · ${age(s.created_at, clock.value)} · ${s.id.slice(0, 8)}</span>
     </a>
     ${resumable(s) && html`<${ResumeButton} s=${s} label=${label} />`}
   </li>`;
