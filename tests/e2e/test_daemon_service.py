@@ -96,6 +96,15 @@ def test_svc_url_prints_a_url_that_logs_a_real_client_in(running: Daemon) -> Non
         assert page.url.host == running.auth()["browser_host"]
         assert 'name="csrf-token"' in page.text  # the dashboard itself, not the login help
         assert client.get(f"http://{page.url.host}:{running.port}/api/sessions").status_code == 200
+    # The README's shell line takes the token and base URL from it, whatever SVC_HOME and port.
+    readme = subprocess.run(
+        ["sh", "-c", f'URL=$("{SVC}" url); echo "${{URL#*token=}} ${{URL%%/login*}}"'],
+        env=svc_env(running.home),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert readme.stdout.split() == [running.owner_token, running.url], readme.stderr
     # The token is never written to svc's logs by this (docs/security.md).
     logs = "".join(p.read_text(errors="replace") for p in (running.home / "logs").glob("*.log"))
     assert running.owner_token not in logs
