@@ -29,6 +29,17 @@ def session_members(sid: int) -> list[int]:
     return pids
 
 
+def leading_soon(pid: int) -> bool:
+    """Whether `pid` runs but does not lead its own session yet: a child just started, between
+    its exec and its `setsid` (the `env` and `setsid` programs run first)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return False
+    return fields[0] != b"Z" and int(fields[3]) != pid
+
+
 def signal_session(sid: int, sig: int) -> int:
     members = session_members(sid)
     for pid in members:

@@ -8,7 +8,7 @@ import functools
 import signal
 import subprocess
 
-from holder.procs import exit_code_of, session_members, signal_session
+from holder.procs import exit_code_of, leading_soon, session_members, signal_session
 
 __all__ = ["exit_code_of", "kill_session", "session_members", "signal_session"]
 
@@ -30,9 +30,17 @@ def with_default_signals(argv: tuple[str, ...]) -> tuple[str, ...]:
     return ("env", "--default-signal", *argv) if _env_resets_signals() else argv
 
 
+LEAD_WAIT_S = 5.0  # a child just started takes its session in milliseconds, on a busy machine more
+
+
 async def kill_session(sid: int, grace: float = 1.0) -> None:
     """Hang up the whole session like a closed terminal, then SIGKILL what ignored it."""
-    if not signal_session(sid, signal.SIGHUP):
+    # A stop that comes right after the start (DELETE at once) may find the child before its
+    # setsid: no session to hang up yet, and the shell would run on unstopped.
+    hung_up = signal_session(sid, signal.SIGHUP) or (
+        await _session_taken(sid) and signal_session(sid, signal.SIGHUP)
+    )
+    if not hung_up:
         return
     signal_session(sid, signal.SIGCONT)  # a stopped job only sees SIGHUP once continued
     for _ in range(max(1, int(grace / 0.02))):  # /proc polling: there is no event for "all gone"
@@ -40,3 +48,14 @@ async def kill_session(sid: int, grace: float = 1.0) -> None:
             return
         await asyncio.sleep(0.02)
     signal_session(sid, signal.SIGKILL)
+
+
+async def _session_taken(sid: int) -> bool:
+    """Wait while `sid` starts up, until it leads its session (True) or is gone (False)."""
+    for _ in range(int(LEAD_WAIT_S / 0.005)):
+        if session_members(sid):
+            return True
+        if not leading_soon(sid):
+            return False
+        await asyncio.sleep(0.005)
+    return False
