@@ -15,7 +15,7 @@ import logging
 import sys
 
 from cli import port_owner
-from core import config, connection_budget, server_compat
+from core import config, connection_budget, listen_failure, server_compat
 from core.runtime import Runtime, install
 from svcproject import assembly
 
@@ -28,7 +28,7 @@ STOP_LIMIT_S = 5.0  # within the 10 s the contract allows, leaving time for the 
 def at_bind() -> bool:
     """Arrange the start for when the daemon is bound; False when not running under Twisted.
     A bind that fails ends start-up with a non-zero exit and one line (listen_failure_line)."""
-    server_compat.exit_on_listen_failure(listen_failure_line)
+    listen_failure.exit_on_listen_failure(listen_failure_line)
     return server_compat.when_listening(_bound)
 
 
