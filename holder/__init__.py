@@ -9,6 +9,9 @@ serving the next (the protocol carries a version).
 
 - protocol.py: the frames on the socket;
 - paths.py: where the socket, the lock and the journals live, and their modes;
-- server.py: the holder process (`python -m holder <dir>`);
+- server.py: the holder process (`python -m holder <dir>`): its socket, requests and stop;
+- loop.py: its selector loop and timers;
+- held.py: one held process (PTY or pipes), its journal and its stream;
+- conn.py: one connection (control, or a session's stream);
 - client.py: svc's asyncio side: start a holder if none runs, spawn, list, attach, forget.
 """

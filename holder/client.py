@@ -24,7 +24,7 @@ from typing import Any
 
 from holder import paths
 from holder import protocol as p
-from holder.server import INPUT_LIMIT, set_size
+from holder.held import INPUT_LIMIT, set_size
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from typing import BinaryIO
 from holder import procs
 from holder import protocol as p
 from holder.client import PtyInput
-from holder.server import READ_SIZE, set_size
+from holder.held import READ_SIZE, set_size
 
 EOF_GRACE_S = 2.0  # for a process that left the session still holding the PTY
 HANGUP_GRACE_S = 0.5

@@ -1,0 +1,88 @@
+"""One client connection to the holder: a control connection, or a session's stream once
+attached."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+from typing import Any
+
+from holder import protocol as p
+from holder.held import BACKLOG, READ_SIZE, Held
+from holder.loop import Owner
+
+logger = logging.getLogger("holder")
+
+
+class Conn:
+    """One client connection: a control connection, or a session's stream once attached."""
+
+    def __init__(self, holder: Owner, sock: socket.socket) -> None:
+        self.holder, self.sock = holder, sock
+        self.fd = sock.fileno()
+        self.inbuf = bytearray()
+        self.out = bytearray()
+        self.session: Held | None = None
+        self.control = False  # said hello: hears of every session's exit
+        self.closed = False
+        holder.loop.watch(self.fd, self.on_readable, None)
+
+    def send(self, data: bytes) -> None:
+        if self.closed:
+            return
+        self.out += data
+        self.flush()
+
+    def reply(self, message: dict[str, Any]) -> None:
+        self.send(p.json_frame(p.JSON, message))
+
+    def flush(self) -> None:
+        if self.out:
+            try:
+                sent = self.sock.send(self.out)
+            except BlockingIOError:
+                sent = 0
+            except OSError:
+                self.close()
+                return
+            del self.out[:sent]
+        self.holder.loop.watch(self.fd, self.on_readable, self.on_writable if self.out else None)
+
+    def on_writable(self) -> None:
+        self.flush()
+        if self.session is not None and len(self.out) < BACKLOG:
+            self.session.pump()
+
+    def on_readable(self) -> None:
+        try:
+            data = self.sock.recv(READ_SIZE)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.close()
+            return
+        self.inbuf += data
+        try:
+            frames = p.split_frames(self.inbuf)
+        except ValueError as exc:
+            logger.warning("closing a connection that sent a bad frame: %s", exc)
+            self.close()
+            return
+        for kind, payload in frames:
+            if self.closed:
+                return
+            self.holder.on_frame(self, kind, payload)
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.holder.loop.watch(self.fd, None, None)
+        with contextlib.suppress(OSError):
+            self.sock.close()
+        self.holder.conns.discard(self)
+        if self.session is not None and self.session.stream is self:
+            self.session.detach()
