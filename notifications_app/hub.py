@@ -24,30 +24,22 @@ import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from channels.db import database_sync_to_async
-from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from notifications_app import apprise_target, channel_target, dashboard, webpush
+from notifications_app import delivery_rows as store
+from notifications_app.settings_section import EVENTS, NotifySettings, link, read_settings
 from notifications_app.targets import Message, Permanent, Target, one_line
 
 if TYPE_CHECKING:
-    from notifications_app.models import Notification, PushSubscription
+    pass
 
 logger = logging.getLogger(__name__)
 
-EVENTS = (
-    "permission_requested",
-    "turn_ended",
-    "session_failed",
-    "subagent_turn_completed",
-    "pairing_requested",
-)
 ATTEMPTS = 3
 ATTEMPT_TIMEOUT_S = 10.0
 PREPARE_TIMEOUT_S = 30.0  # loading a target's library, once per delivery, before its attempts
@@ -55,42 +47,8 @@ BACKOFF_S = (1.0, 3.0)  # before the 2nd and the 3rd attempt
 RETRY_FIRST_S = 5.0  # then, while the target cannot be reached: one attempt after this …
 RETRY_MAX_S = 300.0  # … doubling up to this, …
 EXPIRE = timedelta(hours=24)  # … for at most this long after the notification (contract §17)
-KEEP = 1000  # notifications kept; older ones (and their deliveries) are deleted at start
 # Anyone who reaches the tunnel can start a pairing: at most one pairing notice per window.
 PAIRING_WINDOW_S = 60.0
-
-
-@dataclass(frozen=True)
-class NotifySettings:
-    events: frozenset[str]
-    urls: Any  # as written: a bad entry fails its own delivery, it never stops svc
-
-
-def read_settings() -> NotifySettings:
-    """settings.json `notifications`, read leniently: svc's settings check does not know this
-    section, so what is malformed here is logged (events) or becomes a failed delivery (urls)."""
-    from core import config
-
-    section = config.current_settings().raw.get("notifications", {})
-    if not isinstance(section, dict):
-        logger.warning("settings.json notifications must be an object; using the defaults")
-        section = {}
-    events = section.get("events", list(EVENTS))
-    if not isinstance(events, list) or not all(isinstance(e, str) for e in events):
-        logger.warning("settings.json notifications.events must be a list of event names")
-        events = list(EVENTS)
-    if unknown := sorted(set(events) - set(EVENTS)):
-        logger.warning("settings.json notifications.events: unknown %s", ", ".join(unknown))
-    return NotifySettings(frozenset(events) & set(EVENTS), section.get("urls", []))
-
-
-def link(session_id: str | None, online: Mapping[str, str]) -> str:
-    """The session in the dashboard: on the tunnel's public URL while one is online."""
-    from core import config
-    from core.public_urls import share_base
-
-    base = share_base(online) or f"http://127.0.0.1:{config.svc_port()}"
-    return f"{base}/#session={session_id}" if session_id else f"{base}/"
 
 
 class Coalesce:
@@ -138,7 +96,7 @@ class Notifier:
         """The VAPID key exists from here on, so browsers can subscribe; what a previous run
         left pending is tried again (the retry loop's first pass)."""
         self.loop = asyncio.get_running_loop()
-        await database_sync_to_async(_sweep)()
+        await database_sync_to_async(store.sweep)()
         await asyncio.to_thread(webpush.vapid)
         self._running = True
         self._listen(True)
@@ -243,7 +201,7 @@ class Notifier:
         }
         before = _unique(dashboard.targets() + channel_target.targets(self.channel_notifiers))
         after = apprise_target.targets(settings.urls, self.attempt_timeout_s)
-        notification, subscriptions, rows = await database_sync_to_async(_record)(
+        notification, subscriptions, rows = await database_sync_to_async(store.record)(
             fields, [t.key for t in before], [t.key for t in after]
         )
         targets = before + webpush.targets(subscriptions, self.attempt_timeout_s) + after
@@ -290,7 +248,7 @@ class Notifier:
         ready = not error and target.send is not None
         while ready and attempt < done + tries:
             if attempt > done:
-                await database_sync_to_async(_attempted)(delivery_id, attempt, error)
+                await database_sync_to_async(store.attempted)(delivery_id, attempt, error)
                 await asyncio.sleep(self.backoff_s[min(attempt - done, len(self.backoff_s)) - 1])
             attempt += 1
             try:
@@ -310,7 +268,7 @@ class Notifier:
         now = self.clock()
         if not final and now - made < EXPIRE:
             wait = min(self.retry_first_s * 2 ** max(attempt - self.attempts, 0), self.retry_max_s)
-            await database_sync_to_async(_postponed)(
+            await database_sync_to_async(store.postponed)(
                 delivery_id, attempt, error, now + timedelta(seconds=wait)
             )
             self.wake()  # the retry loop sees its time
@@ -324,7 +282,7 @@ class Notifier:
         await self._finish(delivery_id, "failed", attempt, error)
 
     async def _finish(self, delivery_id: int, status: str, attempts: int, error: str) -> None:
-        await database_sync_to_async(_ended)(delivery_id, status, attempts, error)
+        await database_sync_to_async(store.ended)(delivery_id, status, attempts, error)
         await self._published()
 
     @staticmethod
@@ -351,10 +309,10 @@ class Notifier:
 
     async def _retry_due(self, first: bool) -> float:
         now = self.clock()
-        due, soonest = await database_sync_to_async(_waiting)(now, first)
+        due, soonest = await database_sync_to_async(store.waiting)(now, first)
         if due:
             settings = await asyncio.to_thread(read_settings)
-            subscriptions = await database_sync_to_async(_subscriptions)()
+            subscriptions = await database_sync_to_async(store.subscriptions)()
             for row in due:
                 if row["id"] in self._delivering:
                     continue
@@ -369,7 +327,7 @@ class Notifier:
     async def _retry(self, delivery_id: int, target: Target, message: Message, made: Any) -> None:
         """One more attempt, unless the row went through or failed since it was read."""
         try:
-            attempts = await database_sync_to_async(_still_pending)(delivery_id)
+            attempts = await database_sync_to_async(store.still_pending)(delivery_id)
         except BaseException:
             self._delivering.discard(delivery_id)
             raise
@@ -409,99 +367,3 @@ def _unique(targets: list[Target]) -> list[Target]:
     for target in targets:
         seen.setdefault(target.key, target)
     return list(seen.values())
-
-
-# --- database (each in one transaction, through database_sync_to_async) ------------------------
-
-
-@transaction.atomic
-def _record(
-    fields: dict[str, Any], before: list[str], after: list[str]
-) -> tuple[Notification, list[PushSubscription], dict[str, int]]:
-    from notifications_app.models import Delivery, Notification, PushSubscription
-
-    subscriptions = list(PushSubscription.objects.all())
-    keys = [*before, *(f"webpush:{s.pk}" for s in subscriptions), *after]
-    notification = Notification.objects.create(**fields)
-    Delivery.objects.bulk_create(Delivery(notification=notification, target=k) for k in keys)
-    rows = dict(notification.deliveries.values_list("target", "pk"))
-    return notification, subscriptions, rows
-
-
-def _attempted(delivery_id: int, attempts: int, error: str) -> None:
-    from notifications_app.models import Delivery
-
-    Delivery.objects.filter(pk=delivery_id, status="pending").update(
-        attempts=attempts, error=error, updated_at=timezone.now()
-    )
-
-
-def _ended(delivery_id: int, status: str, attempts: int, error: str) -> None:
-    from notifications_app.models import Delivery
-
-    Delivery.objects.filter(pk=delivery_id, status="pending").update(
-        status=status, attempts=attempts, error=error, next_at=None, updated_at=timezone.now()
-    )
-
-
-def _postponed(delivery_id: int, attempts: int, error: str, next_at: datetime) -> None:
-    from notifications_app.models import Delivery
-
-    Delivery.objects.filter(pk=delivery_id, status="pending").update(
-        attempts=attempts, error=error, next_at=next_at, updated_at=timezone.now()
-    )
-
-
-def _still_pending(delivery_id: int) -> int | None:
-    """The attempts made so far, or None when it went through or failed meanwhile."""
-    from notifications_app.models import Delivery
-
-    row = Delivery.objects.filter(pk=delivery_id, status="pending").values("attempts").first()
-    return None if row is None else int(row["attempts"])
-
-
-def _waiting(now: datetime, first: bool) -> tuple[list[dict[str, Any]], datetime | None]:
-    """The pending deliveries whose time has come, each with its notification, and the soonest
-    time of the others. The first pass after start takes every pending delivery: those a
-    stopped run cut off mid-attempt (no `next_at`), and those that waited — svc starting again
-    is as good a moment as any to find a target back."""
-    from notifications_app.models import Delivery
-
-    pending = Delivery.objects.filter(status="pending")
-    due_now = Q() if first else Q(next_at__lte=now)
-    rows = pending.filter(due_now).select_related("notification").order_by("id")[:200]
-    due = [
-        {
-            "id": row.pk,
-            "target": row.target,
-            "made": row.created_at,
-            "message": {
-                "id": str(row.notification.id),
-                "event": row.notification.event,
-                "session_id": row.notification.session_id,
-                "agent": row.notification.agent,
-                "title": row.notification.title,
-                "body": row.notification.body,
-                "url": row.notification.url,
-            },
-        }
-        for row in rows
-    ]
-    later = pending.filter(next_at__gt=now).order_by("next_at").values_list("next_at", flat=True)
-    return due, later.first()
-
-
-def _subscriptions() -> dict[int, Any]:
-    from notifications_app.models import PushSubscription
-
-    return {row.pk: row for row in PushSubscription.objects.all()}
-
-
-@transaction.atomic
-def _sweep() -> None:
-    """The oldest notifications beyond KEEP go, with their deliveries."""
-    from notifications_app.models import Notification
-
-    old = Notification.objects.order_by("-created_at").values_list("pk", flat=True)[KEEP:]
-    if old_ids := list(old[:10_000]):
-        Notification.objects.filter(pk__in=old_ids).delete()
