@@ -259,7 +259,7 @@ def test_bin_svc_stops_every_session_and_resumes_one_by_its_prefix(
     # The list says how each ended, in the words the dashboard uses.
     listed = bin_svc(host, "sessions").stdout.splitlines()
     assert listed[0].split()[-1] == "detail"
-    row = next(line for line in listed if line.startswith(terminal["id"]))
+    row = next(line for line in listed if line.startswith(terminal["id"][:8]))  # short ids
     assert row.endswith("stopped by you"), row
 
     resumed = bin_svc(host, "resume", chat["id"][:8])
