@@ -10,8 +10,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core import public_urls as public
-from core.errors import Forbidden, NotFound
-from remote_app import pairing, selectors
+from core.errors import DomainError, Forbidden, NotFound
+from remote_app import pairing, selectors, tunnel_setup
+from remote_app.routes import MAIN_PORT_ONLY
+from remote_app.tunnels import offers
 
 
 def _runtime():  # type: ignore[no-untyped-def]
@@ -29,9 +31,22 @@ class PairingListView(APIView):
         return Response(pairing.devices_list())
 
 
+def _from_remote(request: Request) -> bool:
+    return getattr(request._request, "svc_auth_via", "") == "remote"
+
+
+def _main_port_only(request: Request) -> None:
+    """Tunnels decide who may reach svc: made, removed and offered on svc's own machine only
+    (the remote listener's gate refuses these writes first; this holds for reads too)."""
+    if _from_remote(request):
+        raise DomainError(MAIN_PORT_ONLY, status=403, code="main_port_only")
+
+
 class PairingPendingView(APIView):
     def get(self, request: Request) -> Response:
-        return Response(pairing.pending_list())
+        # Each request's code too, on svc's own machine only: the person compares it with the
+        # one on the phone, then clicks Approve (docs/remote.md "One click").
+        return Response(pairing.pending_list(with_code=not _from_remote(request)))
 
 
 class PairingApproveView(APIView):
@@ -81,9 +96,55 @@ class PairingDenyView(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+class TunnelIn(serializers.Serializer):
+    provider = serializers.ChoiceField(choices=sorted(tunnel_setup.FIELDS))
+    name = serializers.CharField(required=False, max_length=64)
+    host = serializers.CharField(required=False, max_length=512)
+    user = serializers.CharField(required=False, max_length=128)
+    port = serializers.IntegerField(required=False, min_value=1, max_value=65535)
+    remote_port = serializers.IntegerField(required=False, min_value=0, max_value=65535)
+    public_url = serializers.CharField(required=False, max_length=2048)
+    domain = serializers.CharField(required=False, max_length=255)
+    authtoken_env = serializers.CharField(required=False, max_length=128)
+    token = serializers.CharField(required=False, max_length=512, write_only=True)
+
+
+def _row(name: str) -> dict:
+    return next(r for r in selectors.tunnel_list_dicts(_runtime()) if r["name"] == name)
+
+
 class TunnelListView(APIView):
     def get(self, request: Request) -> Response:
         return Response(selectors.tunnel_list_dicts(_runtime()))
+
+    @extend_schema(request=TunnelIn)
+    def post(self, request: Request) -> Response:
+        """One click: write the tunnel into settings.json and start it."""
+        _main_port_only(request)
+        data = TunnelIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        options = dict(data.validated_data)
+        name, made = tunnel_setup.tunnel_create(options.pop("provider"), options)
+        async_to_sync(_runtime().tunnels.start)(name)
+        return Response(_row(name), status=status.HTTP_201_CREATED if made else status.HTTP_200_OK)
+
+
+class TunnelOffersView(APIView):
+    def get(self, request: Request) -> Response:
+        _main_port_only(request)
+        return Response(offers.offers_list())
+
+
+class TunnelDetailView(APIView):
+    def delete(self, request: Request, name: str) -> Response:
+        _main_port_only(request)
+        tunnels = _runtime().tunnels
+        try:
+            async_to_sync(tunnels.stop)(name)
+        except KeyError:
+            raise NotFound(f"no tunnel {name!r} in settings.json") from None
+        tunnel_setup.tunnel_remove(name)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class TunnelActionView(APIView):

@@ -304,10 +304,15 @@ def devices_list() -> list[dict]:
     return [d.to_dict() for d in PairedDevice.objects.all()]
 
 
-def pending_list() -> list[dict]:
+def pending_list(with_code: bool = False) -> list[dict]:
+    """Waiting requests; `with_code` only for svc's own machine (the main port)."""
     _expired_sweep()
     pending = PairingRequest.objects.filter(status="pending", expires_at__gte=timezone.now())
-    return [r.to_dict() for r in pending]
+    rows = [r.to_dict() for r in pending]
+    if with_code:
+        for row, request in zip(rows, pending, strict=True):
+            row["code"] = request.code  # "" for an invite: approved already
+    return rows
 
 
 def device_revoke(device_id: str) -> bool:

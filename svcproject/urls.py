@@ -46,7 +46,13 @@ api_patterns = [
     path("subagent-turns", turns_api.SubagentTurnListView.as_view()),
     path("subagent-turns/<str:turn_id>", turns_api.SubagentTurnDetailView.as_view()),
     path("channels", channels_api.ChannelListView.as_view()),
+    path("channels/<str:kind>/check", channels_api.ChannelCheckView.as_view()),
+    path("channels/<str:name>/asking", channels_api.ChannelAskingView.as_view()),
+    path("channels/<str:name>/allow", channels_api.ChannelAllowView.as_view()),
+    path("channels/<str:name>", channels_api.ChannelDetailView.as_view()),
     path("tunnels", remote_api.TunnelListView.as_view()),
+    path("tunnels/offers", remote_api.TunnelOffersView.as_view()),
+    path("tunnels/<str:name>", remote_api.TunnelDetailView.as_view()),
     re_path(
         r"^tunnels/(?P<name>[^/]+)/(?P<action>start|stop)$", remote_api.TunnelActionView.as_view()
     ),
@@ -61,6 +67,7 @@ api_patterns = [
     path("status", svc_api.StatusView.as_view()),
     path("integrations", integrations_api.IntegrationsView.as_view()),
     path("previews", previews_api.PreviewListView.as_view()),
+    path("preview-files", previews_api.PreviewFilesView.as_view()),
     path("previews/<str:slug>", previews_api.PreviewDetailView.as_view()),
     path("notifications", notifications_api.NotificationListView.as_view()),
     path("push/key", notifications_api.PushKeyView.as_view()),

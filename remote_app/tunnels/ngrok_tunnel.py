@@ -17,7 +17,7 @@ WHERE_TO_GET_ONE = "https://dashboard.ngrok.com/get-started/your-authtoken"
 
 class NgrokTunnel:
     def __init__(self, name: str, raw: dict[str, Any], sdk: Any = None) -> None:
-        options = Options(name, raw, {"authtoken_env", "domain"})
+        options = Options(name, raw, {"authtoken_env", "authtoken_file", "domain"})
         self.key = options.key
         self.authtoken_env = options.text("authtoken_env", "NGROK_AUTHTOKEN")
         if not self.authtoken_env:
@@ -26,10 +26,15 @@ class NgrokTunnel:
         if self.domain and ("/" in self.domain or ":" in self.domain):
             raise TunnelError(f"{self.key('domain')}: a host name only, e.g. example.ngrok.app")
         self.sdk = sdk  # the `ngrok` module; a test passes a stand-in
+        # A token pasted in the Remote view is kept in a 0600 file, never in settings.json.
+        self.authtoken_file = os.path.expanduser(options.text("authtoken_file", ""))
+
+    def _token_from_file(self) -> str:
+        return _read_token(self.authtoken_file) if self.authtoken_file else ""
 
     async def run(self, port: int, up: Up) -> None:
         sdk = self.sdk or _sdk()
-        token = os.environ.get(self.authtoken_env, "").strip()
+        token = os.environ.get(self.authtoken_env, "").strip() or self._token_from_file()
         if not token:
             raise TunnelError(
                 f"{self.authtoken_env} is not set in svc's environment: put your ngrok authtoken "
@@ -77,3 +82,11 @@ def _sdk() -> Any:
 def _said(exc: ValueError) -> str:
     """The SDK raises ValueError(what, why, …): one line of it."""
     return ": ".join(str(arg) for arg in exc.args) or type(exc).__name__
+
+
+def _read_token(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read().strip()
+    except OSError:
+        return ""

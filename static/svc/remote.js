@@ -1,10 +1,11 @@
-// Remote access (contract §13): the tunnels (status, public URL with a copy button and a QR code
-// for a phone, start/stop) and pairing (approve a code, invite a phone, pending requests, paired
-// devices). A paired phone sees its devices but approves nothing (approving is for svc's machine).
+// Remote access (contract §13): what works on this machine offered as one-click tunnels, the
+// tunnels (status, public URL with a copy button and a QR code for a phone, start/stop/remove)
+// and pairing (each waiting phone with its code and Approve beside the QR, approve a code, invite
+// a phone, paired devices). A paired phone sees its devices but approves and starts nothing.
 import qrcode from "qrcode-generator";
 import { age, api, call, pageKey } from "./api.js";
 import { pairings, tunnels } from "./store.js";
-import { CopyButton, Status, html, useRef, useState, useStatus, useTick } from "./ui.js";
+import { CopyButton, Status, html, useEffect, useRef, useState, useStatus, useTick } from "./ui.js";
 
 const time = (iso) => new Date(iso).toLocaleString();
 
@@ -24,7 +25,7 @@ function QRCode({ text }) {
     <rect width=${size} height=${size} fill="#fff" /><path d=${path} fill="#000" /></svg>`;
 }
 
-function TunnelCard({ t, report }) {
+function TunnelCard({ t, report, remote }) {
   const act = (action) => () => {
     // Stopping the tunnel this page came through cuts this browser off: ask first.
     const here = t.public_url && new URL(t.public_url).host === location.host;
@@ -33,22 +34,67 @@ function TunnelCard({ t, report }) {
       try { await api("POST", `tunnels/${encodeURIComponent(t.name)}/${action}`); } catch (error) { throw new Error(`${t.name}: ${error.message}`); }
     });
   };
+  const remove = () => {
+    if (!confirm(`Remove the tunnel ${t.name} from settings.json?`)) return;
+    report(() => api("DELETE", `tunnels/${encodeURIComponent(t.name)}`));
+  };
   const retry = t.status === "error" && t.retry_in_s ? ` (retrying in ${Math.round(t.retry_in_s)} s)` : "";
   return html`<li class="card" data-tunnel=${t.name}>
     <strong>${t.name}</strong> ${t.provider} · <span class=${`tunnel-${t.status}`}>${t.status}</span>${" "}
     ${t.status === "stopped" ? html`<button type="button" onClick=${act("start")}>Start</button>` : html`<button type="button" onClick=${act("stop")}>Stop</button>`}
+    ${!remote && html` <button type="button" class="danger" onClick=${remove}>Remove</button>`}
     ${(t.status === "error" || t.status === "starting") && t.detail && html`<div class="hint">${t.detail + retry}</div>`}
     ${t.public_url && html`<div><a href=${t.public_url} target="_blank" rel="noopener">${t.public_url}</a> <${CopyButton} text=${t.public_url} name=${`Copy ${t.public_url}`} /></div>
       <${QRCode} text=${t.public_url} />`}
   </li>`;
 }
 
-function Tunnels() {
+const FIELD = {
+  host: { label: "Host", placeholder: "user@vps.example.com or example.com", type: "text" },
+  token: { label: "Authtoken", placeholder: "from dashboard.ngrok.com", type: "password" },
+};
+
+// One offer: a button, with the fields it needs first (ngrok's token, ssh's host). An SSH
+// "user@host" is split so the entry reads like the ones written by hand.
+function Offer({ o, report }) {
+  const start = (event) => {
+    event.preventDefault();
+    const body = { provider: o.provider };
+    for (const need of o.needs) body[need] = event.target.elements[need].value.trim();
+    if (o.provider === "ssh" && body.host.includes("@")) [body.user, body.host] = body.host.split("@", 2);
+    report(async () => {
+      const row = await api("POST", "tunnels", body);
+      return `${row.name}: ${row.status}`;
+    });
+  };
+  const id = `offer-${o.provider}`;
+  return html`<li class="card" data-offer=${o.provider}>
+    <form class="row" onSubmit=${start} aria-label=${o.label}>
+      ${o.needs.map((need) => html`<label>${FIELD[need].label} <input name=${need} type=${FIELD[need].type} required autocomplete="off" placeholder=${FIELD[need].placeholder} /></label> `)}
+      <button type="submit" id=${id} class=${o.available ? "primary" : ""} disabled=${!o.available}>Start ${o.label}</button>
+    </form>
+    ${!o.available && html`<div class="hint">${o.reason}</div>`}
+  </li>`;
+}
+
+// What works on this machine, asked once per visit (it runs `tailscale status`).
+function Offers({ report }) {
+  const [offers, setOffers] = useState(null);
+  useEffect(() => { api("GET", "tunnels/offers").then(setOffers, (error) => setOffers({ error: error.message })); }, []);
+  if (!offers) return null;
+  if (offers.error) return html`<p class="hint">${offers.error}</p>`;
+  return html`<h3>Reach svc from your phone</h3>
+    <p class="hint">One click starts a tunnel (written into settings.json); open its URL or scan its QR code on the phone, then approve the phone here.</p>
+    <ul id="tunnel-offers" class="cards">${offers.map((o) => html`<${Offer} key=${o.provider} o=${o} report=${report} />`)}</ul>`;
+}
+
+function Tunnels({ remote }) {
   const [text, report] = useStatus();
   const rows = tunnels.value;
-  return html`<h3>Tunnels</h3>
-    <ul id="tunnels" class="cards">${rows && (rows.length ? rows.map((t) => html`<${TunnelCard} key=${t.name} t=${t} report=${report} />`)
-      : html`<li class="hint">No tunnels: declare one under "tunnels" in settings.json.</li>`)}</ul>
+  return html`${!remote && html`<${Offers} report=${report} />`}
+    <h3>Tunnels</h3>
+    <ul id="tunnels" class="cards">${rows && (rows.length ? rows.map((t) => html`<${TunnelCard} key=${t.name} t=${t} report=${report} remote=${remote} />`)
+      : html`<li class="hint">No tunnels yet${remote ? "" : ": start one above"}.</li>`)}</ul>
     <p id="tunnels-status" class="hint" role="status">${text}</p>`;
 }
 
@@ -87,10 +133,14 @@ function Invite() {
       <p class="hint">Open it on the phone before ${until}; it works once.</p>` : html`<p class="hint">${made.hint}</p>`)}</div>`;
 }
 
-function PairingCard({ p, report }) {
+function PairingCard({ p, report, code }) {
   if (p.kind === "request") {
     const deny = () => report(() => api("POST", `pairings/requests/${encodeURIComponent(p.id)}/deny`));
-    return html`<li class="card" data-request=${p.id}>waiting: ${p.device || "unknown browser"} since ${time(p.created_at)} <button type="button" class="danger" onClick=${deny}>Deny</button></li>`;
+    // The code is the phone's: Approve sends it, as typing it would (wrong codes count alike).
+    const approve = () => report(() => call("POST", "pairings/approve", { code }));
+    return html`<li class="card" data-request=${p.id}>waiting: ${p.device || "unknown browser"} since ${time(p.created_at)}
+      ${code && html` · code <strong class="pair-code">${code}</strong> <button type="button" class="primary" aria-label=${`Approve ${code}`} onClick=${approve}>Approve</button>`}
+      <button type="button" class="danger" onClick=${deny}>Deny</button></li>`;
   }
   const revoke = () => report(() => api("DELETE", `pairings/${encodeURIComponent(p.id)}`));
   return html`<li class="card" data-device=${p.id}>
@@ -100,10 +150,23 @@ function PairingCard({ p, report }) {
 }
 
 // A request's code lasts 60 s and no message says when it lapses: it is dropped here.
-function Pairings({ report }) {
+// On svc's own machine each waiting request's code comes from GET /api/pairings/pending (the
+// live list, which paired phones read too, never carries it), again whenever the list changes.
+function useCodes(remote) {
+  const [codes, setCodes] = useState({});
+  const list = pairings.value;
+  useEffect(() => {
+    if (remote || !list.some((p) => p.kind === "request")) return;
+    api("GET", "pairings/pending").then((rows) => setCodes(Object.fromEntries(rows.map((r) => [r.id, r.code]))), () => {});
+  }, [list, remote]);
+  return codes;
+}
+
+function Pairings({ report, remote }) {
   const now = useTick(1000);
+  const codes = useCodes(remote);
   const rows = pairings.value.filter((p) => p.kind !== "request" || Date.parse(p.expires_at) > now);
-  return html`<ul id="pairings" class="cards">${rows.length ? rows.map((p) => html`<${PairingCard} key=${p.id} p=${p} report=${report} />`)
+  return html`<ul id="pairings" class="cards">${rows.length ? rows.map((p) => html`<${PairingCard} key=${p.id} p=${p} report=${report} code=${codes[p.id]} />`)
     : html`<li class="hint">No paired devices. Open a tunnel's URL on your phone to pair it.</li>`}</ul>`;
 }
 
@@ -113,9 +176,9 @@ export function RemoteView() {
   // Deny and Revoke say what went wrong where Approve does; success leaves that line as it was.
   const report = (action) => action().catch((error) => setText(error.message));
   return html`<p class="hint">A tunnel makes svc reachable from elsewhere; a browser that comes through one must be paired first.</p>
-    <${Tunnels} />
-    <h3>Paired devices</h3>
+    <${Tunnels} remote=${remote} />
+    <h3>Phones and paired devices</h3>
+    <${Pairings} report=${report} remote=${remote} />
     <${Approve} text=${text} run=${run} hidden=${remote} />
-    ${remote ? html`<p class="hint">New devices are approved on svc's own machine (dashboard or <code>svc pair CODE</code>).</p>` : html`<${Invite} />`}
-    <${Pairings} report=${report} />`;
+    ${remote ? html`<p class="hint">New devices are approved on svc's own machine (dashboard or <code>svc pair CODE</code>).</p>` : html`<${Invite} />`}`;
 }
