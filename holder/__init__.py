@@ -14,4 +14,5 @@ serving the next (the protocol carries a version).
 - held.py: one held process (PTY or pipes), its journal and its stream;
 - conn.py: one connection (control, or a session's stream);
 - client.py: svc's asyncio side: start a holder if none runs, spawn, list, attach, forget.
+- streams.py: svc's end of an attached session (frames, the stream, keys into a PTY).
 """

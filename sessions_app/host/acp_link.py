@@ -34,7 +34,7 @@ OnOrphan = Callable[[int, dict[str, Any]], Awaitable[None]]
 
 
 class AgentStream(Protocol):
-    """A held agent (holder.client.Stream) or svc's own child (host.direct.DirectPipes)."""
+    """A held agent (holder.streams.Stream) or svc's own child (host.direct.DirectPipes)."""
 
     pid: int
     offset: int

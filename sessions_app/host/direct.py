@@ -16,8 +16,8 @@ from typing import BinaryIO
 
 from holder import procs
 from holder import protocol as p
-from holder.client import PtyInput
 from holder.held import READ_SIZE, set_size
+from holder.streams import PtyInput
 
 EOF_GRACE_S = 2.0  # for a process that left the session still holding the PTY
 HANGUP_GRACE_S = 0.5

@@ -72,7 +72,7 @@ def paste_bytes(text: str, bracketed: bool) -> bytes:
 
 
 class TerminalStream(Protocol):
-    """A held terminal (holder.client.Stream) or svc's own (host.direct.DirectPty)."""
+    """A held terminal (holder.streams.Stream) or svc's own (host.direct.DirectPty)."""
 
     pid: int
     held: bool  # by a holder, which keeps it when svc stops
