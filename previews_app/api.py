@@ -1,4 +1,9 @@
-"""/api/previews: list, create from a port or a file, get, delete. Thin over services/selectors."""
+"""/api/previews: list, create from a port or a file, get, delete; /api/preview-files: a workspace's
+Markdown files. Thin over services/selectors.
+
+Creating and removing are the main port's only: a preview of a local port makes whatever listens
+there reachable from every device that can open previews, so a paired phone may open previews but
+not choose which ports are exposed (docs/security.md)."""
 
 from __future__ import annotations
 
@@ -12,9 +17,20 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core import public_urls
+from core.errors import DomainError
 from core.runtime import current
-from previews_app import selectors, services
+from previews_app import md_files, selectors, services
 from previews_app.models import Preview
+
+MAIN_PORT_ONLY = (
+    "a preview exposes a port or a file of this machine: make or remove one on svc's own "
+    "machine (its dashboard, or an agent's preview tool there)"
+)
+
+
+def _main_port_only(request: Request) -> None:
+    if request._request.scope.get("svc_remote"):  # type: ignore[attr-defined]
+        raise DomainError(MAIN_PORT_ONLY, status=403, code="main_port_only")
 
 
 class PreviewIn(serializers.Serializer):
@@ -29,7 +45,10 @@ class PreviewIn(serializers.Serializer):
 def preview_json(preview: Preview, request: Request) -> dict[str, Any]:
     base = request.build_absolute_uri("/").rstrip("/")
     outside = public_urls.share_base(current().public_urls)
-    return {**preview.to_dict(), **selectors.preview_urls(preview, base, outside)}
+    made = {**preview.to_dict(), **selectors.preview_urls(preview, base, outside)}
+    if warning := getattr(preview, "warning", None):
+        made["warning"] = warning
+    return made
 
 
 class PreviewListView(APIView):
@@ -38,6 +57,7 @@ class PreviewListView(APIView):
 
     @extend_schema(request=PreviewIn)
     def post(self, request: Request) -> Response:
+        _main_port_only(request)
         data = PreviewIn(data=request.data)
         data.is_valid(raise_exception=True)
         given = data.validated_data
@@ -60,5 +80,14 @@ class PreviewDetailView(APIView):
         return Response(preview_json(preview, request))
 
     def delete(self, request: Request, slug: str) -> Response:
+        _main_port_only(request)
         services.preview_delete(slug=slug)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class PreviewFilesView(APIView):
+    def get(self, request: Request) -> Response:
+        """GET /api/preview-files?workspace=<absolute path>: `{workspace, files}`, the
+        workspace's Markdown files relative to it (a registered workspace only)."""
+        workspace = request.query_params.get("workspace", "")
+        return Response({"workspace": workspace, "files": md_files.markdown_files(workspace)})

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import socket
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -53,6 +54,26 @@ def _owner_slug(label: str) -> str:
 
 def _share_slug() -> str:
     return secrets.token_hex(16)  # 128 bits; hex so it survives case-folding proxies
+
+
+def nothing_listens(port: int) -> str | None:
+    """A warning when no server answers a TCP connect on loopback (IPv4 or IPv6, as the proxy
+    tries both): the preview is still made, since a dev server is often started after it."""
+    for host in ("127.0.0.1", "::1"):
+        try:
+            with socket.create_connection((host, port), timeout=0.3):
+                return None
+        except OSError:
+            continue
+    return (
+        f"nothing listens on port {port} yet: the preview shows an error until a server "
+        "is started there"
+    )
+
+
+def workspace_roots() -> list[Path]:
+    """Every registered workspace (svc's and settings.json's), resolved."""
+    return _workspace_roots()
 
 
 def _workspace_roots() -> list[Path]:
@@ -146,6 +167,7 @@ def _publish_port(
         preview.share_expires_at = clock() + timedelta(seconds=SHARE_SECONDS)
         preview.created_now = preview._state.adding  # type: ignore[attr-defined]
         preview.save()
+    preview.warning = nothing_listens(port)  # type: ignore[attr-defined]
     return preview
 
 
