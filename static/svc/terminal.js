@@ -89,6 +89,14 @@ function mount(screen, session, ctrl) {
   term.open(screen);
   fit.fit();
   const link = connect(session, term);
+  // Alt+1…9 are the dashboard's (open session tab N, nav.js). With no tab N the key must still not
+  // reach the program: xterm would send Esc+digit, which readline takes as a count ("(arg: 2)")
+  // for the next key typed.
+  term.attachCustomKeyEventHandler((event) => {
+    if (!event.altKey || event.ctrlKey || event.metaKey || !/^Digit[1-9]$/.test(event.code)) return true;
+    event.preventDefault();
+    return false;
+  });
   const input = term.onData((data) => {
     if (ctrl.on && data.length === 1) { ctrl.arm(false); data = controlled(data); }
     link.send(data);
