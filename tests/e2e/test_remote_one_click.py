@@ -286,3 +286,17 @@ def test_the_remote_view_is_axe_clean_on_a_phone(browser: Browser, daemon: Daemo
         assert width <= 390, width
     finally:
         page.context.close()
+
+
+def test_the_same_from_bin_svc_remote(daemon: Daemon) -> None:
+    offers = daemon.manage("remote", "offers").stdout.splitlines()
+    assert offers[0].split()[:2] == ["cloudflared", "ready"], offers
+    assert any(line.startswith("ssh") and "needs --host" in line for line in offers), offers
+    started = daemon.manage("remote", "start", "localtunnel", "--name", "lt")
+    assert started.stdout.splitlines()[0] == f"lt: {LOCALTUNNEL_URL}", started.stdout
+    assert settings_on_disk(daemon)["tunnels"]["lt"]["provider"] == "localtunnel"
+    removed = daemon.manage("remote", "stop", "lt", "--remove")
+    assert removed.stdout.strip() == "Removed: lt"
+    assert "lt" not in settings_on_disk(daemon)["tunnels"]
+    wrong = daemon.manage("remote", "start", "ssh", check=False)
+    assert wrong.returncode != 0 and "tunnels.ssh.host: required" in wrong.stderr, wrong.stderr
