@@ -27,13 +27,28 @@ class ChannelConfig:
 
 
 def _secret(name: str, raw: dict[str, Any], literal: str, env_key: str) -> str:
-    """A credential by env var name (preferred: it stays out of settings.json) or literal."""
+    """A credential by env var name or by its entry in $SVC_HOME/secrets.json (both keep it out
+    of settings.json; the dashboard writes the second), else literal."""
     if raw.get(env_key):
         var = str(raw[env_key])
         value = os.environ.get(var, "").strip()
         if not value:
             raise ChannelError(f"channels.{name}.{env_key}: ${var} is not set in svc's environment")
         return value
+    if raw.get(f"{literal}_secret"):
+        from channels_app import secret_store
+
+        key = str(raw[f"{literal}_secret"])
+        try:
+            stored = secret_store.secret(key)
+        except ValueError as exc:
+            raise ChannelError(f"channels.{name}.{literal}_secret: {exc}") from exc
+        if not stored:
+            raise ChannelError(
+                f"channels.{name}.{literal}_secret: no {key!r} in {secret_store.secrets_path()}: "
+                "paste the token again in the dashboard's Channels view"
+            )
+        return stored
     value = raw.get(literal)
     if not isinstance(value, str) or not value.strip():
         raise ChannelError(f"channels.{name}: set {env_key} (an env var name) or {literal}")

@@ -259,8 +259,10 @@ class Channel:
         now: Now = timezone.now,
         retry: Retry = lambda: (RETRY_FIRST_S, RETRY_MAX_S),
         changed: Callable[[], Any] | None = None,
+        asking: Callable[[Incoming], Any] | None = None,
     ) -> None:
         self.config = config
+        self.asking = asking  # a stranger wrote: the dashboard offers to allow them
         self.host = host  # the process host: the chat sessions this channel talks to
         self.clock = EditClock(platform.edit_every_s)
         # What the conversation sends through: every message and edit is recorded in the
@@ -337,6 +339,8 @@ class Channel:
     async def _take_in(self, message: Incoming) -> None:
         # Who is asking comes first: nothing of a stranger's (their files) is fetched.
         if message.user not in self.config.allowed_users:
+            if self.asking is not None:
+                self.asking(message)
             await self.platform.send(message.chat, self._stranger(message.user))
             await self.handed_over(message.event_id)
             return
@@ -408,8 +412,9 @@ class Channel:
 
     def _stranger(self, user: str) -> str:
         return (
-            f"You are not allowed to use this bot. Your user id is {user}: the owner can add it "
-            f"to channels.{self.config.name}.allowed_users in svc's settings.json."
+            f"You are not allowed to use this bot. Your user id is {user}: the owner can allow "
+            f"you in svc's dashboard (Channels, under {self.config.name}), or add it to "
+            f"channels.{self.config.name}.allowed_users in svc's settings.json."
         )
 
     async def _with_files(self, room: Room, message: Incoming, text: str) -> str | None:

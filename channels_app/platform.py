@@ -36,6 +36,7 @@ class Incoming:
     # Files that will not be fetched, as (file name, why): too large for a bot, or on a host
     # the bot token must not go to. Named in a reply, never dropped silently.
     skipped: tuple[tuple[str, str], ...] = ()
+    name: str = ""  # how the platform names the sender (@username, or their name), if it says
 
 
 class Platform(Protocol):

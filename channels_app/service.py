@@ -15,7 +15,7 @@ from django.utils import timezone
 from channels_app import outbox
 from channels_app.config import ChannelConfig, ChannelError, parse
 from channels_app.conversation import Channel
-from channels_app.platform import Platform
+from channels_app.platform import Incoming, Platform
 
 if TYPE_CHECKING:
     from core.runtime import Runtime
@@ -47,7 +47,14 @@ class ChannelService:
         self.channels, self.name = channels, name
 
     def settings_key(self, settings: Any) -> Hashable:
-        return json.dumps(declared(settings).get(self.name, {}), sort_keys=True)
+        from channels_app import secret_store
+
+        entry = declared(settings).get(self.name, {})
+        # A token replaced in secrets.json under the same key restarts the channel too.
+        stored = sorted(
+            str(entry[k]) for k in ("bot_token_secret", "app_token_secret") if k in entry
+        )
+        return json.dumps(entry, sort_keys=True) + secret_store.digest(stored)
 
     async def run(self, online: Callable[[str], None]) -> None:
         from core import config
@@ -75,6 +82,10 @@ class Channels:
         self.supervisor, self.host = supervisor, host
         self.running: dict[str, Any] = {}
         self.conversations: dict[str, Channel] = {}
+        # Senders not on a channel's allow-list who wrote to it, newest last: channel → user id
+        # → {user, name, chat, text, at}. Kept in memory (a stranger who writes again after a
+        # restart is asked about again); the dashboard offers to allow them.
+        self.asking: dict[str, dict[str, dict[str, Any]]] = {}
         # The outbox's clock and its retry pace (channels_app/outbox.py); tests move them.
         self.clock: Callable[[], datetime] = timezone.now
         self.retry_first_s, self.retry_max_s = outbox.RETRY_FIRST_S, outbox.RETRY_MAX_S
@@ -93,6 +104,7 @@ class Channels:
             now=lambda: self.clock(),
             retry=lambda: (self.retry_first_s, self.retry_max_s),
             changed=self._changed,
+            asking=lambda message: self._asked(config.name, message),
         )
         self.conversations[config.name] = made
         return made
@@ -101,6 +113,33 @@ class Channels:
         """An outbox row failed, or waits, or went through after waiting: /ws/channels re-sends."""
         with contextlib.suppress(RuntimeError):  # no loop: nobody to tell
             asyncio.get_running_loop().create_task(self.supervisor.publish("channels"))
+
+    def _asked(self, name: str, message: Incoming) -> None:
+        senders = self.asking.setdefault(name, {})
+        senders.pop(message.user, None)  # the newest last
+        senders[message.user] = {
+            "user": message.user,
+            "name": message.name,
+            "chat": message.chat,
+            "text": message.text[:200],
+            "at": timezone.now().isoformat(),
+        }
+        while len(senders) > 50:  # a flood of strangers must not grow this without end
+            senders.pop(next(iter(senders)))
+        self._changed()
+
+    def asking_list(self, name: str) -> list[dict[str, Any]]:
+        """Who wrote while not allowed, newest first, leaving out anyone allowed since."""
+        from core import config
+
+        entry = declared(config.current_settings()).get(name, {})
+        allowed = {str(u) for u in entry.get("allowed_users") or []}
+        rows = [r for r in self.asking.get(name, {}).values() if r["user"] not in allowed]
+        return rows[::-1]
+
+    def allowed(self, name: str, user: str) -> None:
+        """Called from the API's thread: its caller tells /ws/channels."""
+        self.asking.get(name, {}).pop(user, None)
 
     def wake(self) -> None:
         """Every outbox looks at what is due now (the clock was moved)."""
@@ -196,6 +235,10 @@ def channel_rows(runtime: Runtime | None, settings: Any) -> list[dict[str, Any]]
                 "chats": chats.get(name, 0),
                 "last_event_at": datetime.fromtimestamp(last, UTC).isoformat() if last else None,
                 "outbox": outbox.summary(name),  # what waits, what never arrived (§17)
+                # How many strangers wait to be allowed; who they are is the main port's
+                # (GET /api/channels/<name>/asking): a paired device reads this list too.
+                "asking": len(runtime.channels.asking_list(name)) if runtime else 0,
+                "secret_stored": any(k in entry for k in ("bot_token_secret", "app_token_secret")),
             }
         )
     return rows

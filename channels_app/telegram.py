@@ -182,6 +182,7 @@ class TelegramChannel:
                 event_id=event_id,
                 files=tuple(files),
                 skipped=tuple(skipped),
+                name=_name_of(message.from_user),
             )
         )
 
