@@ -15,9 +15,11 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+from playwright.sync_api import expect
 
 from cli import service
 from harness.browser_login import localhost_client
@@ -108,6 +110,25 @@ def test_svc_url_prints_a_url_that_logs_a_real_client_in(running: Daemon) -> Non
     # The token is never written to svc's logs by this (docs/security.md).
     logs = "".join(p.read_text(errors="replace") for p in (running.home / "logs").glob("*.log"))
     assert running.owner_token not in logs
+
+
+@pytest.mark.parametrize("size", [(1280, 800), (390, 844)], ids=["desktop", "phone"])
+def test_the_url_svc_url_prints_opens_the_dashboard_in_chromium(
+    running: Daemon, browser: Any, size: tuple[int, int]
+) -> None:
+    """Friction 6 in the browser a person uses: the lost login URL, printed again, is pasted into
+    Chromium (desktop and phone) and the dashboard opens logged in. Before `bin/svc url` the
+    command did not exist (Django's 'Unknown command')."""
+    url = svc("url", env=svc_env(running.home)).stdout.strip()
+    context = browser.new_context(viewport={"width": size[0], "height": size[1]})
+    try:
+        page = context.new_page()
+        page.goto(url)
+        expect(page.locator("#sessions")).to_have_count(1)  # the dashboard, logged in
+        assert page.url.startswith(f"http://{running.auth()['browser_host']}:{running.port}/")
+        assert "token=" not in page.url  # the one-time link is gone from the address bar
+    finally:
+        context.close()
 
 
 def test_svc_url_says_so_when_svc_is_not_running(tmp_path: Path) -> None:
