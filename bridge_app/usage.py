@@ -166,10 +166,15 @@ KEYS = {
 
 
 def summary(group_by: str, since: Any = None) -> list[dict[str, Any]]:
-    """Rows {<key>, requests, input_tokens, output_tokens, cached_input_tokens,
+    """Rows {<key>, requests, errors, input_tokens, output_tokens, cached_input_tokens,
     reasoning_tokens, cost_usd} (session rows also `title` and `agent`) in key order. Unknown
-    `group_by` is a ValueError."""
-    from django.db.models import Count, Sum
+    `group_by` is a ValueError.
+
+    `requests` counts the answered ones, `errors` those that failed (an error status, or no
+    answer at all): a refused request is no use of a model. Per profile, the requests that named
+    a profile settings.json does not have (a typo, a removed profile) are one row with
+    `profile_id` "" and `unknown_profile` true, never a row per name a client made up."""
+    from django.db.models import Count, Q, Sum
     from django.db.models.functions import TruncDate
 
     from bridge_app.models import BridgeRequest
@@ -190,7 +195,8 @@ def summary(group_by: str, since: Any = None) -> list[dict[str, Any]]:
     for r in (
         rows.values(key)
         .annotate(
-            requests=Count("id"),
+            requests=Count("id", filter=Q(status__gte=200, status__lt=400)),
+            errors=Count("id", filter=Q(status__lt=200) | Q(status__gte=400)),
             input_tokens=Sum("input_tokens"),
             output_tokens=Sum("output_tokens"),
             cached_input_tokens=Sum("cached_input_tokens"),
@@ -206,7 +212,25 @@ def summary(group_by: str, since: Any = None) -> list[dict[str, Any]]:
         out.append(r)
     if group_by == "session":
         _name_sessions(out)
+    if group_by == "profile":
+        out = _fold_unknown_profiles(out)
     return out
+
+
+def _fold_unknown_profiles(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    from core import config
+
+    known = config.recent_settings().profiles
+    kept = [r for r in rows if r["profile_id"] in known]
+    unknown = [r for r in rows if r["profile_id"] not in known]
+    if unknown:
+        folded: dict[str, Any] = {"profile_id": "", "unknown_profile": True}
+        for field in unknown[0]:
+            if field != "profile_id":
+                folded[field] = sum(r[field] for r in unknown)
+        folded["cost_usd"] = round(folded["cost_usd"], 6)
+        kept.append(folded)
+    return kept
 
 
 def _name_sessions(rows: list[dict[str, Any]]) -> None:

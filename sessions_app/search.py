@@ -54,9 +54,9 @@ def search(q: str, limit: int = 50) -> list[Hit]:
     if not q:
         return []
     rows = _postgres(q, limit) if connection.vendor == "postgresql" else _sqlite(q, limit)
-    events = SessionEvent.objects.select_related("session").in_bulk([pk for pk, _ in rows])
+    events = SessionEvent.objects.select_related("session").in_bulk([row[0] for row in rows])
     hits: list[Hit] = []
-    for pk, snippet in rows:
+    for pk, snippet, doc in rows:
         event = events.get(pk)
         if event is None:  # deleted between the two queries
             continue
@@ -67,7 +67,7 @@ def search(q: str, limit: int = 50) -> list[Hit]:
                 "agent": event.session.agent,
                 "seq": event.seq,
                 "kind": event.kind,
-                "snippet": _marked((snippet or "").strip()),
+                "snippet": _marked(whole_words((snippet or "").strip(), doc or "")),
                 "created_at": event.created_at.isoformat() if event.created_at else None,
             }
         )
@@ -76,6 +76,42 @@ def search(q: str, limit: int = 50) -> list[Hit]:
 
 def _marked(snippet: str) -> str:
     return html.escape(snippet).replace(_START, "<mark>").replace(_STOP, "</mark>")
+
+
+_ELLIPSIS = "…"
+_LONGEST_PART = 40  # a cut "word" longer than this (a URL, a hash) is dropped, not completed
+
+
+def whole_words(snippet: str, doc: str) -> str:
+    """The snippet widened to whole words of `doc`, with … where text goes on. Both databases cut
+    at their own tokens, and a token is not a word: FTS5 starts `w27-x` at `x`, `don't` at `t`."""
+    lead, tail = snippet.startswith(_ELLIPSIS), snippet.endswith(_ELLIPSIS)
+    body = snippet[1 if lead else 0 : len(snippet) - (1 if tail and len(snippet) > 1 else 0)]
+    plain = body.replace(_START, "").replace(_STOP, "")
+    at = doc.find(plain) if plain.strip() else -1
+    if at < 0:  # not found as written: drop the partial words at either cut end instead
+        return _trimmed(body, lead, tail)
+    before, after = doc[:at], doc[at + len(plain) :]
+    prefix = re.search(r"\S*$", before).group(0)  # type: ignore[union-attr]
+    suffix = re.match(r"\S*", after).group(0)  # type: ignore[union-attr]
+    if len(prefix) > _LONGEST_PART or len(suffix) > _LONGEST_PART:
+        return _trimmed(body, lead or bool(before.strip()), tail or bool(after.strip()))
+    lead = bool(before[: len(before) - len(prefix)].strip())
+    tail = bool(after[len(suffix) :].strip())
+    return (_ELLIPSIS if lead else "") + prefix + body + suffix + (_ELLIPSIS if tail else "")
+
+
+def _trimmed(body: str, lead: bool, tail: bool) -> str:
+    """Without the first and last words where the text was cut (unless they hold a hit)."""
+    if lead:
+        first, space, rest = body.partition(" ")
+        if space and _START not in first:
+            body = rest
+    if tail:
+        rest, space, last = body.rpartition(" ")
+        if space and _STOP not in last and _START not in last:
+            body = rest
+    return (_ELLIPSIS if lead else "") + body.strip() + (_ELLIPSIS if tail else "")
 
 
 # --- SQLite FTS5 ---------------------------------------------------------------------------
@@ -110,18 +146,18 @@ def fts5_query(q: str) -> str:
     return expression
 
 
-def _sqlite(q: str, limit: int) -> list[tuple[int, str]]:
+def _sqlite(q: str, limit: int) -> list[tuple[int, str, str]]:
     expression = fts5_query(q)
     if not expression:
         return []
     sql = (
-        "SELECT rowid, snippet(sessionevent_fts, 0, %s, %s, '…', 16) FROM sessionevent_fts "
+        "SELECT rowid, snippet(sessionevent_fts, 0, %s, %s, '…', 16), body FROM sessionevent_fts "
         "WHERE sessionevent_fts MATCH %s ORDER BY rank, rowid DESC LIMIT %s"
     )
     try:
         with connection.cursor() as cursor:
             cursor.execute(sql, [_START, _STOP, expression, limit])
-            return [(int(pk), snippet) for pk, snippet in cursor.fetchall()]
+            return [(int(pk), snippet, body) for pk, snippet, body in cursor.fetchall()]
     except DatabaseError:  # an FTS5 syntax error is no hit, never a 500
         return []
 
@@ -129,11 +165,11 @@ def _sqlite(q: str, limit: int) -> list[tuple[int, str]]:
 # --- PostgreSQL ----------------------------------------------------------------------------
 
 
-def _postgres(q: str, limit: int) -> list[tuple[int, str]]:
+def _postgres(q: str, limit: int) -> list[tuple[int, str, str]]:
     options = f"StartSel={_START}, StopSel={_STOP}, MaxWords=24, MinWords=8, ShortWord=0"
     sql = (  # constants only: q and the options are parameters
         f"SELECT id, ts_headline('simple', {POSTGRES_DOC}, query, %s), "  # noqa: S608
-        f"ts_headline('simple', {POSTGRES_SPLIT}, query, %s) FROM ("
+        f"ts_headline('simple', {POSTGRES_SPLIT}, query, %s), {POSTGRES_DOC} FROM ("
         f"SELECT id, payload, ts_rank({POSTGRES_VECTOR}, query) AS rank, query "
         "FROM sessions_app_sessionevent, websearch_to_tsquery('simple', %s) AS query "
         f"WHERE {POSTGRES_VECTOR} @@ query ORDER BY rank DESC, id DESC LIMIT %s) AS found "
@@ -143,6 +179,6 @@ def _postgres(q: str, limit: int) -> list[tuple[int, str]]:
         cursor.execute(sql, [options, options, q, limit])
         # The text as written, unless only its punctuation-split form marks the hit.
         return [
-            (int(pk), written if _START in written or _START not in split else split)
-            for pk, written, split in cursor.fetchall()
+            (int(pk), written if _START in written or _START not in split else split, doc)
+            for pk, written, split, doc in cursor.fetchall()
         ]

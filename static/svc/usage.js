@@ -31,10 +31,10 @@ function firstDay(days) {
 }
 
 function sum(rows) {
-  const total = { requests: 0, cost_usd: 0 };
+  const total = { requests: 0, errors: 0, cost_usd: 0 };
   for (const field of TOKEN_FIELDS) total[field] = 0;
   for (const row of rows) {
-    for (const field of ["requests", ...TOKEN_FIELDS]) total[field] += row[field] || 0;
+    for (const field of ["requests", "errors", ...TOKEN_FIELDS]) total[field] += row[field] || 0;
     total.cost_usd += row.cost_usd || 0;
   }
   // The API rounds each group to six decimals; the sum of those must not show float noise.
@@ -158,6 +158,7 @@ function Chart({ data, label }) {
 function Totals({ total }) {
   const items = [
     ["Requests", n(total.requests)],
+    ["Failed requests", n(total.errors)],
     ["Input tokens", n(total.input_tokens)],
     ["Cached input tokens", n(total.cached_input_tokens)],
     ["Output tokens", n(total.output_tokens)],
@@ -172,6 +173,7 @@ function Totals({ total }) {
 function numbers(row) {
   return html`
     <td class="num">${n(row.requests)}</td>
+    <td class=${row.errors ? "num usage-errors" : "num"}>${n(row.errors)}</td>
     <td class="num">${n(row.input_tokens)}</td>
     <td class="num opt">${n(row.cached_input_tokens)}</td>
     <td class="num">${n(row.output_tokens)}</td>
@@ -185,7 +187,7 @@ function Table({ caption, first, rows, name, kind, empty }) {
     <div class="table-wrap" tabindex="0" role="region" aria-labelledby=${`usage-${kind}-title`}>
       <table class="usage-table" data-group=${kind}>
         <thead><tr>
-          <th scope="col">${first}</th><th scope="col" class="num">Requests</th>
+          <th scope="col">${first}</th><th scope="col" class="num">Requests</th><th scope="col" class="num">Failed</th>
           <th scope="col" class="num">Input</th><th scope="col" class="num opt">Cached input</th>
           <th scope="col" class="num">Output</th><th scope="col" class="num">Cost (USD)</th>
         </tr></thead>
@@ -235,7 +237,9 @@ function Picker({ days, setDays, data, error }) {
 const keyed = (rows, key) => rows.map((row) => ({ ...row, key: row[key] }));
 
 function Report({ data, total }) {
-  const attributed = sum(data.session).requests;
+  const attributed = sum(data.session);
+  const unknown = data.profile.find((r) => r.unknown_profile);
+  const tried = (t) => t.requests + t.errors;
   const label = `Chart of input tokens, output tokens and cost per day over the last ${data.days} days: `
     + `${n(total.requests)} requests, ${n(total.input_tokens)} input tokens, ${n(total.output_tokens)} output tokens, `
     + `${money(total.cost_usd)}. The tables below give the numbers.`;
@@ -248,11 +252,14 @@ function Report({ data, total }) {
     </details>
     <${Table} caption="Per session" first="Session" kind="session" rows=${keyed(data.session, "session_id")}
       name=${sessionName} empty="No request came from a session svc hosts." />
-    ${attributed < total.requests
-      ? html`<p class="hint">${n(total.requests - attributed)} of ${n(total.requests)} requests came from outside svc's sessions.</p>`
+    ${tried(attributed) < tried(total)
+      ? html`<p class="hint">${n(tried(total) - tried(attributed))} of ${n(tried(total))} requests came from outside svc's sessions.</p>`
       : null}
-    <${Table} caption="Per profile" first="Profile" kind="profile" rows=${keyed(data.profile, "profile_id")} name=${(r) => r.profile_id || "(none)"} empty="" />
-    <${Table} caption="Per model" first="Model" kind="model" rows=${keyed(data.model, "model")} name=${(r) => r.model || "(none)"} empty="" />`;
+    <${Table} caption="Per profile" first="Profile" kind="profile" rows=${keyed(data.profile.filter((r) => !r.unknown_profile), "profile_id")}
+      name=${(r) => r.profile_id} empty="No request used a profile of settings.json." />
+    ${unknown ? html`<p class="hint usage-unknown-profiles">${n(tried(unknown))} ${tried(unknown) === 1 ? "request" : "requests"} named a profile settings.json does not have (refused, counted as failed).</p>` : null}
+    <${Table} caption="Per model" first="Model" kind="model" rows=${keyed(data.model.filter((r) => r.model || r.requests), "model")}
+      name=${(r) => r.model || html`<span class="hint">unknown model</span>`} empty="No request named a model." />`;
 }
 
 export function Usage() {
@@ -265,7 +272,7 @@ export function Usage() {
   if (error) return html`${picker}<p class="usage-error notice notice-bad" role="alert">Usage could not be loaded: ${error}</p>`;
   if (!data) return picker;
   const total = sum(data.day);
-  if (!total.requests) {
+  if (!total.requests && !total.errors) {
     return html`${picker}<p class="hint usage-empty">No model requests went through svc's bridge in the last ${data.days} days.</p>`;
   }
   return html`${picker}<${Report} data=${data} total=${total} />`;

@@ -254,6 +254,7 @@ async def test_a_session_scope_attributes_usage_to_the_session_and_its_turn(
     assert set(claude) == {
         "profile_id",
         "requests",
+        "errors",
         "input_tokens",
         "output_tokens",
         "cached_input_tokens",
