@@ -1,7 +1,8 @@
 """Live lists and session start/stop: `POST /api/sessions` latency; `/ws/sessions` frame latency
 with 50 clients, after the API returns and end to end (from the POST being sent), beside a raw
 broadcast in the same run; `DELETE /api/sessions/{id}` latency. Servers pinned to one core, the
-clients to the other.
+clients to the other. svc's holder (and so every session it starts) runs on any core, as in use;
+`BENCH_HOLDER_FREE=0` leaves it on svc's core, as it would inherit the pin (docs/performance.md).
 
 The raw broadcast is the least a server can do: a bare ASGI app on the same daphne that, on one
 HTTP POST, sends a fixed text frame to each of its 50 WebSocket clients.
@@ -95,7 +96,25 @@ def start_svc() -> Any:
     svc = Daemon(home, env={"HOME": str(base / "user-home"), "SHELL": "/bin/bash"}).start()
     assert svc.proc is not None
     pin(svc.proc.pid, SERVER_CORE)
+    if os.environ.get("BENCH_HOLDER_FREE", "1") == "1":
+        free_the_holder(svc, home)
     return svc
+
+
+def free_the_holder(svc: Any, home: Path) -> None:
+    """svc's holder is started by svc and would inherit its pin, and every session with it: in
+    use nothing is pinned, and the holder and the sessions it starts run on whichever core is
+    free. One session starts the holder; the holder then gets every core back."""
+    import httpx
+
+    work = tempfile.mkdtemp(prefix="svc-bench-work-")
+    headers = svc.owner_headers()
+    made = httpx.post(f"{svc.url}/api/sessions", json={"agent": "idle", "workspace": work},
+                      headers=headers, timeout=30).json()  # fmt: skip
+    httpx.delete(f"{svc.url}/api/sessions/{made['id']}?wait=1", headers=headers, timeout=30)
+    holder = int((home / "holder" / "holder.pid").read_text())
+    for task in os.listdir(f"/proc/{holder}/task"):
+        os.sched_setaffinity(int(task), set(range(os.cpu_count() or 1)))
 
 
 # --- measures ----------------------------------------------------------------------------------
