@@ -155,9 +155,11 @@ def test_the_dashboard_shows_everything_svc_does(page: Page, host: Daemon, tmp_p
     code = run(tool(host, "prepare_handover", session_id=chat_id))["code"]
     expect(page.locator(".chat-handover").last).to_contain_text(code)
     # Sessions are tabs: the shell is still there, connected, with what it printed.
-    page.locator(".session-tab", has_text="shell · terminal").first.click()
+    page.locator(
+        ".session-tab[title*='shell · terminal']"
+    ).first.click()  # named now; the title says what it is
     expect(page.locator(f"{ACTIVE} .xterm-rows")).to_contain_text("ui-42")
-    page.locator(".session-tab", has_text="fake · chat").click()
+    page.locator(".session-tab[title*='fake · chat']").click()
     show(page, "sessions")
     page.fill("#pickup-code", code)
     page.click("#pickup button")
