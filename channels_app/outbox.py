@@ -19,9 +19,10 @@ chat, and every edit of one, is recorded first (`OutboxMessage`) and delivered f
   connected (channels_app/telegram.py, slack.py); rows wait in the database while it is not,
   and across a restart of svc.
 
-A send whose answer is lost (svc stopped after the platform took it, before the row was marked)
-is sent again: that window is one request long, and a message shown twice is what the platform's
-own clients do in that case too.
+A channel that stops (a restart, svc's orderly stop) lets the send in hand finish and records
+it. A send whose answer is lost otherwise (svc killed after the platform took it, before the row
+was marked) is sent again: that window is one request long, and a message shown twice is what
+the platform's own clients do in that case too.
 """
 
 from __future__ import annotations
@@ -30,15 +31,14 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from channels.db import database_sync_to_async
-from django.db import transaction
 
+from channels_app import outbox_rows as rows
 from channels_app.answer import EditClock
-from channels_app.models import OutboxMessage
+from channels_app.outbox_rows import ERROR_MAX, Due
 from channels_app.platform import Buttons, Platform
 
 logger = logging.getLogger(__name__)
@@ -47,10 +47,6 @@ EXPIRE = timedelta(hours=24)  # pending this long: failed (contract §17)
 ATTEMPT_S = 30.0  # one send or edit, whatever the library's own timeouts
 RETRY_FIRST_S = 1.0
 RETRY_MAX_S = 30.0
-KEEP_SENT = timedelta(days=1)  # delivered rows, kept to be edited (a long turn's answer)
-KEEP_FAILED = timedelta(days=7)  # failed rows, kept to be shown
-SHOWN_FAILED = 20
-ERROR_MAX = 300
 
 Now = Callable[[], datetime]
 Retry = Callable[[], tuple[float, float]]  # (first, most) seconds between attempts
@@ -67,160 +63,6 @@ def one_line(exc: BaseException, secrets: tuple[str, ...] = ()) -> str:
         if secret:
             text = text.replace(secret, "<token>")
     return text if len(text) <= ERROR_MAX else text[: ERROR_MAX - 3] + "..."
-
-
-@dataclass(frozen=True)
-class Due:
-    """A row as the deliverer reads it."""
-
-    id: int
-    chat: str
-    text: str
-    buttons: Buttons | None
-    message_id: str
-    version: int
-    attempts: int
-    next_at: datetime
-    pending_since: datetime
-    error: str
-
-
-def _buttons_in(value: Any) -> Buttons | None:
-    return None if value is None else [(str(label), str(data)) for label, data in value]
-
-
-# --- the database (sync; each a short transaction, through database_sync_to_async) --------------
-
-
-def _record(
-    channel: str, chat: str, text: str, buttons: Buttons | None, now: datetime
-) -> tuple[int, bool]:
-    """The new row's id, and whether it waits behind a delivery that failed (the lists count
-    it then)."""
-    stored = None if buttons is None else [list(b) for b in buttons]
-    pending = OutboxMessage.objects.filter(channel=channel, chat=chat, status=OutboxMessage.PENDING)
-    blocked = pending.filter(attempts__gt=0).exists()
-    row = OutboxMessage.objects.create(
-        channel=channel,
-        chat=chat,
-        text=text,
-        buttons=stored,
-        created_at=now,
-        pending_since=now,
-        next_at=now,
-        updated_at=now,
-    )
-    return row.pk, blocked
-
-
-@transaction.atomic
-def _fold(row_id: int, text: str, buttons: Buttons | None, now: datetime) -> bool:
-    """The row shows `text` from now on; False when nothing changed (or it failed: a message
-    that never arrived has nothing to edit)."""
-    row = OutboxMessage.objects.select_for_update().filter(pk=row_id).first()
-    stored = None if buttons is None else [list(b) for b in buttons]
-    if row is None or row.status == OutboxMessage.FAILED:
-        return False
-    if row.text == text and row.buttons == stored:
-        return False
-    row.text, row.buttons, row.version = text, stored, row.version + 1
-    if row.status == OutboxMessage.SENT:  # shown: the edit is delivered from now on
-        row.status, row.attempts, row.error = OutboxMessage.PENDING, 0, ""
-        row.pending_since = row.next_at = now
-    row.updated_at = now
-    row.save()
-    return True
-
-
-def _head(channel: str, chat: str) -> Due | None:
-    row = (
-        OutboxMessage.objects.filter(channel=channel, chat=chat, status=OutboxMessage.PENDING)
-        .order_by("pending_since", "id")
-        .first()
-    )
-    if row is None:
-        return None
-    return Due(
-        id=row.pk,
-        chat=row.chat,
-        text=row.text,
-        buttons=_buttons_in(row.buttons),
-        message_id=row.message_id,
-        version=row.version,
-        attempts=row.attempts,
-        next_at=row.next_at,
-        pending_since=row.pending_since,
-        error=row.error,
-    )
-
-
-def _heads(channel: str) -> list[Due]:
-    """Each chat's first pending row: the one that goes next."""
-    chats = (
-        OutboxMessage.objects.filter(channel=channel, status=OutboxMessage.PENDING)
-        .values_list("chat", flat=True)
-        .distinct()
-    )
-    return [head for chat in list(chats) if (head := _head(channel, chat)) is not None]
-
-
-def _delivered(row_id: int, version: int, message_id: str, attempts: int, now: datetime) -> bool:
-    """The platform shows the row's text as of `version`. An edit made meanwhile keeps it
-    pending (now with the platform's id: delivered next as an edit). True: it was shown after
-    failing before (the lists show it no longer waiting)."""
-    rows = OutboxMessage.objects.filter(pk=row_id)
-    done = rows.filter(version=version).update(
-        status=OutboxMessage.SENT, message_id=message_id, error="", updated_at=now
-    )
-    if not done:
-        rows.update(message_id=message_id, updated_at=now)
-    return attempts > 1
-
-
-def _postponed(row_id: int, attempts: int, error: str, next_at: datetime, now: datetime) -> None:
-    OutboxMessage.objects.filter(pk=row_id).update(
-        attempts=attempts, error=error, next_at=next_at, updated_at=now
-    )
-
-
-def _failed(row_id: int, attempts: int, error: str, now: datetime) -> None:
-    OutboxMessage.objects.filter(pk=row_id).update(
-        status=OutboxMessage.FAILED, attempts=attempts, error=error[:ERROR_MAX], updated_at=now
-    )
-
-
-def _sweep(channel: str, now: datetime) -> None:
-    """Delivered rows older than a day (nothing edits them any more) and failed rows older
-    than a week go."""
-    old = OutboxMessage.objects.filter(channel=channel)
-    old.filter(status=OutboxMessage.SENT, updated_at__lt=now - KEEP_SENT).delete()
-    old.filter(status=OutboxMessage.FAILED, updated_at__lt=now - KEEP_FAILED).delete()
-
-
-def summary(channel: str) -> dict[str, Any]:
-    """What `/ws/channels` and `GET /api/channels` show of a channel's outbox: `pending`, the
-    messages waiting behind a delivery that failed (a chat whose next message went through at
-    its first try waits for nothing), `error`, the last such failure, and `failed`, the newest
-    messages that were never delivered."""
-    pending = list(
-        OutboxMessage.objects.filter(channel=channel, status=OutboxMessage.PENDING)
-        .order_by("pending_since", "id")
-        .values("chat", "attempts", "error")
-    )
-    waiting, error, blocked = 0, "", set()
-    for row in pending:
-        if row["chat"] in blocked:
-            waiting += 1
-        elif row["attempts"]:  # the chat's next message failed: it and the rest wait
-            blocked.add(row["chat"])
-            waiting += 1
-            error = error or row["error"]
-    failed = OutboxMessage.objects.filter(channel=channel, status=OutboxMessage.FAILED)
-    return {
-        "pending": waiting,
-        "error": error,
-        "failed": [row.to_dict() for row in failed.order_by("-updated_at")[:SHOWN_FAILED]],
-    }
 
 
 # --- the outbox ------------------------------------------------------------------------------
@@ -261,7 +103,7 @@ class Outbox:
 
     async def send(self, chat: str, text: str, buttons: Buttons | None = None) -> str:
         """Record a message for `chat`; returns the id `edit` takes."""
-        row_id, blocked = await database_sync_to_async(_record)(
+        row_id, blocked = await database_sync_to_async(rows.record)(
             self.channel, chat, text, buttons, self.now()
         )
         self.wake()
@@ -272,7 +114,7 @@ class Outbox:
     async def edit(
         self, chat: str, message_id: str, text: str, buttons: Buttons | None = None
     ) -> None:
-        if await database_sync_to_async(_fold)(int(message_id), text, buttons, self.now()):
+        if await database_sync_to_async(rows.fold)(int(message_id), text, buttons, self.now()):
             self.wake()
 
     def wake(self) -> None:
@@ -286,7 +128,7 @@ class Outbox:
         platform); everything pending is tried at once first: the channel is reachable again."""
         self.platform, self._fresh = platform, True
         with contextlib.suppress(Exception):
-            await database_sync_to_async(_sweep)(self.channel, self.now())
+            await database_sync_to_async(rows.sweep)(self.channel, self.now())
         try:
             while True:
                 self._wake.clear()
@@ -322,7 +164,7 @@ class Outbox:
         """A delivery task for each chat whose next row is due; the seconds until the next one
         that is not (None: nothing waits)."""
         now, soonest = self.now(), None
-        for head in await database_sync_to_async(_heads)(self.channel):
+        for head in await database_sync_to_async(rows.heads)(self.channel):
             if head.chat in self._draining:
                 continue
             if self._fresh or head.next_at <= now or now - head.pending_since >= EXPIRE:
@@ -350,13 +192,13 @@ class Outbox:
 
     async def _drain_rows(self, platform: Platform, chat: str, fresh: bool) -> None:
         while not self._stopping:
-            row = await database_sync_to_async(_head)(self.channel, chat)
+            row = await database_sync_to_async(rows.head)(self.channel, chat)
             if row is None:
                 return
             now = self.now()
             if now - row.pending_since >= EXPIRE:
                 error = f"not delivered within 24 h: {row.error or 'the platform did not answer'}"
-                await database_sync_to_async(_failed)(row.id, row.attempts, error, now)
+                await database_sync_to_async(rows.failed)(row.id, row.attempts, error, now)
                 logger.warning("%s: a message to %s failed: %s", self.channel, chat, error)
                 self.changed()
                 continue
@@ -367,7 +209,7 @@ class Outbox:
                 await asyncio.sleep(self.clock.wait_s(chat))
                 if self._stopping:
                     return
-                row = await database_sync_to_async(_head)(self.channel, chat) or row
+                row = await database_sync_to_async(rows.head)(self.channel, chat) or row
             if not await self._deliver(platform, row):
                 return
 
@@ -389,7 +231,7 @@ class Outbox:
             # From the answer, not the request: the next edit of this chat comes at least
             # `edit_every_s` after the platform took this one.
             self.clock.mark(row.chat)
-        if await database_sync_to_async(_delivered)(
+        if await database_sync_to_async(rows.delivered)(
             row.id, row.version, message_id, attempts, self.now()
         ):
             self.changed()
@@ -401,13 +243,13 @@ class Outbox:
         now, error = self.now(), one_line(exc, self.secrets)
         hint = platform.retry_in(exc) if not isinstance(exc, TimeoutError) else 0.0
         if hint is None:  # refused: another attempt would be refused too
-            await database_sync_to_async(_failed)(row.id, attempts, error, now)
+            await database_sync_to_async(rows.failed)(row.id, attempts, error, now)
             logger.warning("%s: a message to %s was refused: %s", self.channel, row.chat, error)
             self.changed()
             return True
         first, most = self.retry()
         wait = max(hint, retry_wait_s(attempts, first, most))
-        await database_sync_to_async(_postponed)(
+        await database_sync_to_async(rows.postponed)(
             row.id, attempts, error, now + timedelta(seconds=wait), now
         )
         if attempts == 1:

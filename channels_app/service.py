@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
-from channels_app import outbox
+from channels_app import outbox, outbox_rows
 from channels_app.config import ChannelConfig, ChannelError, parse
 from channels_app.conversation import Channel
 from channels_app.platform import Incoming, Platform
@@ -234,7 +234,7 @@ def channel_rows(runtime: Runtime | None, settings: Any) -> list[dict[str, Any]]
                 "bot": getattr(channel, "username", "") or None,
                 "chats": chats.get(name, 0),
                 "last_event_at": datetime.fromtimestamp(last, UTC).isoformat() if last else None,
-                "outbox": outbox.summary(name),  # what waits, what never arrived (§17)
+                "outbox": outbox_rows.summary(name),  # what waits, what never arrived (§17)
                 # How many strangers wait to be allowed; who they are is the main port's
                 # (GET /api/channels/<name>/asking): a paired device reads this list too.
                 "asking": len(runtime.channels.asking_list(name)) if runtime else 0,

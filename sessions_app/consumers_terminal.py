@@ -18,8 +18,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from core import server_compat
 from core.runtime import current
 from sessions_app import selectors
-from sessions_app.host.pty import SCROLLBACK_BYTES
-from sessions_app.host.registry import TerminalView
+from sessions_app.host.pty import SCROLLBACK_BYTES, TerminalView
 
 logger = logging.getLogger(__name__)
 

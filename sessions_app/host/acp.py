@@ -19,21 +19,19 @@ import contextvars
 import importlib
 import logging
 import sys
-import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from sessions_app import signals
-from sessions_app.host import permission_answers as answers
 from sessions_app.host import processes, resume
-from sessions_app.host.acp_link import AgentStream, Link, current_src
+from sessions_app.host.acp_client import HostClient
+from sessions_app.host.acp_link import AgentStream, Link
+from sessions_app.host.acp_permissions import Answer, AskingPermission
 from sessions_app.host.activity import Activity
 from sessions_app.host.agent_errors import failure_text
 from sessions_app.host.subscription import ChatSubscription, Deliver, History
 
 if TYPE_CHECKING:
-    from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
-
     from sessions_app.selectors import ChatPosition
 
 # The ACP SDK is imported where a chat starts, not at module level: its schema takes ~0.7 s to
@@ -47,48 +45,10 @@ EOF_GRACE_S = 0.5  # for an agent to exit by itself once its stdin closes
 
 # (session id, kind, payload, src: the offset of the agent message it came from, if any) → seq
 Store = Callable[[str, str, dict[str, Any], int | None], Awaitable[int]]
-# A permission answer: the option chosen (None: none) and who decided, {"surface", "who"}.
-Answer = tuple[str | None, dict[str, str]]
 OnExit = Callable[[str, int | None], Awaitable[None]]  # None: the holder went away
 
 
-def update_event(update: Any) -> tuple[str, dict[str, Any]]:
-    data = update.model_dump(mode="json", by_alias=True, exclude_none=True)
-    kind = data.pop("sessionUpdate", "update")
-    if "kind" in data:  # a tool call's kind would shadow the event's own `kind`
-        data["tool_kind"] = data.pop("kind")
-    content = data.get("content")
-    if kind.endswith("_chunk") and isinstance(content, dict) and content.get("type") == "text":
-        data["text"] = content.get("text", "")
-    return kind, data
-
-
-class _HostClient:
-    """The ACP `Client` side: updates and permission requests go to the chat session."""
-
-    def __init__(self, chat: AcpSession) -> None:
-        self.chat = chat
-
-    def on_connect(self, conn: Any) -> None:
-        pass
-
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        src = current_src.get()
-        self.chat.updating += 1
-        try:
-            if not self.chat.link.seen(src):  # read again after a restart: stored already
-                await self.chat.emit(*update_event(update), src=src)
-        finally:
-            self.chat.updating -= 1
-            self.chat.link.done(src)
-
-    async def request_permission(
-        self, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption], **kw: Any
-    ) -> RequestPermissionResponse:
-        return await self.chat.ask_permission(tool_call, options)
-
-
-class AcpSession:
+class AcpSession(AskingPermission):
     def __init__(
         self,
         session_id: str,
@@ -173,7 +133,7 @@ class AcpSession:
         self.held = stream.held
         self.link = Link(stream, stored_upto=stored_upto)
         self.link.on_orphan = self._orphan_answer
-        self.conn = connect_to_agent(_HostClient(self), self.link)
+        self.conn = connect_to_agent(HostClient(self), self.link)
         self._watcher = asyncio.get_running_loop().create_task(self._watch_exit())
 
     async def _handshake(self, cwd: str, resume_id: str) -> None:
@@ -352,117 +312,22 @@ class AcpSession:
                 stop_reason=stop_reason,
             )
 
+    async def prompt_when_idle(self, text: str) -> None:
+        """`text` as the next prompt, after the turn under way (the person typing in the chat
+        goes first, as on a channel); a failure is logged, never raised."""
+        while self.busy:
+            await self.idle.wait()
+        try:
+            await self.prompt(text)
+        except Exception:
+            logger.exception("a prompt for session %s could not be sent", self.session_id)
+
     async def cancel(self) -> None:
         # ACP: the client answers pending permission requests of a cancelled turn "cancelled".
         for future, _ in self._pending.values():
             if not future.done():
                 future.set_result((None, {"surface": "cancelled", "who": "the turn was cancelled"}))
         await self.conn.cancel(session_id=self.agent_session_id)
-
-    # --- permissions -----------------------------------------------------------------------
-    # Each answer says who decided (`decided_by`, sessions_app/approvals.py): the stored
-    # `permission_resolved` event carries it, and the approval record is made from that event.
-
-    async def ask_permission(
-        self, tool_call: ToolCallUpdate, options: list[PermissionOption]
-    ) -> RequestPermissionResponse:
-        ids = {o.option_id for o in options}
-        src = current_src.get()  # the same request read again after a restart has the same
-        if src is not None and (decided := self._decided.pop(src, None)) is not None:
-            # Decided before svc stopped, the answer maybe never sent: the same answer again.
-            chosen = decided.get("chosen")
-            return answers.selected(chosen) if chosen else answers.refuse(options)
-        asked_before = self._asked.pop(src, None) if src is not None else None
-        if asked_before is None and (
-            self.permission_mode in ("allow", "deny") or not self._subscribers
-        ):
-            return await self._answer_by_policy(tool_call, options)
-        request_id = f"r{src}" if src is not None else uuid.uuid4().hex
-        future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = (future, ids)
-        if asked_before is not None:  # stored and notified by the svc before: still pending
-            seq = asked_before.pop("seq")
-            self._requests[request_id] = self.event("permission_request", asked_before, seq)
-        else:
-            self._requests[request_id] = await self.emit(
-                "permission_request",
-                {
-                    "request_id": request_id,
-                    "tool_call": tool_call.model_dump(
-                        mode="json", by_alias=True, exclude_none=True
-                    ),
-                    "options": answers.options_of(options),
-                },
-                src=src,
-            )
-            asked = self._requests[request_id].get("tool_call", {})
-            signals.permission_requested.send_robust(  # contract §15
-                sender=AcpSession, session_id=self.session_id, agent=self.agent, tool_call=asked
-            )
-        try:
-            chosen, by = await asyncio.wait_for(future, self.permission_timeout_s)
-        except TimeoutError:
-            waited = f"nobody answered within {self.permission_timeout_s:g} s"
-            chosen, by = None, {"surface": "cancelled", "who": waited}
-        finally:
-            self._pending.pop(request_id, None)
-            self._requests.pop(request_id, None)
-        answer = answers.refuse(options) if chosen is None else answers.selected(chosen)
-        resolved = {
-            "request_id": request_id,
-            "option_id": chosen,  # the person's choice; None: nobody chose
-            "answered": chosen is not None,
-            "chosen": answers.option_of(answer),  # what the agent was answered with
-            "decided_by": by,
-            "decided_at": answers.now(),
-        }
-        await self.emit("permission_resolved", resolved, src=src)
-        return answer
-
-    async def _answer_by_policy(
-        self, tool_call: ToolCallUpdate, options: list[PermissionOption]
-    ) -> RequestPermissionResponse:
-        """Answered without asking anyone (the mode says so, or nobody listens) — and said, so
-        whoever reads the session later knows why the agent could or could not act."""
-        allow = self.permission_mode == "allow"
-        answer = (answers.choose(options, "allow") if allow else None) or answers.refuse(options)
-        chosen = answers.option_of(answer)
-        policy = self.permission_mode if self.permission_mode != "ask" else "nobody to ask"
-        await self.emit(
-            "permission_resolved",
-            {
-                "request_id": None,
-                "option_id": chosen,
-                "answered": False,
-                "policy": policy,
-                "allowed": allow and chosen is not None,
-                "tool_call": tool_call.model_dump(mode="json", by_alias=True, exclude_none=True),
-                "options": answers.options_of(options),
-                "chosen": chosen,
-                "decided_by": {"surface": "policy", "who": policy},
-                "decided_at": answers.now(),
-            },
-            src=current_src.get(),
-        )
-        return answer
-
-    def pending_requests(self) -> list[dict[str, Any]]:
-        """Permission requests still waiting, for a client that (re)opens the session."""
-        return [event for event in self._requests.values() if event]
-
-    def answer_permission(
-        self, request_id: str, option_id: str, decided_by: dict[str, str] | None = None
-    ) -> str | None:
-        """None when accepted, else why not. `decided_by`: `{"surface", "who"}` of whoever
-        answered (sessions_app/approvals.py); in-process callers that do not say count as the
-        API."""
-        pending = self._pending.get(request_id)
-        if pending is None or pending[0].done():
-            return f"no pending permission request {request_id!r}"
-        if option_id not in pending[1]:
-            return f"option_id must be one of {sorted(pending[1])}"
-        pending[0].set_result((option_id, decided_by or {"surface": "api", "who": ""}))
-        return None
 
     # --- end -------------------------------------------------------------------------------
 

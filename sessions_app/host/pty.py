@@ -17,6 +17,7 @@ import json
 import logging
 import re
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from holder import protocol as frames
@@ -243,3 +244,20 @@ class PtySession:
             await processes.kill_session(self.pid, grace)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.exited.wait(), 3)
+
+
+@dataclass
+class TerminalView:
+    """One viewer of a terminal: what it may do to the session."""
+
+    session: PtySession
+    viewer: Viewer
+
+    def write(self, data: bytes) -> None:
+        self.session.write(data)
+
+    def resize(self, cols: int, rows: int) -> None:
+        self.session.resize(cols, rows)
+
+    async def detach(self) -> None:
+        await self.session.detach(self.viewer)

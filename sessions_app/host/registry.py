@@ -25,7 +25,6 @@ import collections
 import contextvars
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,8 +33,8 @@ from sessions_app.host import processes
 from sessions_app.host.acp import AcpSession, OnExit, Store
 from sessions_app.host.activity import Activity
 from sessions_app.host.direct import DirectPipes, DirectPty
-from sessions_app.host.fanout import Flow, SendBytes, SendJson, Viewer
-from sessions_app.host.pty import SCROLLBACK_BYTES, PtySession
+from sessions_app.host.fanout import Flow, SendBytes, SendJson
+from sessions_app.host.pty import SCROLLBACK_BYTES, PtySession, TerminalView
 
 if TYPE_CHECKING:
     from sessions_app.selectors import ChatPosition
@@ -43,23 +42,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 KEEP_ENDED = 32
-
-
-@dataclass
-class TerminalView:
-    """One viewer of a terminal: what it may do to the session."""
-
-    session: PtySession
-    viewer: Viewer
-
-    def write(self, data: bytes) -> None:
-        self.session.write(data)
-
-    def resize(self, cols: int, rows: int) -> None:
-        self.session.resize(cols, rows)
-
-    async def detach(self) -> None:
-        await self.session.detach(self.viewer)
 
 
 class ProcessHost:
@@ -349,7 +331,7 @@ class ProcessHost:
         if chat is None:
             return False
         task = asyncio.get_running_loop().create_task(
-            _prompt_when_idle(chat, text), context=contextvars.Context()
+            chat.prompt_when_idle(text), context=contextvars.Context()
         )
         self._prompting.add(task)
         task.add_done_callback(self._prompting.discard)
@@ -404,13 +386,3 @@ class ProcessHost:
             s for s in self._terminals.values() if not s.exited.is_set()
         ]
         return live + list(self._chats.values())
-
-
-async def _prompt_when_idle(chat: AcpSession, text: str) -> None:
-    # A turn already under way (the person typing in the chat) goes first, as on a channel.
-    while chat.busy:
-        await chat.idle.wait()
-    try:
-        await chat.prompt(text)
-    except Exception:
-        logger.exception("a prompt for session %s could not be sent", chat.session_id)

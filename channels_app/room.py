@@ -1,0 +1,250 @@
+"""One chat of a channel (contract §14): its current session, the turns it follows as streamed
+answers, the prompts that wait their turn, and permission requests shown as buttons."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable
+from typing import Any, Protocol
+
+from channels.db import database_sync_to_async
+
+from channels_app import store
+from channels_app.answer import EditClock, StreamedAnswer, end_line, tool_line
+from channels_app.config import ChannelConfig
+from channels_app.platform import Platform
+from core.errors import DomainError
+from sessions_app import prompt_queue
+
+logger = logging.getLogger("channels_app.conversation")
+
+
+class ChannelSide(Protocol):
+    """What a room uses of its channel (channels_app/conversation.py `Channel`)."""
+
+    config: ChannelConfig
+    host: Any
+    platform: Platform
+    clock: EditClock
+    holding: set[str]
+
+    def spawn(self, coroutine: Awaitable[Any]) -> None: ...
+
+    async def command(self, room: Any, text: str) -> None: ...
+
+    async def handed_over(self, event_id: str) -> None: ...
+
+
+class Room:
+    """One chat: its session, its queue of prompts, and what it shows of the session's turns."""
+
+    def __init__(self, channel: ChannelSide, chat: str) -> None:
+        self.channel, self.chat = channel, chat
+        self.session_id = ""
+        # What this chat sent, in order: ("prompt" | "command", text). Commands wait their turn
+        # too, so `/new` then a message prompts the new session.
+        # (kind, text, inbox event id): marked done in the inbox once handed over.
+        self.prompts: asyncio.Queue[tuple[str, str, str]] = asyncio.Queue()
+        self.answer: StreamedAnswer | None = None
+        self.requests: dict[str, dict[str, Any]] = {}  # short id → the request and its message
+        self._subscription: Any = None
+        self._worker = asyncio.ensure_future(self._work())
+
+    @property
+    def platform(self) -> Platform:
+        return self.channel.platform
+
+    async def say(self, text: str) -> None:
+        await self.platform.send(self.chat, text[: self.platform.max_len])
+
+    # --- the session ---------------------------------------------------------------------
+
+    async def attach(self, session_id: str) -> bool:
+        """Follow `session_id` (its live events from now on); False when its agent is gone."""
+        self.detach()
+        self.session_id = session_id
+        await database_sync_to_async(store.chat_session_set)(
+            self.channel.config.name, self.chat, session_id
+        )
+        chat = self.channel.host.chat(session_id)
+        if chat is None:
+            return False
+        # A channel's room is not a dashboard: it never counts as showing the chat, so a turn
+        # that ends with no dashboard tab on it is still notified (contract §15).
+        self._subscription = await chat.subscribe(self._on_event, showing=False)
+        self._subscription.start()
+        return True
+
+    def detach(self) -> None:
+        if self._subscription is not None:
+            self._subscription.close()
+            self._subscription = None
+        self.answer = None
+
+    def live(self) -> Any:
+        return self.channel.host.chat(self.session_id) if self.session_id else None
+
+    async def new_session(self, agent: str = "", workspace: str = "") -> Any:
+        from sessions_app import services
+
+        config = self.channel.config
+        session = await services.asession_create(
+            host=self.channel.host,
+            agent=agent or config.agent,
+            workspace=workspace or config.workspace,
+            kind="chat",
+            profile_id=config.profile_id,
+            title=f"{config.name} chat",
+        )
+        await self.attach(str(session.id))
+        return session
+
+    # --- prompts, in order -----------------------------------------------------------------
+
+    async def _work(self) -> None:
+        while True:
+            kind, text, event_id = await self.prompts.get()
+            try:
+                if kind == "command":
+                    await self.channel.command(self, text)
+                    await self.channel.handed_over(event_id)
+                else:
+                    await self._prompt(text, event_id)
+            except DomainError as exc:
+                await self.say(f"Could not start the agent: {exc.message}")
+            except Exception:
+                logger.exception("a prompt from %s failed", self.channel.config.name)
+                await self.say("That message could not reach the agent (see svc's log).")
+
+    async def _prompt(self, text: str, event_id: str = "") -> None:
+        chat = self.live()
+        if chat is None and self.session_id:
+            await self.say(
+                f"The agent of session {self.session_id[:8]} is no longer running. "
+                "Send /resume to start it again, /new to start another (or /switch to an "
+                "earlier one)."
+            )
+            return
+        if chat is None:
+            await self.new_session()
+            chat = self.live()
+        # Sent at once when the chat is idle, else queued behind the running turn (contract
+        # §17); the inbox event is marked handed over in the step that records the prompt.
+        name = self.channel.config.name
+        waiting = await prompt_queue.submit(
+            chat,
+            text,
+            source=self.channel.config.kind,
+            who=f"{self.channel.config.kind} chat {self.chat}",
+            recorded=lambda: store.event_done(name, event_id),
+        )
+        self.channel.holding.discard(event_id)
+        if waiting:
+            await self.show_queued(chat, waiting)
+
+    async def show_queued(self, chat: Any, waiting: int) -> None:
+        """Say the message waits, with buttons to send it now or take it back."""
+        items = await database_sync_to_async(prompt_queue.queued_list)(chat.session_id)
+        if not items:
+            return  # sent meanwhile
+        last = items[-1]
+        text = (
+            f"⏳ Queued: it goes to the agent when the running turn ends "
+            f"({waiting} waiting). /queue lists them."
+        )
+        buttons = [("Send now", f"q:{last['id']}:now"), ("Remove", f"q:{last['id']}:rm")]
+        await self.platform.send(self.chat, text, buttons)
+
+    async def queue_button(self, queued_id: int, action: str) -> None:
+        chat = self.live()
+        if chat is None:
+            await self.say("The agent of this chat's session is no longer running.")
+            return
+        try:
+            if action == "now":
+                await prompt_queue.send_now(chat, queued_id)
+                await self.say("Sending it now: the running turn is cancelled.")
+            else:
+                await prompt_queue.remove(chat, queued_id)
+                await self.say("Removed from the queue.")
+        except DomainError as exc:
+            await self.say(exc.message)
+
+    def stop(self) -> None:
+        self._worker.cancel()
+        self.detach()
+
+    # --- what the session does ---------------------------------------------------------
+
+    def _on_event(self, event: dict[str, Any]) -> None:
+        """Called by the session for each event (synchronously, in order)."""
+        self.channel.spawn(self._show(event))
+
+    async def _show(self, event: dict[str, Any]) -> None:
+        kind = event.get("kind")
+        if kind == "agent_message_chunk" and event.get("text"):
+            self._answer().add(str(event["text"]))
+        elif kind == "tool_call":
+            self._answer().add(tool_line(event))
+        elif kind == "turn_end":
+            answer, self.answer = self.answer, None
+            if answer is not None:
+                await answer.finish(end_line(event))
+        elif kind == "permission_request":
+            await self._ask(event)
+        elif kind == "permission_resolved" and event.get("request_id"):
+            await self._resolved(event)
+
+    def _answer(self) -> StreamedAnswer:
+        if self.answer is None:
+            self.answer = StreamedAnswer(self.platform, self.chat, self.channel.clock)
+        return self.answer
+
+    async def _ask(self, event: dict[str, Any]) -> None:
+        options = list(event.get("options") or [])
+        short = str(event["request_id"])[:12]
+        title = str((event.get("tool_call") or {}).get("title") or "an action")
+        text = f"🔐 The agent asks to: {title[:300]}"
+        buttons = [
+            (str(o.get("name") or o["option_id"]), f"p:{short}:{i}") for i, o in enumerate(options)
+        ]
+        message_id = await self.platform.send(self.chat, text, buttons)
+        self.requests[short] = {
+            "request_id": str(event["request_id"]),
+            "options": options,
+            "message_id": message_id,
+            "who": "",
+        }
+
+    async def choose(self, short: str, index: int, who: str, name: str = "") -> None:
+        """A button tapped by `who` (the platform's user id; `name`, what the platform calls
+        them): the answer, recorded as decided on this platform by them (contract §17)."""
+        from sessions_app import approvals
+
+        found = self.requests.get(short)
+        chat = self.live()
+        if found is None or chat is None or not 0 <= index < len(found["options"]):
+            return
+        found["who"] = who  # before answering: the resolved event comes back at once
+        option = str(found["options"][index]["option_id"])
+        by = approvals.decided_by(self.channel.config.kind, f"{name} ({who})" if name else who)
+        if chat.answer_permission(found["request_id"], option, dict(by)) is not None:
+            found["who"] = ""
+
+    async def _resolved(self, event: dict[str, Any]) -> None:
+        """Answered here, on the dashboard or in another chat: the buttons go, the choice shows."""
+        short = str(event["request_id"])[:12]
+        found = self.requests.pop(short, None)
+        if found is None:
+            return
+        names = {
+            str(o["option_id"]): str(o.get("name") or o["option_id"]) for o in found["options"]
+        }
+        choice = names.get(str(event.get("option_id")), "no answer (refused)")
+        by = f" by {found['who']}" if found["who"] else " elsewhere"
+        with contextlib.suppress(Exception):
+            await self.platform.edit(
+                self.chat, found["message_id"], f"🔐 Answered{by}: {choice}", []
+            )
