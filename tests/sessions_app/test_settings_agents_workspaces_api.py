@@ -109,12 +109,13 @@ def test_a_new_agent_is_added_and_refusals_leave_the_file_alone(api: Client, hom
         assert error["status"] == 400 and problem in error["message"], error
     assert (home / "settings.json").read_text() == before
 
-    answer = put(api, "mini", {"command": ["sh", "-c", "exec cat"], "acp_command": ["sh"]})
+    # `true` ends at once: the save's ACP check fails fast (`sh` would wait out its 15 s).
+    answer = put(api, "mini", {"command": ["sh", "-c", "exec cat"], "acp_command": ["true"]})
     assert answer.status_code == 201, answer.content
     assert answer.json()["source"] == "settings"
     assert on_disk(home)["agents"]["mini"] == {
         "command": ["sh", "-c", "exec cat"],
-        "acp_command": ["sh"],
+        "acp_command": ["true"],
     }
     assert api.get("/api/agents/nobody").status_code == 404
 
