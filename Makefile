@@ -11,20 +11,14 @@ TEST_WORKERS ?= 3
 
 .PHONY: run test lint format bench venv dev-venv assets test-fixtures agents clean screenshots
 
-# uv installs the requirements (pip does where uv cannot: no uv wheel for the platform, or no
-# index it can reach). The dev install byte-compiles site-packages on both cores, once: the
-# suite's workers and daemons would otherwise each compile the same modules at start. 12 s in
-# all against pip's 27 s on a fresh clone (docs/performance.md).
-INSTALL = $(PY) -m uv pip install -q $(2) --python $(PY) -r $(1) || $(PY) -m pip install -q -r $(1)
-
-$(VENV)/.base: requirements.txt .python-version
-	@test -x $(PY) || "$$(scripts/find-python.sh)" -m venv $(VENV)
-	@$(PY) -m pip install -q uv || true
-	$(call INSTALL,requirements.txt)
+# The venv is made once per Python and requirements outside the clone and linked in
+# (scripts/venv.sh: uv, pip where uv cannot).
+$(VENV)/.base: requirements.txt .python-version scripts/venv.sh
+	@scripts/venv.sh base
 	@touch $@
 
 $(VENV)/.dev: $(VENV)/.base requirements-dev.txt
-	$(call INSTALL,requirements-dev.txt,--compile-bytecode)
+	@scripts/venv.sh dev
 	@touch $@
 
 venv: $(VENV)/.base
