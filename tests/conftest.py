@@ -40,27 +40,31 @@ def _isolate_home() -> None:
     os.environ["HOME"] = tempfile.mkdtemp(prefix="svc-test-home-", dir="/var/tmp")
 
 
-# The longest files, longest first (seconds on two cores, quiet, 2026-11-24). `make test` hands
+# The longest files, longest first (seconds on two cores, quiet, 2026-11-25). `make test` hands
 # files to workers in collection order (--no-loadscope-reorder; xdist's own reorder puts files with
 # the most tests first, which left one-test files like the newcomer's `make run` for the end, alone
 # on one worker): starting the long ones first lets the short ones fill in around them.
 LONGEST_FIRST = (
-    "tests/e2e/test_real_agents_resume.py",  # 75: five CLIs, three svc starts each
-    "tests/e2e/test_work_survives.py",  # 50
-    "tests/e2e/test_dashboard.py",  # 42
-    "tests/e2e/test_newcomer.py",  # 37
-    "tests/channels_app/test_telegram_channel.py",  # 36
-    "tests/e2e/test_dashboard_layout.py",  # 30
-    "tests/e2e/test_fast_cli.py",  # 26
-    "tests/e2e/test_real_agents_api.py",  # 23
+    "tests/e2e/test_dashboard.py",  # 55
+    "tests/e2e/test_real_agents_resume.py",  # 54: five CLIs, three svc starts each
+    "tests/e2e/test_work_survives.py",  # 49
+    "tests/channels_app/test_telegram_channel.py",  # 47
+    "tests/e2e/test_daemon_service.py",  # 36
     "tests/e2e/test_subagents.py",  # 23
-    "tests/e2e/test_real_agents.py",  # 21
+    "tests/e2e/test_dashboard_layout.py",  # 22
+    "tests/channels_app/test_channel_outbox.py",  # 21
+    "tests/e2e/test_local_agent_restart.py",  # 19
+    "tests/e2e/test_cli_commands.py",  # 19
     "tests/e2e/test_remote_browser.py",  # 18
-    "tests/e2e/test_browser_login.py",  # 13
-    "tests/e2e/test_cli_commands.py",  # 13
-    "tests/e2e/test_start_at_bind.py",  # 12
-    "tests/e2e/test_local_agent_disconnect.py",  # 11
-    "tests/e2e/test_real_agents_subagents.py",  # 11
+    "tests/e2e/test_newcomer.py",  # 18
+    "tests/e2e/test_settings_never_lost.py",  # 17
+    "tests/e2e/test_search_browser.py",  # 15
+    "tests/e2e/test_real_agents.py",  # 15
+    "tests/e2e/test_start_at_bind.py",  # 14
+    "tests/e2e/test_fast_cli.py",  # 13
+    "tests/e2e/test_real_agents_api.py",  # 13
+    "tests/channels_app/test_telegram_files_and_failures.py",  # 12
+    "tests/e2e/test_channels_setup_browser.py",  # 11
 )
 
 
