@@ -64,7 +64,8 @@ async def _check_slack(bot_token: str, app_token: str, api_base: str) -> dict[st
     try:
         who = await AsyncWebClient(token=bot_token, base_url=base).auth_test()
         which = "app token (xapp-…, with connections:write)"
-        await AsyncWebClient(token=app_token, base_url=base).apps_connections_open()
+        # slack-sdk sends the app token it is given here (never the client's) as the bearer.
+        await AsyncWebClient(base_url=base).apps_connections_open(app_token=app_token)
     except SlackApiError as exc:
         error = str(exc.response.get("error") or "refused") if exc.response else "refused"
         raise DomainError(f"Slack refused the {which}: {error}", code="token_refused") from exc

@@ -138,6 +138,7 @@ class SlackChannel:
         self.channel = conversations.conversation(config, self.platform)
         self.username = ""
         self.bot_user = ""
+        self.names: dict[str, str] = {}  # user id -> how Slack names them (users.info, once)
 
     async def run(self, online: Callable[[str], None]) -> None:
         self.started = timezone.now()  # what the inbox holds from before is replayed
@@ -196,11 +197,29 @@ class SlackChannel:
             return
         event_id = f"m{event.get('channel')}:{event.get('ts')}"
         try:
-            await self.channel.on_message(self._incoming(event, event_id))
+            name = await self._name_of(str(event.get("user", "")))
+            await self.channel.on_message(self._incoming(event, event_id, name))
         except Exception as exc:  # bolt would only log it; recorded, the event is not retried
             await self.channel.failed(event_id, exc)
 
-    def _incoming(self, event: dict[str, Any], event_id: str) -> Incoming:
+    async def _name_of(self, user: str) -> str:
+        """How Slack names the sender (its events carry only the id): the dashboard's asking
+        list shows it beside Allow. Asked once per user; a refusal (no users:read scope) leaves
+        the id alone rather than failing the message."""
+        if not user:
+            return ""
+        if user not in self.names:
+            try:
+                found = (await self.client.users_info(user=user)).get("user") or {}
+            except (SlackApiError, aiohttp.ClientError, OSError, TimeoutError):
+                return ""
+            profile = found.get("profile") or {}
+            self.names[user] = str(
+                profile.get("display_name") or profile.get("real_name") or found.get("name") or ""
+            )
+        return self.names[user]
+
+    def _incoming(self, event: dict[str, Any], event_id: str, name: str = "") -> Incoming:
         thread = str(event.get("thread_ts") or event.get("ts"))
         text = str(event.get("text") or "")
         if self.bot_user:
@@ -213,6 +232,7 @@ class SlackChannel:
             event_id=event_id,
             files=tuple(files),
             skipped=tuple(skipped),
+            name=name,
         )
 
     async def _on_action(self, ack: Callable, body: dict[str, Any]) -> None:
