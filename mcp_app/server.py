@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from asgiref.sync import sync_to_async
 from mcp.server.mcpserver import Context, MCPServer
@@ -107,6 +107,8 @@ class PreviewLinks(TypedDict):
     share_url: str | None
     local_share_url: str | None
     share_expires_at: str | None
+    # Only when nothing listens on the port yet (the preview is made all the same).
+    warning: NotRequired[str]
 
 
 class MarkdownLinks(TypedDict):
@@ -129,7 +131,8 @@ async def preview(
     session_id: str | None = None,
 ) -> PreviewLinks:
     """Show the user the dev server listening on `port` on this machine: an owner URL, and a
-    share URL anyone can open for 600 s (read-only)."""
+    share URL anyone can open for 600 s (read-only). `warning` says when nothing listens on
+    the port yet: start the server there, or check the port."""
     links = await call(
         tools_workspace.preview_publish,
         port=port,
@@ -138,13 +141,16 @@ async def preview(
         title=title,
         session_id=session_id or _header(ctx, "x-svc-session-id"),
     )
-    return {
+    made: PreviewLinks = {
         "slug": links["slug"],
         "owner_url": links["owner_url"],
         "share_url": links.get("share_url"),
         "local_share_url": links.get("local_share_url"),
         "share_expires_at": links.get("share_expires_at"),
     }
+    if links.get("warning"):
+        made["warning"] = str(links["warning"])
+    return made
 
 
 @mcp.tool()

@@ -64,8 +64,10 @@ def preview_urls(preview: Preview, base: str, outside: str | None = None) -> dic
 def preview_links(
     preview: Preview, base: str = "", outside: str | None = None
 ) -> dict[str, str | None]:
-    """What the MCP tools answer: `preview` → slug, owner_url, share_url, share_expires_at;
-    `md_preview` → slug, owner_url. `base` defaults to svc's loopback address."""
+    """What the MCP tools answer: `preview` → slug, owner_url, share_url, share_expires_at,
+    and `warning` when preview_publish found nothing listening on the port (as POST
+    /api/previews says it); `md_preview` → slug, owner_url. `base` defaults to svc's loopback
+    address."""
     base = base or f"http://127.0.0.1:{config.svc_port()}"
     urls = preview_urls(preview, base, outside)
     links: dict[str, str | None] = {"slug": preview.slug, "owner_url": urls["owner_url"]}
@@ -74,4 +76,6 @@ def preview_links(
         links["share_url"] = urls["share_url"]
         links["local_share_url"] = urls["local_share_url"]
         links["share_expires_at"] = expires.isoformat() if expires else None
+        if warning := getattr(preview, "warning", None):
+            links["warning"] = warning
     return links

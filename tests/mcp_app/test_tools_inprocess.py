@@ -9,6 +9,7 @@ notifications included) arrives whole, just all at once."""
 from __future__ import annotations
 
 import re
+import socket
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -121,7 +122,9 @@ async def test_the_tools_are_listed_with_their_output_schemas(rt: Runtime, mode:
         "share_url",
         "local_share_url",
         "share_expires_at",
+        "warning",
     }
+    assert "warning" not in listed["preview"].output_schema.get("required", [])
     assert outputs["md_preview"] == {"slug", "owner_url"}
     assert outputs["initialize_subagents"] == {"turn_id", "mode", "subagents"}
     assert {"turn_id", "status", "completed", "timed_out", "reports"} <= outputs[
@@ -361,3 +364,22 @@ async def test_the_guard_refuses_the_owner_token_a_remote_peer_and_a_foreign_hos
         ok = await http.post(URL, json={**body, "method": "ping"})
     assert foreign.status_code in (403, 421), foreign.text  # DNS rebinding protection
     assert ok.status_code == 200  # the same request from loopback with the MCP token passes
+
+
+async def test_preview_warns_when_nothing_listens_on_the_port(rt: Runtime, tmp_path: Path) -> None:
+    """As POST /api/previews does (SPEC §10): the preview is made either way, and the tool's
+    result says when no server answers on the port."""
+    with socket.socket() as bound, socket.socket() as listening:
+        bound.bind(("127.0.0.1", 0))  # held but not listening: a connect is refused
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        silent, served = bound.getsockname()[1], listening.getsockname()[1]
+        async with mcp() as client:
+            empty = await call(client, "preview", port=silent, cwd=str(tmp_path))
+            live = await call(client, "preview", port=served, cwd=str(tmp_path))
+    assert empty["warning"] == (
+        f"nothing listens on port {silent} yet: the preview shows an error until a server "
+        "is started there"
+    )
+    assert f"/preview/u/{empty['slug']}/" in empty["owner_url"]
+    assert "warning" not in live and f"/preview/u/{live['slug']}/" in live["owner_url"]
