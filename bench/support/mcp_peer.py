@@ -24,7 +24,7 @@ import os
 import sqlite3
 import uuid
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -126,6 +126,8 @@ class PreviewLinks(TypedDict):
     share_url: str | None
     local_share_url: str | None
     share_expires_at: str | None
+    # Only when nothing listens on the port yet (the preview is made all the same).
+    warning: NotRequired[str]
 
 
 class MarkdownLinks(TypedDict):
@@ -148,7 +150,8 @@ async def preview(
     session_id: str | None = None,
 ) -> PreviewLinks:
     """Show the user the dev server listening on `port` on this machine: an owner URL, and a
-    share URL anyone can open for 600 s (read-only)."""
+    share URL anyone can open for 600 s (read-only). `warning` says when nothing listens on
+    the port yet: start the server there, or check the port."""
     raise ToolError("not in the bench")
 
 
