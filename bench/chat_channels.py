@@ -73,13 +73,18 @@ def timed_fakes() -> tuple[Any, Any]:
     from aiohttp import web
 
     from harness.fakes.apprise_target import JsonSink
-    from harness.fakes.push_endpoint import PushEndpoint
+    from harness.fakes.push_endpoint import PushCA, PushEndpoint
+
+    # svc sends pushes over https only: the fake push service's CA is trusted as a deployment
+    # with a private push service trusts its own (SSL_CERT_FILE; push_private_hosts below).
+    ca = PushCA(Path(tempfile.mkdtemp(prefix="svc-bench-push-ca-")))
+    os.environ["SSL_CERT_FILE"] = str(ca.cert_file)
 
     class TimedPush(PushEndpoint):
         """A push accepted (VAPID verified, payload decrypted): its monotonic time."""
 
         def __init__(self) -> None:
-            super().__init__()
+            super().__init__(ca)
             self.times: list[float] = []
 
         async def handle(self, request: web.Request) -> web.Response:
@@ -223,24 +228,27 @@ class Dashboard:
 
 
 async def permissions(runtime: Any, tg: Any, push: Any, sink: Any, work: str) -> dict:
-    from notifications_app import dashboard, events
+    from notifications_app import dashboard
+    from sessions_app import signals
     from sessions_app.services import asession_create
 
     hooked: list[float] = []
     broadcasts: list[float] = []
-    hook, publish = events.permission_requested, dashboard.publish
+    publish = dashboard.publish
 
-    def timed_hook(*args: Any, **kwargs: Any) -> None:  # what AcpSession.ask_permission calls
+    def timed_hook(**kwargs: Any) -> None:
+        # The signal AcpSession.ask_permission sends. Heard just after the notifier's own
+        # receiver (connected when the notifier started), which only schedules the delivery.
         hooked.append(time.monotonic())
-        hook(*args, **kwargs)
 
     async def timed_publish(message: Any = None) -> None:
         if message is not None:  # the dashboard target's send (not the re-send after a delivery)
             broadcasts.append(time.monotonic())
         await publish(message)
 
-    events.permission_requested, dashboard.publish = timed_hook, timed_publish
-    session = await asession_create(agent="fake", workspace=work, kind="chat")
+    signals.permission_requested.connect(timed_hook, weak=False, dispatch_uid="bench.timed")
+    dashboard.publish = timed_publish
+    session = await asession_create(host=runtime.host, agent="fake", workspace=work, kind="chat")
     chat = runtime.host.chat(str(session.id))
     requests: list[str] = []
 
@@ -304,7 +312,8 @@ async def permissions(runtime: Any, tg: Any, push: Any, sink: Any, work: str) ->
                 cold = {n: arrived[n] - hooked[0] for n in names}
         await runtime.notifier.wait_idle()
     finally:
-        events.permission_requested, dashboard.publish = hook, publish
+        signals.permission_requested.disconnect(dispatch_uid="bench.timed")
+        dashboard.publish = publish
         watching.close()
         await board.close()
     assert not push.rejected, push.rejected
@@ -324,6 +333,7 @@ def row(name: str, values: list[float]) -> str:
 
 async def run() -> tuple[dict[str, list[float]], dict]:
     from core import config
+    from harness.fakes.push_endpoint import PRIVATE_HOSTS
     from harness.fakes.telegram_api import FakeTelegram
     from harness.runtime import running, wait_status
     from notifications_app.models import PushSubscription
@@ -338,7 +348,7 @@ async def run() -> tuple[dict[str, list[float]], dict]:
             "bot_token": tg.token, "api_base": tg.api_base, "allowed_users": USERS,
             "agent": "fake", "workspace": work, "notify_chat": str(OWNER),
         }},
-        "notifications": {"urls": [sink.apprise_url("bench")]},
+        "notifications": {"urls": [sink.apprise_url("bench")], "push_private_hosts": PRIVATE_HOSTS},
     })  # fmt: skip
     phone = push.subscribe("phone")  # as a browser's PushManager.subscribe() hands it over
     await PushSubscription.objects.acreate(
