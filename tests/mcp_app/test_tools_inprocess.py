@@ -367,7 +367,7 @@ async def test_the_guard_refuses_the_owner_token_a_remote_peer_and_a_foreign_hos
 
 
 async def test_preview_warns_when_nothing_listens_on_the_port(rt: Runtime, tmp_path: Path) -> None:
-    """As POST /api/previews does (SPEC §10): the preview is made either way, and the tool's
+    """As POST /api/previews does (contract §10): the preview is made either way, and the tool's
     result says when no server answers on the port."""
     with socket.socket() as bound, socket.socket() as listening:
         bound.bind(("127.0.0.1", 0))  # held but not listening: a connect is refused
