@@ -136,6 +136,22 @@ async def first_turns(daemon: Daemon, workspace: Path, agents: list[str]) -> dic
     return before
 
 
+def own_record_written(home: Path, agent: str, agent_session_id: str, text: str) -> None:
+    """Claude Code writes its session's transcript (~/.claude/projects/*/<id>.jsonl) a moment
+    after the turn has ended: a reboot within that moment loses the session (seen once in CI,
+    'Resource not found' on session/resume), one a second later keeps it. The reboot here comes
+    once the agent's own record holds `text`, as a person's would; after 30 s it comes anyway and
+    the test shows what the agent then does."""
+    if agent != "claude" or not agent_session_id:
+        return
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for record in (home / ".claude" / "projects").glob(f"*/{agent_session_id}.jsonl"):
+            if text in record.read_text(errors="replace"):
+                return
+        time.sleep(0.1)
+
+
 def start_world(home: Path, tmp: Path, agents: list[str]) -> World:
     workspace = home / "work"
     workspace.mkdir()
@@ -145,6 +161,8 @@ def start_world(home: Path, tmp: Path, agents: list[str]) -> World:
     svc_home = migrated_home(tmp, {**settings(fake, workspace), **resuming})
     daemon = Daemon(svc_home, env=agent_env(home)).start()
     before = asyncio.run(first_turns(daemon, workspace, agents))
+    for agent, kept in before.items():
+        own_record_written(home, agent, kept.agent_session_id, word(agent))
     killed = simulate_reboot(daemon, [b.session_id for b in before.values() if b.session_id])
     daemon.start()
     return World(home, workspace, fake, daemon, before, killed)
@@ -208,6 +226,8 @@ async def two_reboots(world: World, agent: str) -> list[dict[str, Any]]:
     sid = kept.session_id
     asked = [f"Which word did I ask you to remember? [{agent}-{n}]" for n in ("second", "third")]
     first = await resume_and_ask(world, agent, sid, asked[0], 1)
+    marker = asked[0][asked[0].index("[") :]
+    own_record_written(world.home, agent, first["agent_session_id_now"], marker)
     simulate_reboot(world.daemon, [sid])
     world.daemon.start()
     second = await resume_and_ask(world, agent, sid, asked[1], 2)
