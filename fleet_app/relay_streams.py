@@ -1,0 +1,388 @@
+"""Byte and text relays between two members over Redis Streams (contract §18 "Act anywhere").
+
+A terminal or chat opened on another member needs what the channel layer cannot give: nothing
+dropped, in order, with backpressure. One relay is two streams, `<prefix>:fleet:s:<id>:down`
+(owner → viewer) and `…:up` (viewer → owner); each side writes one and reads the other.
+
+- Entries are signed like bus messages: fields `m` (JSON meta: relay, direction, seq, byte offset,
+  kind, ts), `d` (the raw bytes) and `s` (hex HMAC of `m + "\\n" + d`). A forged entry is dropped
+  and logged, the relay goes on. Replays are refused by the sequence number (each stream's seq
+  counts up by one); staleness is measured against the entry's Redis id (the server's clock when
+  it was added), so an entry that waits for a slow reader is not "stale", a re-added one is.
+- Acknowledgements travel as `ack` entries on the reader's own outgoing stream, not in a key: the
+  other side already blocks on that stream (XREAD), so an ack wakes a waiting writer in the same
+  round trip that carries data, with no polling and no second connection per relay. The reader
+  acks once the consumer took a frame (`recv()` returned it), every ACK_EVERY bytes or whenever it
+  has caught up. The writer keeps ≤ WINDOW bytes unacknowledged (`send()` waits) and trims its
+  stream up to what was acknowledged.
+- Writes are coalesced only while a write is already in flight: the first frame goes out at once
+  (a keystroke is never held back), frames queued meanwhile share the next round trip.
+- `close()` writes a `close` entry and deletes the stream it reads; the other side, reading that
+  entry, deletes the other one. Each side renews its stream's EXPIRE (TTL_S) while open, so a
+  member that vanished leaves nothing behind, and its peer sees the relay end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections import deque
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from .signing import SKEW_S, RefusalLog, Refused, claimed_sender, sign, verify
+
+logger = logging.getLogger(__name__)
+
+WINDOW = 1 << 20  # bytes sent and not yet acknowledged before send() waits
+ACK_EVERY = 64 * 1024
+MAX_ENTRY = 256 * 1024  # coalesced bytes per stream entry
+TRIM_EVERY = 256 * 1024  # acknowledged bytes left in the stream before a trim is worth a command
+BLOCK_MS = 5000  # one blocking read; the client's socket timeout must be longer (bus.redis_client)
+TTL_S = 60.0
+DATA = ("bytes", "text")
+KINDS = (*DATA, "ack", "open", "close")
+Frame = tuple[str, bytes | str]
+
+
+class RelayClosed(Exception):
+    pass
+
+
+class Relay:
+    def __init__(
+        self,
+        redis: Redis,
+        prefix: str,
+        relay_id: str,
+        *,
+        side: str,
+        secret: bytes | str,
+        machine_id: str,
+        ttl: float = TTL_S,
+    ) -> None:
+        if side not in ("owner", "viewer"):
+            raise ValueError("side is 'owner' or 'viewer'")
+        base = f"{prefix}:fleet:s:{relay_id}"
+        self.out_dir, self.in_dir = ("down", "up") if side == "owner" else ("up", "down")
+        self.out_key, self.in_key = f"{base}:{self.out_dir}", f"{base}:{self.in_dir}"
+        self.relay_id, self.side, self.machine_id = relay_id, side, machine_id
+        self._redis, self._secret, self._ttl = redis, secret, ttl
+        self._refusals = RefusalLog(logger)
+        self._where = f"relay {relay_id} ({self.in_dir})"
+        # writing
+        self._pending: deque[tuple[str, bytes]] = deque()
+        self._sent = 0  # bytes accepted by send()
+        self._written = 0  # bytes in the stream
+        self._seq = 0
+        self._peer_acked = 0
+        self._in_flight: deque[tuple[bytes, int]] = deque()  # (entry id, end offset) not acked
+        self._trim_to: str | None = None
+        self._untrimmed = 0
+        self._send_lock = asyncio.Lock()
+        self._wake = asyncio.Event()  # the flusher has something to write
+        self._idle = asyncio.Event()  # nothing pending, nothing in flight
+        self._room = asyncio.Event()  # an ack came or the relay ended: a waiting writer rechecks
+        # reading
+        self._frames: deque[tuple[str, bytes]] = deque()
+        self._arrived = asyncio.Event()
+        self._in_seq = 0
+        self._in_off = 0
+        self._consumed = 0
+        self._ack_due = 0
+        self._ack_sent = 0
+        self._peer_seen = False
+        self._peer_gone = False  # it closed, vanished or never came: nobody reads our stream
+        self._opened = time.monotonic()
+        # ending
+        self.ended: str | None = None  # why nothing more will arrive
+        self.write_ended: str | None = None  # why nothing more can be sent
+        self._closing = False
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @classmethod
+    async def open(
+        cls,
+        redis: Redis,
+        prefix: str,
+        relay_id: str,
+        *,
+        side: str,
+        secret: bytes | str,
+        machine_id: str,
+        ttl: float = TTL_S,
+    ) -> Relay:
+        """Open one side. `redis` needs a socket timeout longer than BLOCK_MS (Bus.redis has)."""
+        relay = cls(
+            redis, prefix, relay_id, side=side, secret=secret, machine_id=machine_id, ttl=ttl
+        )
+        async with redis.pipeline(transaction=True) as pipe:
+            # Only this entry may create the stream: later ones use NOMKSTREAM, so a write after
+            # the other side deleted it (closed) is refused instead of leaving a key behind.
+            pipe.xadd(relay.out_key, relay._entry("open", b"", 0))
+            pipe.pexpire(relay.out_key, int(ttl * 1000))
+            await pipe.execute()
+        relay._tasks = [
+            asyncio.create_task(coro, name=f"relay {relay_id} {side} {what}")
+            for what, coro in (
+                ("reader", relay._read_loop()),
+                ("flusher", relay._flush_loop()),
+                ("keeper", relay._keep_loop()),
+            )
+        ]
+        return relay
+
+    @property
+    def unacked(self) -> int:
+        """Bytes sent that the other side has not acknowledged yet."""
+        return self._sent - self._peer_acked
+
+    # --- the consumer's side ------------------------------------------------------------------
+
+    async def send(self, kind: str, data: bytes | str) -> None:
+        """Queue one frame; waits while the window is full. Raises RelayClosed once the relay
+        cannot deliver any more. A frame larger than the window is sent alone."""
+        if kind not in DATA:
+            raise ValueError("kind is 'bytes' or 'text'")
+        payload = data.encode() if isinstance(data, str) else bytes(data)
+        async with self._send_lock:
+            while self.unacked and self.unacked + len(payload) > WINDOW and not self.write_ended:
+                self._room.clear()
+                await self._room.wait()
+            if self.write_ended:
+                raise RelayClosed(self.write_ended)
+            self._pending.append((kind, payload))
+            self._sent += len(payload)
+            self._idle.clear()
+            self._wake.set()
+
+    async def recv(self) -> Frame | None:
+        """The next frame, ("bytes", b"…") or ("text", "…"); None once the other side closed or
+        the relay ended (everything that arrived before is returned first)."""
+        while not self._frames:
+            if self.ended:
+                return None
+            self._arrived.clear()
+            await self._arrived.wait()
+        kind, data = self._frames.popleft()
+        self._consumed += len(data)
+        if self._consumed - self._ack_due >= ACK_EVERY or not self._frames:
+            self._ack_due = self._consumed
+            self._wake.set()
+        # The other side is trusted (it holds the secret); a bad byte still must not raise here.
+        return (kind, data.decode(errors="replace")) if kind == "text" else (kind, data)
+
+    async def flush(self, timeout: float = 5.0) -> None:  # noqa: ASYNC109 - a bounded wait
+        """Wait until every queued frame is in Redis (not that the other side read it)."""
+        flusher = self._tasks[1] if len(self._tasks) > 1 else None
+        if flusher is None or flusher.done():
+            return  # nothing will ever write what is queued
+        idle = asyncio.ensure_future(self._idle.wait())
+        await asyncio.wait([idle, flusher], timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        idle.cancel()
+
+    async def close(self) -> None:
+        """Tell the other side (after what is queued), stop, and delete the keys this side may."""
+        if self._closing:
+            return
+        self._closing = True
+        if not self.write_ended:
+            self._pending.append(("close", b""))
+            self._idle.clear()
+            self._wake.set()
+            await self.flush()
+        self._end("closed on this side", writing_too=True)
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        # The stream we read is ours to delete; ours stays (with its close entry and its TTL)
+        # for the other side to read and delete, unless that side is already gone.
+        keys = [self.in_key] if self._peer_alive() else [self.in_key, self.out_key]
+        with contextlib.suppress(RedisError, OSError):
+            await self._redis.delete(*keys)
+
+    def _peer_alive(self) -> bool:
+        return self._peer_seen and not self._peer_gone
+
+    # --- writing ------------------------------------------------------------------------------
+
+    def _entry(self, kind: str, data: bytes, offset: int) -> dict[bytes, bytes]:
+        self._seq += 1
+        fields = {"v": 1, "from": self.machine_id, "relay": self.relay_id, "dir": self.out_dir}
+        fields |= {"seq": self._seq, "off": offset, "kind": kind, "ts": time.time()}
+        meta = json.dumps(fields, separators=(",", ":")).encode()
+        return {b"m": meta, b"d": data, b"s": sign(self._secret, meta + b"\n" + data)}
+
+    async def _flush_loop(self) -> None:
+        try:
+            while not self.write_ended:
+                if not self._pending and self._ack_due <= self._ack_sent and not self._trim_due():
+                    self._idle.set()
+                    self._wake.clear()
+                    await self._wake.wait()
+                    continue
+                await self._write_batch()
+        except (RedisError, OSError) as exc:
+            self._end(f"Redis failed: {exc}", writing_too=True)
+        self._idle.set()
+
+    def _trim_due(self) -> bool:
+        return self._trim_to is not None and self._untrimmed >= TRIM_EVERY
+
+    async def _write_batch(self) -> None:
+        batch: list[tuple[str, bytes, int]] = []
+        ack = self._ack_due
+        if ack > self._ack_sent:
+            batch.append(("ack", b"", ack))
+        while self._pending and len(batch) < 64:
+            kind, data = self._pending.popleft()
+            if kind == "bytes" and self._pending and self._pending[0][0] == "bytes":
+                parts = [data]
+                size = len(data)
+                while self._pending and self._pending[0][0] == "bytes" and size < MAX_ENTRY:
+                    size += len(self._pending[0][1])
+                    parts.append(self._pending.popleft()[1])
+                data = b"".join(parts)
+            batch.append((kind, data, self._written))
+            self._written += len(data)
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for kind, data, offset in batch:
+                pipe.xadd(self.out_key, self._entry(kind, data, offset), nomkstream=True)
+            if self._trim_to is not None:
+                pipe.xtrim(self.out_key, minid=self._trim_to, approximate=False)
+                self._trim_to, self._untrimmed = None, 0
+            results = await pipe.execute()
+        self._ack_sent = max(self._ack_sent, ack)
+        for (kind, data, offset), entry_id in zip(batch, results, strict=False):
+            if entry_id is None:
+                # NOMKSTREAM found no stream: the other side closed and deleted it, or it expired.
+                self._end_writing("the other side closed the relay")
+                return
+            if kind in DATA:
+                self._in_flight.append((entry_id, offset + len(data)))
+
+    def _acked(self, offset: int) -> None:
+        if offset <= self._peer_acked:
+            return
+        self._untrimmed += offset - self._peer_acked
+        self._peer_acked = offset
+        last = None
+        while self._in_flight and self._in_flight[0][1] <= offset:
+            last = self._in_flight.popleft()[0]
+        if last is not None:
+            ms, _, seq = last.partition(b"-")
+            self._trim_to = f"{int(ms)}-{int(seq) + 1}"  # MINID keeps ids ≥ this: drops ≤ last
+        if self._trim_due():
+            self._wake.set()
+        self._room.set()
+
+    # --- reading ------------------------------------------------------------------------------
+
+    async def _read_loop(self) -> None:
+        last = b"0-0"
+        try:
+            while not self.ended:
+                answer = await self._redis.xread({self.in_key: last}, count=512, block=BLOCK_MS)
+                for _key, entries in answer or ():
+                    for entry_id, fields in entries:
+                        last = entry_id
+                        self._take(entry_id, fields)
+                self._arrived.set()
+            if self._peer_gone:
+                # Its close entry was the last word: nobody reads that stream any more.
+                await self._redis.delete(self.in_key)
+        except (RedisError, OSError) as exc:
+            self._end(f"Redis failed: {exc}", writing_too=True)
+
+    def _take(self, entry_id: bytes, fields: dict[bytes, bytes]) -> None:
+        try:
+            meta, data = self._verified(entry_id, fields)
+        except Refused as refused:
+            self._refusals.note(refused, self._where)
+            return
+        if meta["seq"] <= self._in_seq:
+            self._refusals.note(Refused("replayed", str(meta["from"])), self._where)
+            return
+        if meta["seq"] != self._in_seq + 1 or (
+            meta["kind"] in DATA and meta["off"] != self._in_off
+        ):
+            # Something deleted signed entries: say so and end rather than hand over a gap.
+            logger.warning("fleet: relay %s lost entries (%s)", self.relay_id, self.in_dir)
+            self._end("the relay lost data", writing_too=True)
+            return
+        self._in_seq = meta["seq"]
+        self._peer_seen = True
+        kind = meta["kind"]
+        if kind in DATA:
+            self._frames.append((kind, data))
+            self._in_off += len(data)
+        elif kind == "ack":
+            self._acked(meta["off"])
+        elif kind == "close":
+            self._peer_gone = True
+            self._end("the other side closed the relay", writing_too=True)
+
+    def _verified(
+        self, entry_id: bytes, fields: dict[bytes, bytes]
+    ) -> tuple[dict[str, Any], bytes]:
+        meta_raw, data, signature = fields.get(b"m"), fields.get(b"d", b""), fields.get(b"s")
+        if not meta_raw or not signature:
+            raise Refused("malformed", verified=False)
+        if not verify(self._secret, meta_raw + b"\n" + data, signature):
+            raise Refused("bad signature", claimed_sender(meta_raw), verified=False)
+        try:
+            meta = json.loads(meta_raw)
+            sender, seq, off = meta["from"], meta["seq"], meta["off"]
+            kind, ts = meta["kind"], float(meta["ts"])
+        except (ValueError, KeyError, TypeError):
+            raise Refused("malformed") from None
+        if not (isinstance(seq, int) and isinstance(off, int) and kind in KINDS):
+            raise Refused("malformed", str(sender))
+        if meta.get("relay") != self.relay_id or meta.get("dir") != self.in_dir:
+            raise Refused("wrong recipient", str(sender))
+        added = int(entry_id.partition(b"-")[0]) / 1000  # Redis's clock when the entry was added
+        if abs(added - ts) > SKEW_S:
+            raise Refused("stale", str(sender))
+        return meta, data
+
+    # --- keeping alive, ending ----------------------------------------------------------------
+
+    async def _keep_loop(self) -> None:
+        every = min(20.0, self._ttl / 3)
+        try:
+            while not self.ended:
+                await asyncio.sleep(every)
+                async with self._redis.pipeline(transaction=False) as pipe:
+                    pipe.pexpire(self.out_key, int(self._ttl * 1000))
+                    pipe.exists(self.in_key)
+                    renewed, peer_there = await pipe.execute()
+                if not renewed:
+                    self._end_writing("the other side closed the relay")
+                if self._peer_seen and not peer_there:
+                    self._peer_gone = True
+                    self._end("the other side is gone (its stream expired)", writing_too=True)
+                elif not self._peer_seen and time.monotonic() - self._opened > self._ttl:
+                    self._peer_gone = True
+                    self._end("the other side never opened the relay", writing_too=True)
+        except (RedisError, OSError) as exc:
+            self._end(f"Redis failed: {exc}", writing_too=True)
+
+    def _end_writing(self, reason: str) -> None:
+        if self.write_ended is None:
+            self.write_ended = reason
+        self._pending.clear()
+        self._wake.set()
+        self._room.set()
+        self._idle.set()
+
+    def _end(self, reason: str, *, writing_too: bool) -> None:
+        if self.ended is None:
+            self.ended = reason
+        if writing_too:
+            self._end_writing(reason)
+        self._arrived.set()

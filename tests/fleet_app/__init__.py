@@ -1,0 +1,1 @@
+"""Tests of the fleet app (contract §18)."""
