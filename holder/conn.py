@@ -34,6 +34,29 @@ class Conn:
         self.out += data
         self.flush()
 
+    def send_output(self, data: bytes) -> None:
+        """An output frame without joining header and payload: with nothing queued, both go
+        to the socket in one call and only what it did not take is kept (a flood's every
+        chunk is otherwise copied twice more before it leaves)."""
+        if self.closed:
+            return
+        header = p.HEADER.pack(p.OUTPUT, len(data))
+        if self.out:
+            self.out += header
+            self.out += data
+            self.flush()
+            return
+        try:
+            sent = self.sock.sendmsg([header, data])
+        except BlockingIOError:
+            sent = 0
+        except OSError:
+            self.close()
+            return
+        if sent < len(header) + len(data):
+            self.out += (header + data)[sent:] if sent < len(header) else data[sent - len(header) :]
+            self.holder.loop.watch(self.fd, self.on_readable, self.on_writable)
+
     def reply(self, message: dict[str, Any]) -> None:
         self.send(p.json_frame(p.JSON, message))
 

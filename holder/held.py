@@ -39,6 +39,8 @@ class Stream(Protocol):
 
     def send(self, data: bytes) -> None: ...
 
+    def send_output(self, data: bytes) -> None: ...
+
     def close(self) -> None: ...
 
 
@@ -156,7 +158,7 @@ class Held:
                 eof = True
                 break
             chunks.append(chunk)
-        data = b"".join(chunks)
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         if data:
             self.on_data(data)
         if eof:
@@ -168,7 +170,7 @@ class Held:
         self.end += len(data)
         if caught_up and self.stream is not None and len(self.stream.out) < BACKLOG:
             self.sent = self.end  # straight on, without reading it back from the journal
-            self.stream.send(p.frame(p.OUTPUT, data))
+            self.stream.send_output(data)
         else:
             self.pump()
         self.trim()
@@ -188,7 +190,7 @@ class Held:
             data = os.pread(self.journal, size, self.sent - self.base)
             if not data:
                 break
-            stream.send(p.frame(p.OUTPUT, data))
+            stream.send_output(data)
             self.sent += len(data)
         if self.finished and self.sent == self.end and not self.exit_sent:
             self.exit_sent = True
