@@ -31,6 +31,7 @@ ORDER = (
     "remote",
     "tunnels",
     "pair",
+    "machines",
     "turns",
     "rotate_tokens",
 )

@@ -178,6 +178,13 @@ def _turn_row(turn: Item, subagent: Item) -> Item:
     }
 
 
+def _machines(items: list[Item], options: Options) -> list[Item]:
+    if options["json"]:
+        return items
+    # `here`: the machine answering (the fleet's others are reached through it).
+    return [{**m, "here": "*" if m.get("self") else "", "id": str(m["id"])[:12]} for m in items]
+
+
 @dataclass(frozen=True)
 class ListView:
     """One /api/ list as a command prints it. `flags`: the options besides --json that the fast
@@ -213,6 +220,11 @@ TURNS = ListView(
 )
 CHANNELS = ListView("channels", ("name", "kind", "status", "bot", "chats", "detail"), _channels)
 TUNNELS = ListView("tunnels", ("name", "provider", "status", "public_url", "started_at", "detail"))
+MACHINES = ListView(
+    "machines",
+    ("here", "name", "status", "id", "sessions_running", "load", "agents", "url", "last_seen"),
+    _machines,
+)
 
 # Command name → its list: what `bin/svc` answers without Django (and `status`).
 LISTS: dict[str, ListView] = {
@@ -223,4 +235,5 @@ LISTS: dict[str, ListView] = {
     "turns": TURNS,
     "channels": CHANNELS,
     "tunnels": TUNNELS,
+    "machines": MACHINES,
 }

@@ -1,11 +1,13 @@
 """One JSON error shape for /api/: {"error": {"status", "code", "message", "fields"?}}.
 
-Domain errors (core.errors) and settings errors are mapped here, once, so API views call
-services without wrapping them.
+Domain errors (core.errors), settings errors and a database that cannot be reached are mapped
+here, once, so API views call services without wrapping them.
 """
 
+import re
 from typing import Any
 
+from django.db import InterfaceError, OperationalError, connections
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -31,6 +33,10 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         return _domain(exc.status, exc.code, exc.message)
     if isinstance(exc, SettingsError):
         return _domain(400, "invalid", str(exc))
+    if isinstance(exc, OperationalError | InterfaceError) and _unreachable(exc):
+        # Contract §18 "Faults": the hosted sessions keep running; the person is told which
+        # database is away (never its password) and that it is not svc that broke.
+        return _domain(503, "database_unavailable", _database_unavailable(exc))
     response = drf_exception_handler(exc, context)
     if response is None:
         return None
@@ -49,3 +55,35 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         body["fields"] = response.data
     response.data = {"error": body}
     return response
+
+
+# What a lost server or connection says, per database: "database is locked" (SQLite, busy) and a
+# query's own errors are OperationalErrors too, and stay 500s.
+_GONE = re.compile(
+    r"connection|could not connect|server closed|terminating|timeout expired|"
+    r"the database system is (starting up|shutting down|in recovery)|unable to open",
+    re.IGNORECASE,
+)
+_PASSWORDS = (
+    (re.compile(r"(password\s*=\s*)\S+", re.IGNORECASE), r"\1[redacted]"),  # libpq keywords
+    (re.compile(r"(://[^:/@\s]*:)[^@\s]*(@)"), r"\1[redacted]\2"),  # a URL's user:password@
+)
+
+
+def _unreachable(exc: Exception) -> bool:
+    return isinstance(exc, InterfaceError) or bool(_GONE.search(str(exc)))
+
+
+def _database_unavailable(exc: Exception) -> str:
+    db = connections["default"].settings_dict
+    if "postgresql" in db["ENGINE"]:
+        where = f"PostgreSQL at {db.get('HOST') or 'localhost'}:{db.get('PORT') or 5432}"
+    else:
+        where = f"{connections['default'].display_name} at {db.get('NAME')}"
+    why = " ".join(str(exc).split())[:300] or type(exc).__name__
+    for password, hidden in _PASSWORDS:
+        why = password.sub(hidden, why)
+    return (
+        f"the database ({where}) is unreachable: {why} — running sessions keep running; "
+        "svc catches up when it is back"
+    )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,25 @@ class AgentSpec:
     enabled: bool | None = None
 
 
+FLEET_SECRET_MIN = 32
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class FleetSettings:
+    """Contract §18 `fleet`. `enabled` is read once, as the daemon starts (it decides where the
+    database's tables live); `machine`, the display name, is read on every heartbeat."""
+
+    enabled: bool = False
+    machine: str = ""
+    secret_env: str = "SVC_FLEET_SECRET"  # noqa: S105 (a variable name)
+    secret: str = field(default="", repr=False)
+
+    def resolved_secret(self) -> str:
+        """The inline secret, else the one in the environment variable `secret_env` names."""
+        return self.secret or os.environ.get(self.secret_env, "")
+
+
 @dataclass(frozen=True)
 class Settings:
     path: Path
@@ -93,6 +113,7 @@ class Settings:
     # interrupted chats are resumed at start.
     host_on_exit: str = "keep"
     host_resume_on_start: bool = True
+    fleet: FleetSettings = field(default_factory=FleetSettings)
     # The file's mtime when it was read (-1: no file): what the settings watcher compares with.
     loaded_mtime_ns: int = -1
 
@@ -251,6 +272,35 @@ def parse_settings(path: Path, raw: Any) -> Settings:
         remote_header_timeout_s=_seconds(path, "remote.header_timeout_s", remote, 10),
         host_on_exit=on_exit,
         host_resume_on_start=_flag(path, "host.resume_on_start", host.get("resume_on_start"), True),
+        fleet=_parse_fleet(path, raw.get("fleet", {})),
+    )
+
+
+def _parse_fleet(path: Path, data: Any) -> FleetSettings:
+    """The shape only: what the environment must add (PostgreSQL, Redis, a secret from
+    `secret_env`) is checked as the daemon starts, by the fleet app."""
+    _expect(path, "fleet", data, dict, "an object")
+    machine = data.get("machine", "")
+    _expect(path, "fleet.machine", machine, str, "a display name")
+    machine = " ".join(machine.split()) or socket.gethostname()
+    if len(machine) > 64:
+        raise SettingsError(path, "fleet.machine", "must be at most 64 characters")
+    secret_env = data.get("secret_env", FleetSettings.secret_env)
+    _expect(path, "fleet.secret_env", secret_env, str, "the name of an environment variable")
+    if not ENV_NAME.match(secret_env):
+        raise SettingsError(path, "fleet.secret_env", f"{secret_env!r} is not a variable name")
+    secret = data.get("secret", "")
+    _expect(path, "fleet.secret", secret, str, "a string")
+    if secret and len(secret) < FLEET_SECRET_MIN:
+        # Never the secret itself in the message: it ends up in logs and terminals.
+        raise SettingsError(
+            path, "fleet.secret", f"must be at least {FLEET_SECRET_MIN} characters long"
+        )
+    return FleetSettings(
+        enabled=_flag(path, "fleet.enabled", data.get("enabled"), False),
+        machine=machine,
+        secret_env=secret_env,
+        secret=secret,
     )
 
 

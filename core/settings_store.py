@@ -33,6 +33,9 @@ def settings_redacted() -> dict[str, Any]:
     if isinstance(notifications, dict) and isinstance(notifications.get("urls"), list):
         # Apprise URLs carry their service's credentials (tgram://token/…, pover://user@key).
         notifications["urls"] = [_url_redacted(u) for u in notifications["urls"]]
+    fleet = shown.get("fleet")
+    if isinstance(fleet, dict) and fleet.get("secret"):  # contract §18: it opens every member
+        fleet["secret"] = REDACTED
     return shown
 
 
@@ -75,6 +78,9 @@ def _keep_secrets(new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
     old_urls = (old.get("notifications") or {}).get("urls") or []
     if isinstance(new_urls, list):  # a redacted URL written back keeps the stored one there
         new["notifications"]["urls"] = [_unredacted(u, old_urls, i) for i, u in enumerate(new_urls)]
+    new_fleet, old_fleet = new.get("fleet"), old.get("fleet")
+    if isinstance(new_fleet, dict) and new_fleet.get("secret") == REDACTED:
+        new_fleet["secret"] = old_fleet.get("secret", "") if isinstance(old_fleet, dict) else ""
     return new
 
 

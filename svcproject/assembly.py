@@ -32,6 +32,8 @@ def build(*, backoff_first_s: float | None = None) -> Runtime:
     from bridge_app.response_store import ResponseStore
     from bridge_app.upstream import UpstreamClient
     from channels_app.service import Channels
+    from fleet_app import conf as fleet_conf
+    from fleet_app.heartbeat import Heartbeat
     from holder.client import HolderClient
     from holder.paths import holder_dir
     from mcp_app.asgi import MCPApp
@@ -72,6 +74,13 @@ def build(*, backoff_first_s: float | None = None) -> Runtime:
         rt.settings_changed, rt.remote_sockets.sweep, lambda: rt.settings_applied_ns
     )
     rt.add("settings_watcher", start=lambda: rt.supervisor.add(watcher, config.current_settings()))
+    if (fleet := fleet_conf.current()) is not None:  # contract §18: this daemon is a member
+        heartbeat = Heartbeat(fleet, live.abroadcast)
+        rt.add(
+            "fleet",
+            start=lambda: rt.supervisor.add(heartbeat, config.current_settings()),
+            stop=lambda: heartbeat.leave(rt.supervisor),
+        )
     tunnels = rt.add("tunnels", Tunnels(rt.supervisor, rt.reach), apply=lambda s: tunnels.apply(s))
     channels = rt.add(
         "channels",

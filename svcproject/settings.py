@@ -5,12 +5,13 @@ from pathlib import Path
 import dj_database_url
 
 from core import config
+from fleet_app import conf as fleet_conf
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 SVC_HOME = config.svc_home()
 
 # Validate settings.json now: a bad file must stop start-up with file, key and reason.
-config.current_settings()
+_settings = config.current_settings()
 
 SECRET_KEY = config.load_auth().owner_token
 KNOBS = config.knobs()
@@ -38,6 +39,7 @@ INSTALLED_APPS = [
     "bridge_app",
     "previews_app",
     "remote_app",
+    "fleet_app",
     "notifications_app",
     "mcp_app",
     "channels_app",
@@ -96,7 +98,14 @@ def _database() -> dict:
     }
 
 
-DATABASES = {"default": _database()}
+# Contract §18: a fleet member keeps its own tables in its own schema of the shared database, and
+# the fleet's shared rows in another (fleet_app.conf); without a fleet, one database as ever.
+FLEET = fleet_conf.fleet_config(
+    _settings, SVC_HOME, database=_database(), redis_url=KNOBS.redis_url
+)
+DATABASES = fleet_conf.databases(_database(), FLEET)
+if FLEET is not None:
+    DATABASE_ROUTERS = ["fleet_app.routers.FleetRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 
@@ -121,7 +130,9 @@ def channel_layers(redis_url: str | None, prefix: str) -> dict:
     }
 
 
-CHANNEL_LAYERS = channel_layers(KNOBS.redis_url, KNOBS.redis_prefix)
+CHANNEL_LAYERS = channel_layers(
+    KNOBS.redis_url, fleet_conf.channel_prefix(KNOBS.redis_prefix, FLEET)
+)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

@@ -6,6 +6,7 @@ from bridge_app import api as bridge_api
 from channels_app import api as channels_api
 from core import browser
 from core import settings_api as svc_api
+from fleet_app import api as fleet_api
 from mcp_app import api as integrations_api
 from notifications_app import api as notifications_api
 from notifications_app import views_sw
@@ -62,6 +63,8 @@ api_patterns = [
     path("pairings/invites", remote_api.PairingInviteView.as_view()),
     path("pairings/requests/<str:request_id>/deny", remote_api.PairingDenyView.as_view()),
     path("pairings/<str:device_id>", remote_api.PairingDetailView.as_view()),
+    path("machines", fleet_api.MachineListView.as_view()),
+    path("machines/<str:machine>", fleet_api.MachineDetailView.as_view()),
     path("settings", svc_api.SettingsView.as_view()),
     path("settings/problem", svc_api.SettingsProblemView.as_view()),
     path("status", svc_api.StatusView.as_view()),

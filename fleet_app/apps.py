@@ -1,0 +1,30 @@
+from typing import Any
+
+from django.apps import AppConfig
+
+
+def _migrate_the_fleet_schema(sender: AppConfig, using: str, **kwargs: Any) -> None:
+    """`manage.py migrate` migrates the shared schema too, right after this member's own."""
+    from fleet_app import schemas
+
+    if using == "default":
+        schemas.migrate_shared(verbosity=kwargs.get("verbosity", 1))
+
+
+class FleetAppConfig(AppConfig):
+    name = "fleet_app"
+    verbose_name = "Fleet"
+
+    def ready(self) -> None:
+        from django.db.backends.signals import connection_created
+        from django.db.models.signals import post_migrate
+
+        from core import live
+        from fleet_app import conf, schemas, selectors
+
+        live.register("machines", lambda _: selectors.machine_list_dicts())
+        if conf.current() is not None:
+            connection_created.connect(schemas.create_on_connect, dispatch_uid="fleet_app.schema")
+            post_migrate.connect(
+                _migrate_the_fleet_schema, sender=self, dispatch_uid="fleet_app.migrate"
+            )
