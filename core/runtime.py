@@ -80,6 +80,8 @@ class Runtime:
         self.preview_grants = OneTimeGrants(seconds=60)  # entry to a preview's own origin
         self.login_grants = OneTimeGrants(seconds=60)  # the hand-over to the dashboard host
         self.settings_applied_ns = -1  # the mtime of the settings.json last mirrored
+        # Sections of GET /api/status that parts add (the fleet's reach): name → its state now.
+        self.status_parts: dict[str, Callable[[], Any]] = {}
         self._parts: list[Part] = []
 
     def add(

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core import config
 from core import settings_store as services
+from core.runtime import current_or_none
 
 
 class SettingsView(APIView):
@@ -40,4 +43,7 @@ class StatusView(APIView):
     `bin/svc status` show it."""
 
     def get(self, request: Request) -> Response:
-        return Response({"running": True, "settings_error": config.settings_error()})
+        status: dict[str, Any] = {"running": True, "settings_error": config.settings_error()}
+        if (runtime := current_or_none()) is not None:
+            status.update({name: read() for name, read in runtime.status_parts.items()})
+        return Response(status)

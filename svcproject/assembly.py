@@ -34,6 +34,7 @@ def build(*, backoff_first_s: float | None = None) -> Runtime:
     from channels_app.service import Channels
     from fleet_app import conf as fleet_conf
     from fleet_app.heartbeat import Heartbeat
+    from fleet_app.member import Member
     from holder.client import HolderClient
     from holder.paths import holder_dir
     from mcp_app.asgi import MCPApp
@@ -75,6 +76,10 @@ def build(*, backoff_first_s: float | None = None) -> Runtime:
     )
     rt.add("settings_watcher", start=lambda: rt.supervisor.add(watcher, config.current_settings()))
     if (fleet := fleet_conf.current()) is not None:  # contract §18: this daemon is a member
+        knobs = config.knobs()
+        member = rt.add("fleet_member", Member(fleet, knobs.redis_url, knobs.redis_prefix))
+        rt.add("fleet_bus", start=member.start, stop=member.stop)
+        rt.status_parts["fleet"] = member.status
         heartbeat = Heartbeat(fleet, live.abroadcast)
         rt.add(
             "fleet",

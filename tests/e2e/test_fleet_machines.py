@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
+from unittest.mock import ANY
 
 import httpx
 import pytest
@@ -65,6 +66,8 @@ def test_every_member_sees_the_three_machines_online(fleet: Fleet) -> None:
         assert own["url"] == daemon.url
         assert "shell" in own["agents"] and own["version"]
         assert own["last_seen"] and own["started_at"]
+        status = httpx.get(f"{daemon.url}/api/status", headers=daemon.owner_headers()).json()
+        assert status["fleet"] == {"machine": ids[name], "status": "online", "detail": ANY}
 
 
 async def test_the_live_list_shows_them_on_every_member(fleet: Fleet) -> None:
