@@ -28,22 +28,24 @@ const rowOf = (session) => sessions.value.find((s) => s.id === session.id) || se
 function SessionName({ session }) {
   const row = useComputed(() => rowOf(session)).value;
   const [editing, setEditing] = useState(false);
+  // What the person types: a name the agent or the first prompt gives meanwhile must not replace it.
+  const [draft, setDraft] = useState("");
   const [text, run] = useStatus();
   const input = useRef(null);
   useLayoutEffect(() => { if (editing) input.current.select(); }, [editing]);
   const save = (event) => {
     event.preventDefault();
-    run(async () => { await api("PATCH", `sessions/${session.id}`, { title: input.current.value }); setEditing(false); });
+    run(async () => { await api("PATCH", `sessions/${session.id}`, { title: draft }); setEditing(false); });
   };
   const keyDown = (event) => { if (event.key === "Escape") setEditing(false); };
   if (editing) {
     return html`<form class="session-rename row" onSubmit=${save}>
-      <label>Name <input name="title" ref=${input} value=${row.title || nameOf(row)} maxlength="200" autocomplete="off" onKeyDown=${keyDown} /></label>
+      <label>Name <input name="title" ref=${input} value=${draft} maxlength="200" autocomplete="off" onInput=${(e) => setDraft(e.currentTarget.value)} onKeyDown=${keyDown} /></label>
       <button type="submit" class="primary">Save</button><button type="button" onClick=${() => setEditing(false)}>Cancel</button>
       <${Status} text=${text} /></form>`;
   }
   return html`<h2 title=${`${session.agent} · ${session.kind} · ${session.workspace} · ${session.id.slice(0, 8)}`}>${nameOf(row)}</h2>
-    <button type="button" class="session-rename-button" aria-label=${`Rename ${nameOf(row)}`} onClick=${() => setEditing(true)}>Rename</button>`;
+    <button type="button" class="session-rename-button" aria-label=${`Rename ${nameOf(row)}`} onClick=${() => { setDraft(row.title || nameOf(row)); setEditing(true); }}>Rename</button>`;
 }
 
 // Stop while it runs, Resume once it has ended (when it can be resumed): the row decides.

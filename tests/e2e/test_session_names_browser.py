@@ -5,13 +5,17 @@ else `<agent> in <folder>`; renamed in the dashboard; short ids in `bin/svc sess
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+import websockets
+import websockets.sync.client as ws_sync
 from playwright.sync_api import Browser, Page, expect
 
 from harness.daemon import ROOT, Daemon
@@ -147,6 +151,46 @@ def test_a_session_is_renamed_in_its_head_and_the_agent_does_not_rename_it_back(
         refused = client.patch(f"/api/sessions/{sid}", json={"title": "x"}, headers=key)
         assert refused.status_code == 403 and refused.json()["error"]["code"] == "main_port_only"
     stop_session(host, sid)
+
+
+def test_a_name_being_typed_is_kept_when_the_agent_names_the_session_meanwhile(
+    browser: Browser, host: Daemon, workspace: Path
+) -> None:
+    """The agent (or the first prompt) may name the session while the person types a name: the
+    form kept its text only until the next list frame, so Save then sent the agent's name."""
+    page = open_page(browser, host, workspace)
+    try:
+        sid = start_chat(page, workspace)
+        head = page.locator(f"{ACTIVE} .session-head")
+        head.get_by_role("button", name="Rename").click()
+        head.get_by_label("Name").fill("checkout work")
+        prompt_elsewhere(host, sid, "title Named by the agent")
+        deadline = time.monotonic() + 15
+        while get_session(host, sid)["title_by"] != "agent":
+            assert time.monotonic() < deadline, get_session(host, sid)
+            time.sleep(0.1)
+        page.wait_for_timeout(300)  # the list frame with the agent's name reaches the page
+        expect(head.get_by_label("Name")).to_have_value("checkout work")
+        head.get_by_role("button", name="Save").click()
+        expect(head.locator("h2")).to_have_text("checkout work")
+        assert get_session(host, sid)["title"] == "checkout work"
+    finally:
+        page.context.close()
+    stop_session(host, sid)
+
+
+def prompt_elsewhere(host: Daemon, sid: str, text: str) -> None:
+    """A prompt from another client (/ws/chat), as a phone or a chat app would send it."""
+    url = f"{host.ws_url}/ws/chat?token={host.owner_token}"
+    with ws_sync.connect(url, origin=websockets.Origin(host.origin)) as ws:
+        ws.send(json.dumps({"type": "open", "session_id": sid}))
+        ws.send(json.dumps({"type": "prompt", "session_id": sid, "text": text}))
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            event = json.loads(ws.recv(timeout=15))
+            if event.get("kind") == "turn_end" or event.get("type") == "turn_end":
+                return
+        raise AssertionError("the turn never ended")
 
 
 def test_the_cli_lists_show_short_ids_and_names(host: Daemon, workspace: Path) -> None:
