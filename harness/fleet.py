@@ -63,15 +63,29 @@ class Fleet:
     def settings(self, name: str, secret: str) -> dict:
         return {"fleet": {"enabled": True, "machine": name, "secret": secret}}
 
-    def add(self, name: str, *, secret: str | None = None, start: bool = True) -> Member:
-        """A new member: its folders, settings, migrated schema, and (by default) its daemon."""
+    def add(
+        self,
+        name: str,
+        *,
+        secret: str | None = None,
+        start: bool = True,
+        env: dict[str, str] | None = None,
+    ) -> Member:
+        """A new member: its folders, settings, migrated schema, and (by default) its daemon.
+        `env` overrides the fleet's environment for this member alone (another URL to the same
+        Redis or database, e.g. without the CA that signed its certificate)."""
         base = self.root / name
         home, user_home = base / "svc", base / "home"
         home.mkdir(parents=True)
         user_home.mkdir()
         secret = secret or self.secret
         (home / "settings.json").write_text(json.dumps(self.settings(name, secret), indent=2))
-        env = {"DATABASE_URL": self.database_url, **self.redis, "HOME": str(user_home)}
+        env = {
+            "DATABASE_URL": self.database_url,
+            **self.redis,
+            "HOME": str(user_home),
+            **(env or {}),
+        }
         manage(home, "migrate", "--noinput", "-v", "0", env=env)
         member = Member(name, Daemon(home, env=env), secret)
         self.members[name] = member
