@@ -130,6 +130,11 @@ class OwnerTokenMiddleware:
         elif token_kind(token) == "owner":
             request.svc_auth_via = via  # type: ignore[attr-defined]
             request.user = _owner()
+        elif scope.get("svc_fleet"):
+            # Built in this process for a fleet member's signed request (fleet_app.inbound):
+            # no client can set a scope key.
+            request.svc_auth_via = "fleet"  # type: ignore[attr-defined]
+            request.user = _owner()
         elif browser.session_owner(request):
             request.svc_auth_via = "session"  # type: ignore[attr-defined]
         else:

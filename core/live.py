@@ -25,6 +25,7 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 
 Reader = Callable[[Any], list[dict[str, Any]]]  # the runtime (or None) → the list's rows
+Extender = Callable[[str, list[dict[str, Any]]], list[dict[str, Any]]]  # (list, rows) → rows
 _readers: dict[str, Reader] = {}
 _model_lists: dict[type, str] = {}
 
@@ -59,11 +60,19 @@ def group_name(list_name: str) -> str:
     return f"lists.{list_name}"
 
 
-async def abroadcast(list_name: str) -> None:
+async def abroadcast(list_name: str, *, elsewhere: bool = False) -> None:
+    """Tell this process's clients of `list_name` to re-read it. `elsewhere`: the change is
+    another member's (a fleet, contract §18), so whoever republishes this member's own rows
+    when they change (fleet_app.lists) leaves it alone."""
     layer = get_channel_layer()
     if layer is not None:
         # The change id lets the clients of one process rebuild the snapshot once per change.
-        message = {"type": "list.changed", "change": uuid.uuid4().hex}
+        message = {
+            "type": "list.changed",
+            "change": uuid.uuid4().hex,
+            "list": list_name,
+            "elsewhere": elsewhere,
+        }
         await layer.group_send(group_name(list_name), message)
 
 
@@ -84,8 +93,8 @@ class SharedSnapshot:
     last frame a client sends still equals the state — built by one database read, not one per
     client."""
 
-    def __init__(self, list_name: str, runtime: Any = None) -> None:
-        self.list_name, self.runtime = list_name, runtime
+    def __init__(self, list_name: str, runtime: Any = None, extend: Extender | None = None) -> None:
+        self.list_name, self.runtime, self._extend = list_name, runtime, extend
         self._wanted = self._built = 0
         self._text = ""
         self._seen: collections.deque[str] = collections.deque(maxlen=256)
@@ -109,19 +118,27 @@ class SharedSnapshot:
         generation = self._wanted
         try:
             items = await database_sync_to_async(snapshot)(self.list_name, self.runtime)
+            if self._extend is not None:
+                items = self._extend(self.list_name, items)
             self._text, self._built = json.dumps(items), max(generation, 1)
         finally:
             self._building = None
 
 
 class Snapshots:
-    """Each list's shared snapshot, one set per runtime."""
+    """Each list's shared snapshot, one set per runtime. `extend`, when a part sets it (a fleet
+    member: the other members' rows, contract §18), turns this process's rows of a list into
+    what its clients see."""
 
     def __init__(self, runtime: Any = None) -> None:
         self.runtime = runtime
+        self.extend: Extender | None = None
         self._shared: dict[str, SharedSnapshot] = {}
 
     def shared(self, list_name: str) -> SharedSnapshot:
         if list_name not in self._shared:
-            self._shared[list_name] = SharedSnapshot(list_name, self.runtime)
+            self._shared[list_name] = SharedSnapshot(list_name, self.runtime, self._extended)
         return self._shared[list_name]
+
+    def _extended(self, list_name: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return self.extend(list_name, rows) if self.extend is not None else rows

@@ -69,6 +69,11 @@ class Reach:
 
 
 class Runtime:
+    # A fleet member's parts (contract §18), when the assembly adds them: the API requests and
+    # the sockets for another member's sessions. None on a daemon alone.
+    fleet_forward: Any = None
+    fleet_sockets: Any = None
+
     def __init__(self, *, backoff_first_s: float | None = None) -> None:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.ready = asyncio.Event()

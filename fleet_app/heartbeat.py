@@ -34,8 +34,13 @@ class Heartbeat:
     name = "fleet-heartbeat"
     list_name = "internal"  # shown by /api/status
 
-    def __init__(self, fleet: conf.FleetConfig, publish: Callable[[str], Awaitable[None]]) -> None:
-        self.fleet, self.publish = fleet, publish
+    def __init__(
+        self,
+        fleet: conf.FleetConfig,
+        publish: Callable[[str], Awaitable[None]],
+        on_statuses: Callable[[dict[str, tuple[str, str]]], Awaitable[None]] | None = None,
+    ) -> None:
+        self.fleet, self.publish, self.on_statuses = fleet, publish, on_statuses
         self._started_at: datetime | None = None
         self._seen: tuple | None = None  # what the last frame of `machines` showed
         self._refused: set[str] = set()  # rows logged as not verifying
@@ -98,13 +103,16 @@ class Heartbeat:
                 refused,
             )
         self._refused = set(found.refused)
-        shown, expiries = [], []
+        shown, expiries, statuses = [], [], {}
         for machine in found.verified:
             status = machine.status_at(machine.db_now)
+            statuses[machine.id] = (machine.name, status)
             row = machine.to_dict(status=status, own_id=self.fleet.machine_id)
             shown.append(tuple((k, str(v)) for k, v in row.items() if k not in _RESTLESS))
             if status == "online":
                 expiries.append((machine.last_seen + STALE_AFTER - machine.db_now).total_seconds())
+        if self.on_statuses is not None:
+            await self.on_statuses(statuses)
         if tuple(shown) != self._seen:
             self._seen = tuple(shown)
             await self.publish("machines")

@@ -44,12 +44,17 @@ def decided_by(surface: str, who: str) -> DecidedBy:
 def caller(scope: dict[str, Any]) -> str:
     """Who is calling, for the record: the owner on the main port, or the paired device (its
     id and, in a few fixed words, its browser) on the remote listener (remote_app.gate puts
-    both in the scope)."""
+    both in the scope); and the member it came through, when another one of the fleet."""
     device = scope.get("svc_device")
     if not scope.get("svc_remote") or not device:
-        return OWNER
-    name = scope.get("svc_device_name")
-    return f"paired device {device}" + (f" ({name})" if name else "")
+        who = OWNER
+    else:
+        name = scope.get("svc_device_name")
+        who = f"paired device {device}" + (f" ({name})" if name else "")
+    fleet = scope.get("svc_fleet")  # asked on another member of the fleet (contract §18)
+    if fleet:
+        who += f" via {fleet.get('machine_name') or str(fleet.get('machine', ''))[:8]}"
+    return who
 
 
 # --- the record -------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from core.runtime import current
 from sessions_app import approvals, handover, prompt_queue, selectors, services
 from sessions_app.host.acp import AcpSession
 from sessions_app.host.subscription import ChatSubscription
+from sessions_app.remote_sockets import RemoteChats
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +36,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def connect(self) -> None:
         self.outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.subscriptions: dict[str, tuple[AcpSession, ChatSubscription]] = {}
+        fleet = current().fleet_sockets  # another member's chats on this socket (contract §18)
+        self.remote = RemoteChats(self.scope, fleet, self.outbox.put_nowait) if fleet else None
         await self.accept()
         self.writer = asyncio.get_running_loop().create_task(self._write())
 
@@ -46,6 +49,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         for _, subscription in self.subscriptions.values():
             subscription.close()
+        if getattr(self, "remote", None) is not None:
+            await self.remote.close()
         if hasattr(self, "writer"):
             self.writer.cancel()
 
@@ -56,6 +61,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
             message = None
         if not isinstance(message, dict):
             self.outbox.put_nowait(error("send a JSON object with a `type`"))
+            return
+        if self.remote is not None and await self._sent_elsewhere(message):
             return
         kind = message.get("type")
         handler = {
@@ -78,6 +85,19 @@ class ChatConsumer(AsyncWebsocketConsumer):
             # it every subscription this consumer holds).
             logger.exception("chat event %r failed", kind)
             self.outbox.put_nowait(error(f"could not handle this {kind!r} event; check its fields"))
+
+    async def _sent_elsewhere(self, message: dict[str, Any]) -> bool:
+        """A message for another member's session (or to start one there) goes to it."""
+        assert self.remote is not None
+        try:
+            machine = await self.remote.machine_for(message)
+        except LookupError as exc:
+            self.outbox.put_nowait(error(str(exc)))
+            return True
+        if machine is None:
+            return False
+        await self.remote.send(machine, message)
+        return True
 
     async def on_open(self, message: dict[str, Any]) -> None:
         session_id = message.get("session_id")
@@ -223,4 +243,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 return
             if answer.startswith("option_id"):  # the request is this chat's; the option is not
                 problem = answer
+        if self.remote is not None and self.remote.machines and not message.get("session_id"):
+            # A client that does not say whose request it answers: the members whose chats this
+            # socket holds are asked too; the one holding the request answers it.
+            for machine in self.remote.machines:
+                await self.remote.send(machine, message)
+            return
         self.outbox.put_nowait(error(problem))

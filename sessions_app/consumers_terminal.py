@@ -19,6 +19,7 @@ from core import server_compat
 from core.runtime import current
 from sessions_app import selectors
 from sessions_app.host.pty import SCROLLBACK_BYTES, TerminalView
+from sessions_app.remote_sockets import RemoteTerminal
 
 logger = logging.getLogger(__name__)
 
@@ -43,12 +44,18 @@ def text_frame(text: str) -> bytes | tuple[int, int] | None:
 
 class TerminalConsumer(AsyncWebsocketConsumer):
     view: TerminalView | None = None
+    remote: RemoteTerminal | None = None
 
     async def connect(self) -> None:
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         session_id = (query.get("session_id") or [""])[0]
         session = await database_sync_to_async(selectors.session_get)(session_id)
         await self.accept()
+        fleet = current().fleet_sockets
+        if session is None and fleet is not None and (owner := fleet.session_owner(session_id)):
+            self.remote = RemoteTerminal(self, fleet, owner)
+            await self.remote.open(session_id)
+            return
         if session is None or session.kind != "terminal":  # chats live on /ws/chat
             await self.close(CLOSE_NOT_FOUND)
             return
@@ -71,6 +78,9 @@ class TerminalConsumer(AsyncWebsocketConsumer):
             await self.close(1000)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if self.remote is not None:
+            await self.remote.forward(text_data, bytes_data)
+            return
         if self.view is None:
             return
         if bytes_data is not None:
@@ -85,3 +95,5 @@ class TerminalConsumer(AsyncWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         if self.view is not None:
             await self.view.detach()
+        if self.remote is not None:
+            await self.remote.close()

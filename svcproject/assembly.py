@@ -21,6 +21,7 @@ from core.runtime import Runtime
 from core.watcher import SettingsWatcher
 
 if TYPE_CHECKING:
+    from fleet_app.conf import FleetConfig
     from sessions_app.host.registry import ProcessHost
 
 logger = logging.getLogger(__name__)
@@ -33,8 +34,6 @@ def build(*, backoff_first_s: float | None = None) -> Runtime:
     from bridge_app.upstream import UpstreamClient
     from channels_app.service import Channels
     from fleet_app import conf as fleet_conf
-    from fleet_app.heartbeat import Heartbeat
-    from fleet_app.member import Member
     from holder.client import HolderClient
     from holder.paths import holder_dir
     from mcp_app.asgi import MCPApp
@@ -76,16 +75,7 @@ def build(*, backoff_first_s: float | None = None) -> Runtime:
     )
     rt.add("settings_watcher", start=lambda: rt.supervisor.add(watcher, config.current_settings()))
     if (fleet := fleet_conf.current()) is not None:  # contract §18: this daemon is a member
-        knobs = config.knobs()
-        member = rt.add("fleet_member", Member(fleet, knobs.redis_url, knobs.redis_prefix))
-        rt.add("fleet_bus", start=member.start, stop=member.stop)
-        rt.status_parts["fleet"] = member.status
-        heartbeat = Heartbeat(fleet, live.abroadcast)
-        rt.add(
-            "fleet",
-            start=lambda: rt.supervisor.add(heartbeat, config.current_settings()),
-            stop=lambda: heartbeat.leave(rt.supervisor),
-        )
+        _add_fleet(rt, fleet)
     tunnels = rt.add("tunnels", Tunnels(rt.supervisor, rt.reach), apply=lambda s: tunnels.apply(s))
     channels = rt.add(
         "channels",
@@ -96,6 +86,47 @@ def build(*, backoff_first_s: float | None = None) -> Runtime:
     notifier = Notifier(channels.notifiers, rt.reach.urls)  # contract §15
     rt.add("notifier", notifier, start=notifier.start, stop=notifier.stop)
     return rt
+
+
+def _add_fleet(rt: Runtime, fleet: FleetConfig) -> None:
+    """A fleet member's parts (contract §18): the signed bus, every member's rows in the live
+    lists, requests and sockets for other members' sessions, and the heartbeat."""
+    from fleet_app.heartbeat import Heartbeat
+    from fleet_app.inbound import Inbound
+    from fleet_app.lists import FleetLists
+    from fleet_app.member import Member
+    from fleet_app.outbound import Forwarder
+    from fleet_app.sockets import FleetSockets
+
+    knobs = config.knobs()
+    member = rt.add("fleet_member", Member(fleet, knobs.redis_url, knobs.redis_prefix))
+    bus = member.bus
+    rt.add("fleet_bus", start=member.start, stop=member.stop)
+    rt.status_parts["fleet"] = member.status
+    lists = rt.add(
+        "fleet_lists",
+        FleetLists(
+            fleet,
+            bus,
+            lambda name: live.snapshot(name, rt),
+            lambda: config.current_settings().fleet.machine,
+        ),
+        start=lambda: lists.start(),
+        stop=lambda: lists.stop(),
+    )
+    rt.lists.extend = lists.extend
+    inbound = Inbound(lambda: lists.names)
+    bus.handle("http", inbound.http)
+    bus.handle("whose", inbound.whose)
+    sockets = rt.add("fleet_sockets", FleetSockets(fleet, bus, lists), stop=lambda: sockets.stop())
+    bus.handle("ws_open", sockets.serve)
+    rt.add("fleet_forward", Forwarder(fleet, bus, lists))
+    heartbeat = Heartbeat(fleet, live.abroadcast, lists.statuses_changed)
+    rt.add(
+        "fleet",
+        start=lambda: rt.supervisor.add(heartbeat, config.current_settings()),
+        stop=lambda: heartbeat.leave(rt.supervisor),
+    )
 
 
 async def _stop_sessions(host: ProcessHost) -> None:

@@ -1,0 +1,251 @@
+"""The API across the fleet (contract §18): a request for another member's session, subagent or
+turn — or naming another `machine` — is answered by that member; fleet-wide reads (sessions,
+usage, search, approvals, notifications, subagent turns) are made of every member's answer.
+Without a fleet, or for a request another member forwarded here, it does nothing.
+
+Runs after core.auth.OwnerTokenMiddleware: only the owner's requests travel."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from core.runtime import current_or_none
+from fleet_app import merge, routes
+from fleet_app.bus import FleetUnreachable
+from fleet_app.outbound import Forwarded, Forwarder, MachineUnknown, Reply
+
+MACHINE_HEADER = "X-Svc-Machine"
+FLEET_MISSING_HEADER = "X-Svc-Fleet-Missing"
+
+
+def error(status: int, code: str, message: str) -> JsonResponse:
+    body = {"error": {"status": status, "code": code, "message": message}}
+    return JsonResponse(body, status=status)
+
+
+def unreachable(forwarder: Forwarder, exc: FleetUnreachable) -> JsonResponse:
+    name = forwarder.name_of(exc.machine_id)
+    return error(
+        503,
+        "machine_unreachable",
+        f"machine {name} is unreachable ({exc.reason}); its sessions keep running there — "
+        "try again once it is back",
+    )
+
+
+class FleetMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        runtime = current_or_none()
+        forwarder: Forwarder | None = getattr(runtime, "fleet_forward", None)
+        scope = getattr(request, "scope", None) or {}
+        if (
+            forwarder is None
+            or not request.path.startswith("/api/")
+            or not getattr(request, "svc_owner", False)
+            or scope.get("svc_fleet")  # forwarded here: this member does it
+        ):
+            return self.get_response(request)
+        try:
+            return FleetRequest(forwarder, request, self.get_response).respond()
+        except MachineUnknown as exc:
+            return error(exc.status, "not_found" if exc.status == 404 else "conflict", exc.message)
+        except FleetUnreachable as exc:
+            return unreachable(forwarder, exc)
+
+
+class FleetRequest:
+    """One request on its way: here, to one other member, or to all of them."""
+
+    def __init__(
+        self,
+        forwarder: Forwarder,
+        request: HttpRequest,
+        get_response: Callable[[HttpRequest], HttpResponse],
+    ) -> None:
+        self.forwarder, self.request, self.get_response = forwarder, request, get_response
+        self.method, self.path = request.method or "GET", request.path
+
+    def respond(self) -> HttpResponse:
+        machine = self._named_machine()
+        if machine is not None:
+            return self._at(machine)
+        target = routes.named_thing(self.path)
+        if target is not None:
+            owner = self._owner_of(target)
+            return self._at(owner) if owner else self.get_response(self.request)
+        if self.path == "/api/handover/pickup" and self.method == "POST":
+            return self._pickup()
+        if self.path == "/api/sessions" and self.method == "GET":
+            return self._sessions()
+        if routes.is_fleet_read(self.method, self.path):
+            return self._fleet_read()
+        return self.get_response(self.request)
+
+    # --- which member ---------------------------------------------------------------------------
+
+    def _named_machine(self) -> str | None:
+        given = self.request.headers.get(MACHINE_HEADER) or self.request.GET.get("machine")
+        if not given and self.path == "/api/sessions" and self.method == "POST":
+            given = str(self._json_body().get("machine") or "")
+        return self.forwarder.resolve(given) if given else None
+
+    def _owner_of(self, target: routes.Target) -> str | None:
+        if target.kind == "session":
+            return (
+                self.forwarder.lists.session_owner(target.id)
+                if not _local_session(target.id)
+                else None
+            )
+        if _local_thing(target):
+            return None
+        return async_to_sync(self.forwarder.whose)(target.kind, target.id)
+
+    def _json_body(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.request.body or b"{}")
+        except ValueError:
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    # --- answers -----------------------------------------------------------------------------
+
+    def _at(self, machine: str) -> HttpResponse:
+        if machine == self.forwarder.machine_id:
+            return self.get_response(self.request)
+        if not routes.forwardable(self.method, self.path):
+            return error(
+                403,
+                "not_for_the_fleet",
+                f"{self.method} {self.path} is done on the machine itself: its settings, agents, "
+                "tunnels, pairings and channels are changed on its own dashboard",
+            )
+        reply = async_to_sync(self.forwarder.send)(machine, self._forwarded())
+        return self._relayed(machine, reply)
+
+    def _forwarded(self, *, body: bytes | None = None) -> Forwarded:
+        scope = getattr(self.request, "scope", None) or {}
+        content = self.request.body if body is None else body
+        if self.path == "/api/sessions" and self.method == "POST":
+            data = self._json_body()
+            data.pop("machine", None)
+            content = json.dumps(data).encode()
+        headers = [
+            (name, self.request.headers[name])
+            for name in ("Content-Type", "Accept")
+            if name in self.request.headers
+        ]
+        remote = bool(scope.get("svc_remote"))
+        return Forwarded(
+            method=self.method,
+            path=self.path,
+            query=self._query_without_machine(),
+            headers=headers,
+            body=content,
+            surface="remote" if remote else "main",
+            device=str(scope.get("svc_device") or "") if remote else "",
+            device_name=str(scope.get("svc_device_name") or "") if remote else "",
+        )
+
+    def _query_without_machine(self) -> str:
+        query = self.request.GET.copy()
+        query.pop("machine", None)
+        return query.urlencode()
+
+    def _relayed(self, machine: str, reply: Reply) -> HttpResponse:
+        if not reply.content_type.startswith("application/json"):
+            return HttpResponse(reply.body, status=reply.status, content_type=reply.content_type)
+        data = merge.tag_answer(machine, self.forwarder.name_of(machine), reply.json())
+        return JsonResponse(data, status=reply.status, safe=False)
+
+    def _here(self) -> tuple[int, Any]:
+        response = self.get_response(self.request)
+        try:
+            return response.status_code, json.loads(response.content or b"null")
+        except (ValueError, AttributeError):
+            return response.status_code, None
+
+    def _sessions(self) -> HttpResponse:
+        status, here = self._here()
+        if status != 200 or not isinstance(here, list):
+            return JsonResponse(here, status=status, safe=False)
+        own = self.forwarder.machine_id
+        rows = merge.tagged(own, self.forwarder.name_of(own), here)
+        others = merge.sessions_matching(
+            self.forwarder.lists.others("sessions"),
+            status=self.request.GET.get("status", ""),
+            q=self.request.GET.get("q", ""),
+        )
+        return JsonResponse(merge.newest_first(self.path, [(own, "", rows + others)]), safe=False)
+
+    def _fleet_read(self) -> HttpResponse:
+        status, here = self._here()
+        if status != 200:
+            return JsonResponse(here, status=status, safe=False)
+        own = self.forwarder.machine_id
+        answers = [(own, self.forwarder.name_of(own), here)]
+        others = self.forwarder.others_online()
+        missing = []
+        replies = async_to_sync(self.forwarder.send_each)(others, self._forwarded())
+        for machine, reply in replies.items():
+            if isinstance(reply, Reply) and reply.status == 200:
+                answers.append((machine, self.forwarder.name_of(machine), reply.json()))
+            else:
+                missing.append(self.forwarder.name_of(machine))
+        response = JsonResponse(self._merged(answers), safe=False)
+        if missing:  # shown, not hidden: the answer lacks these machines' rows
+            response[FLEET_MISSING_HEADER] = ", ".join(sorted(missing))
+        return response
+
+    def _merged(self, answers: list[merge.Answer]) -> Any:
+        params = self.request.GET
+        if self.path == "/api/usage":
+            return merge.usage(params.get("group_by", "profile"), answers)
+        if self.path == "/api/search":
+            return merge.interleaved(answers, _int(params.get("limit"), 50))
+        limit = _int(params.get("limit"), 0) or None
+        return merge.newest_first(self.path, answers, limit)
+
+    def _pickup(self) -> HttpResponse:
+        """A handover code may have been issued on any member: the others are asked first, one
+        at a time (a code is used once); only when none has it does this member answer — and
+        count the failure, so guessing costs the same here as anywhere."""
+        failures = getattr(current_or_none(), "handover_failures", None)
+        from django.utils import timezone
+
+        if failures is None or failures.locked(timezone.now()):
+            return self.get_response(self.request)
+        for machine in self.forwarder.others_online():
+            try:
+                reply = async_to_sync(self.forwarder.send)(machine, self._forwarded())
+            except FleetUnreachable:
+                continue
+            if reply.status == 200:
+                return self._relayed(machine, reply)
+        return self.get_response(self.request)
+
+
+def _int(value: str | None, default: int) -> int:
+    try:
+        return int(value) if value else default
+    except ValueError:
+        return default
+
+
+def _local_session(given: str) -> bool:
+    from sessions_app import selectors
+
+    return bool(selectors.session_id_resolve(given))
+
+
+def _local_thing(target: routes.Target) -> bool:
+    from fleet_app.inbound import _has
+
+    return _has(target.kind, target.id)

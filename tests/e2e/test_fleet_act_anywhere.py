@@ -1,0 +1,206 @@
+"""Act anywhere and one view (contract §18), three members on this machine sharing one real
+PostgreSQL database and one Redis: a shell started on C from A's API runs on C, typed into and
+resized from A's /ws; a chat on B driven from A's /ws/chat answers and takes a permission
+answer; every member's session list shows every member's sessions; what only a machine itself
+may change is refused from another; a machine that is away reads `unreachable`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from harness.daemon import Daemon
+from harness.fleet import Fleet, running_fleet
+from harness.termclient import Chat, Term, hosting_settings
+from harness.ws import connect, recv_json
+
+ALL_ONLINE = {"a": "online", "b": "online", "c": "online"}
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    root = tmp_path_factory.mktemp("fleet-act")
+    with running_fleet(root, settings=hosting_settings()) as running:
+        for name, member in running.members.items():
+            workspace = root / f"work-{name}"
+            workspace.mkdir()
+            api(member.daemon, "POST", "/api/workspaces", json={"path": str(workspace)})
+        for member in running.members.values():
+            wait_for(lambda m=member: api(m.daemon, "GET", "/api/machines").json(), all_online)
+        yield running
+
+
+def api(
+    daemon: Daemon, method: str, path: str, headers: dict | None = None, **kwargs: Any
+) -> httpx.Response:
+    headers = {**daemon.owner_headers(), **(headers or {})}
+    return httpx.request(method, f"{daemon.url}{path}", headers=headers, timeout=60, **kwargs)
+
+
+def all_online(rows: list[dict]) -> bool:
+    return {row["name"]: row["status"] for row in rows} == ALL_ONLINE
+
+
+def wait_for(read: Callable[[], Any], wanted: Callable[[Any], bool], timeout: float = 15) -> Any:
+    deadline = time.monotonic() + timeout
+    while not wanted(value := read()):
+        assert time.monotonic() < deadline, f"never: {value}"
+        time.sleep(0.1)
+    return value
+
+
+def workspace_of(fleet: Fleet, name: str) -> str:
+    return str(fleet.root / f"work-{name}")
+
+
+def sessions_of(daemon: Daemon) -> list[dict]:
+    response = api(daemon, "GET", "/api/sessions")
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+async def test_a_shell_started_on_c_from_a_runs_on_c_and_is_typed_into_from_a(
+    fleet: Fleet,
+) -> None:
+    a, c = fleet.daemon("a"), fleet.daemon("c")
+    made = api(
+        a,
+        "POST",
+        "/api/sessions",
+        json={"machine": "c", "agent": "shell", "workspace": workspace_of(fleet, "c")},
+    )
+    assert made.status_code == 201, made.text
+    row = made.json()
+    assert row["machine"] == fleet.members["c"].machine_id and row["machine_name"] == "c"
+    sid = row["id"]
+    # C hosts it: its own API has the row, A's own database does not.
+    assert api(c, "GET", f"/api/sessions/{sid}").json()["status"] == "running"
+    assert fleet.sql(f"SELECT count(*) FROM {fleet.members['a'].schema}.sessions_app_session")[
+        0
+    ] == (0,)
+
+    term = await Term.open(a, sid)
+    try:
+        await term.run("echo where=$HOME")
+        await term.expect(f"where={fleet.members['c'].home.parent / 'home'}".encode())
+        await term.ws.send(json.dumps({"type": "resize", "cols": 111, "rows": 33}))
+        await term.run("stty size")
+        await term.expect(b"33 111")
+    finally:
+        await term.close()
+
+    # A's row of it, through A's API, and stopping it from A.
+    seen = api(a, "GET", f"/api/sessions/{sid[:8]}")
+    assert seen.status_code == 200 and seen.json()["machine_name"] == "c", seen.text
+    stopped = api(a, "DELETE", f"/api/sessions/{sid}", params={"wait": "1"})
+    assert stopped.status_code == 200 and stopped.json()["status"] == "exited", stopped.text
+
+
+async def test_a_chat_on_b_is_driven_from_a_and_takes_a_permission_answer(fleet: Fleet) -> None:
+    a, b = fleet.daemon("a"), fleet.daemon("b")
+    chat = await Chat.connect(a)
+    try:
+        opened = await chat.open(machine="b", agent="fake", workspace=workspace_of(fleet, "b"))
+        sid = opened["session_id"]
+        assert api(b, "GET", f"/api/sessions/{sid}").status_code == 200  # B hosts it
+        await chat.send(type="prompt", session_id=sid, text="echo hello from b")
+        await chat.next("turn_end", session_id=sid, timeout=20)
+        assert "hello from b" in chat.texts()
+
+        await chat.send(type="prompt", session_id=sid, text="permission")
+        asked = await chat.next("permission_request", session_id=sid, timeout=20)
+        option = asked["options"][0]["option_id"]
+        await chat.send(
+            type="permission", session_id=sid, request_id=asked["request_id"], option_id=option
+        )
+        await chat.next("turn_end", session_id=sid, timeout=20)
+        assert f"permission: {option}" in chat.texts()
+    finally:
+        await chat.ws.close()
+
+    # Decided on A's dashboard, recorded on B, and in the fleet's approvals on C.
+    rows = wait_for(
+        lambda: api(fleet.daemon("c"), "GET", "/api/approvals").json(),
+        lambda rows: any(r["session_id"] == sid for r in rows),
+    )
+    row = next(r for r in rows if r["session_id"] == sid)
+    assert row["machine_name"] == "b" and row["decided_by"]["surface"] == "dashboard"
+    assert row["decided_by"]["who"].endswith("via a"), row
+
+
+async def test_every_members_list_shows_every_members_sessions(fleet: Fleet) -> None:
+    made = {
+        name: api(
+            fleet.daemon(name),
+            "POST",
+            "/api/sessions",
+            json={"agent": "shell", "workspace": workspace_of(fleet, name)},
+        ).json()["id"]
+        for name in "abc"
+    }
+    for name in "abc":
+        daemon = fleet.daemon(name)
+        rows = wait_for(
+            lambda d=daemon: sessions_of(d),
+            lambda rows: {r["id"] for r in rows} >= set(made.values()),
+        )
+        machine_of = {r["id"]: r["machine_name"] for r in rows}
+        assert {m: machine_of[sid] for m, sid in made.items()} == {"a": "a", "b": "b", "c": "c"}
+        async with connect(daemon, "/ws/sessions") as ws:
+            frame = await recv_json(ws)
+        assert {r["id"]: r["machine_name"] for r in frame if r["id"] in made.values()} == {
+            sid: m for m, sid in made.items()
+        }
+    for name, sid in made.items():
+        api(fleet.daemon("a"), "DELETE", f"/api/sessions/{sid}", params={"wait": "1"})
+        row = api(fleet.daemon(name), "GET", f"/api/sessions/{sid}").json()
+        assert row["status"] == "exited", (name, row)
+
+
+async def test_a_change_on_one_member_reaches_the_others_live_list(fleet: Fleet) -> None:
+    a, b = fleet.daemon("a"), fleet.daemon("b")
+    async with connect(a, "/ws/sessions") as ws:
+        await recv_json(ws)
+        sid = api(
+            b,
+            "POST",
+            "/api/sessions",
+            json={"agent": "shell", "workspace": workspace_of(fleet, "b")},
+        ).json()["id"]
+        deadline = time.monotonic() + 10
+        while True:
+            frame = await recv_json(ws, timeout=max(deadline - time.monotonic(), 0.1))
+            if any(r["id"] == sid and r["status"] == "running" for r in frame):
+                break
+    api(b, "DELETE", f"/api/sessions/{sid}", params={"wait": "1"})
+
+
+def test_what_is_a_machines_own_is_refused_from_another(fleet: Fleet) -> None:
+    a = fleet.daemon("a")
+    refused = api(
+        a,
+        "PUT",
+        "/api/agents/evil",
+        headers={"X-Svc-Machine": "b"},
+        json={"command": ["sh"]},
+    )
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "not_for_the_fleet"
+    unknown = api(a, "GET", "/api/sessions", params={"machine": "nowhere"})
+    assert unknown.status_code == 404, unknown.text
+    assert "evil" not in [x["name"] for x in api(fleet.daemon("b"), "GET", "/api/agents").json()]
+
+
+async def test_fleet_reads_cover_every_member(fleet: Fleet) -> None:
+    usage = api(fleet.daemon("a"), "GET", "/api/usage", params={"group_by": "day"})
+    assert usage.status_code == 200 and "X-Svc-Fleet-Missing" not in usage.headers
+    turns = api(fleet.daemon("a"), "GET", "/api/subagent-turns")
+    assert turns.status_code == 200 and isinstance(turns.json(), list)
+    found = api(fleet.daemon("c"), "GET", "/api/search", params={"q": "hello"})
+    assert found.status_code == 200, found.text
+    await asyncio.sleep(0)
