@@ -2,10 +2,11 @@
 port is closed and a private PostgreSQL that rejects every connection without TLS, both started
 here (harness/tls_services.py). Two members — Redis `rediss://` with the CA in the URL, PostgreSQL
 `sslmode=verify-full` for one and `sslmode=require` for the other — see each other online, every
-database connection they hold is encrypted, and a live list's change travels their TLS channel
-layer. The bus, a byte relay and the channel layer as svc configures them work over TLS; the URL's
-TLS options reach libpq beside a member's search path. Refused: a plain connection to either
-server, and a member whose URL lacks the CA (its `fleet` status says the certificate failed).
+database connection they hold is encrypted, and a shell on one is started and typed into from the
+other (the signed bus and a Streams relay). The bus, a relay and the Redis channel layer as svc
+configures it work over TLS; the URL's TLS options reach libpq beside a member's search path.
+Refused: a plain connection to either server, and a member whose URL lacks the CA (its `fleet`
+status says the certificate failed).
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ from fleet_app.member import Member
 from fleet_app.relay_streams import Relay
 from harness.daemon import Daemon, manage
 from harness.fleet import Fleet
+from harness.termclient import Term
 from harness.tls_services import TlsPostgres, TlsRedis, certificates, tls_postgres, tls_redis
-from harness.ws import connect, recv_json, wait_for_frame
 from svcproject.settings import channel_layers
 
 BOTH = ("a", "b")
@@ -71,8 +72,14 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsFleet]:
             fleet.stop()
 
 
+def api(daemon: Daemon, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    return httpx.request(
+        method, f"{daemon.url}{path}", headers=daemon.owner_headers(), timeout=60, **kwargs
+    )
+
+
 def machines(daemon: Daemon) -> list[dict]:
-    response = httpx.get(f"{daemon.url}/api/machines", headers=daemon.owner_headers())
+    response = api(daemon, "GET", "/api/machines")
     assert response.status_code == 200, response.text
     return response.json()
 
@@ -87,7 +94,7 @@ def both_online(daemon: Daemon) -> bool:
 
 
 def fleet_status(daemon: Daemon) -> dict[str, str]:
-    response = httpx.get(f"{daemon.url}/api/status", headers=daemon.owner_headers())
+    response = api(daemon, "GET", "/api/status")
     assert response.status_code == 200, response.text
     return response.json()["fleet"]
 
@@ -126,18 +133,36 @@ def test_every_database_connection_of_the_members_is_encrypted(tls: TlsFleet) ->
     assert all(ssl and version.startswith("TLS") for ssl, version in rows), rows
 
 
-async def test_the_live_list_travels_the_tls_channel_layer(tls: TlsFleet) -> None:
-    # A frame after a change is a group_send through the channel layer: over rediss:// in a fleet.
-    async with connect(tls.fleet.daemon("a"), "/ws/machines") as ws:
-        first = statuses(await recv_json(ws))
-        assert {first[name] for name in BOTH} == {"online"}
-        tls.fleet.members["b"].daemon.stop()  # an orderly stop dates its row back at once
+async def test_a_shell_on_b_is_started_and_typed_into_from_a_over_tls(
+    tls: TlsFleet, tmp_path: Path
+) -> None:
+    # The request travels the signed bus and the terminal's bytes a Streams relay: both rediss://.
+    a, b = tls.fleet.daemon("a"), tls.fleet.daemon("b")
+    work = tmp_path / "work-b"
+    work.mkdir()
+    made = api(b, "POST", "/api/workspaces", json={"path": str(work)})
+    assert made.status_code == 201, made.text
+    started = api(
+        a, "POST", "/api/sessions", json={"machine": "b", "agent": "shell", "workspace": str(work)}
+    )
+    assert started.status_code == 201, started.text
+    sid = started.json()["id"]
+    assert started.json()["machine_name"] == "b"
+    try:
+        # A opens the terminal of whatever session its merged list says another member owns.
+        wait_for(
+            lambda: [row["id"] for row in api(a, "GET", "/api/sessions").json()],
+            lambda ids: sid in ids,
+        )
+        term = await Term.open(a, sid)
         try:
-            frame, _ = await wait_for_frame(ws, lambda f: statuses(f)["b"] == "unreachable", 10)
-            assert statuses(frame)["a"] == "online"
+            await term.run("echo where=$HOME")
+            await term.expect(f"where={tls.fleet.members['b'].home.parent / 'home'}".encode())
         finally:
-            tls.fleet.start("b")
-        await wait_for_frame(ws, lambda f: statuses(f)["b"] == "online", 15)
+            await term.close()
+    finally:
+        stopped = api(a, "DELETE", f"/api/sessions/{sid}", params={"wait": "1"})
+        assert stopped.status_code == 200, stopped.text
 
 
 def test_connections_without_tls_are_refused(tls: TlsFleet, tmp_path: Path) -> None:
@@ -182,6 +207,7 @@ async def test_the_bus_and_a_relay_work_over_tls(tls: TlsFleet) -> None:
 
 
 async def test_the_channel_layer_as_svc_configures_it_works_over_tls(tls: TlsFleet) -> None:
+    # SVC_REDIS_URL's other use: the channel layer several processes of one svc share.
     config = channel_layers(tls.redis.url, f"svc-tls-{secrets.token_hex(4)}")["default"]["CONFIG"]
     layer = RedisChannelLayer(**config)
     try:
