@@ -4,7 +4,7 @@
 message is sealed with the fleet secret (signing.py); what does not verify is dropped and logged.
 `call()` is RPC over the inboxes: the request carries a call id, the answer comes back to the
 caller's inbox as kind "reply" with the same id. When Redis goes away the bus says so through its
-status callbacks, retries with backoff (1 s doubling to 10 s) and, once back, announces itself with
+status callbacks, retries with backoff (1 s, then every 2 s) and, once back, announces itself with
 a `hello` broadcast and runs its `on_rejoin` callbacks so the fleet layer can republish its lists.
 
 Plain asyncio and redis.asyncio, no Django: the fleet app wires it into the runtime.
@@ -50,7 +50,9 @@ UNREACHABLE = "unreachable"
 REPLY = "reply"
 HELLO = "hello"
 BACKOFF_FIRST_S = 1.0
-BACKOFF_MAX_S = 10.0
+# Low: a member is back in the fleet (its lists converged) within seconds of Redis returning, and
+# a refused connection costs Redis and the member next to nothing.
+BACKOFF_MAX_S = 2.0
 QUIET_PING_S = 3.0  # a silent subscription is pinged this often…
 SILENT_DEAD_S = 10.0  # …and given up when Redis has said nothing for this long (a half-open link)
 PUBLISH_TIMEOUT_S = 5.0

@@ -85,10 +85,12 @@ def databases(default: dict[str, Any], fleet: FleetConfig | None) -> dict[str, A
     }
 
 
-def channel_prefix(prefix: str, fleet: FleetConfig | None) -> str:
-    """The channel layer's key prefix: a member's own, so members never share a group (what
-    passes between them goes over the signed bus)."""
-    return f"{prefix}:m:{fleet.machine_id}" if fleet is not None else prefix
+def channel_layer_redis(redis_url: str, fleet: FleetConfig | None) -> str:
+    """The Redis behind the channel layer ("" for the in-process one). A member's channel
+    layer carries only its own live-list notices: what passes between members goes over the
+    signed bus. So it stays in the process, where a Redis outage cannot reach it — the member
+    serves its own dashboard and sessions as before while the fleet is unreachable."""
+    return "" if fleet is not None else redis_url
 
 
 def current() -> FleetConfig | None:

@@ -132,7 +132,7 @@ def channel_layers(redis_url: str | None, prefix: str) -> dict:
 
 
 CHANNEL_LAYERS = channel_layers(
-    KNOBS.redis_url, fleet_conf.channel_prefix(KNOBS.redis_prefix, FLEET)
+    fleet_conf.channel_layer_redis(KNOBS.redis_url, FLEET), KNOBS.redis_prefix
 )
 
 LANGUAGE_CODE = "en-us"

@@ -91,23 +91,26 @@ SHOW = (
     "getattr(s, 'FLEET', None) and s.FLEET.schema, "
     "{a: d.get('OPTIONS', {}).get('options') for a, d in s.DATABASES.items()}, "
     "getattr(s, 'DATABASE_ROUTERS', []), "
+    "s.CHANNEL_LAYERS['default']['BACKEND'].rsplit('.', 1)[-1], "
     "s.CHANNEL_LAYERS['default']['CONFIG'].get('prefix')]))"
 )
 
 
-def test_a_member_works_in_its_own_schema_and_channel_prefix(tmp_path: Path) -> None:
+def test_a_member_works_in_its_own_schema_and_its_own_channel_layer(tmp_path: Path) -> None:
+    """A member's live-list notices stay in its process (Redis gone, its dashboard goes on);
+    what passes between members goes over the signed bus."""
     home = _home(tmp_path, {"secret_env": "MY_SECRET"})
     env = {**POSTGRES, **REDIS, "SVC_REDIS_PREFIX": "p", "MY_SECRET": SECRET}
     result = manage(home, "shell", "-c", SHOW, env=env)
     ident = json.loads((home / "machine.json").read_text())["id"]
-    schema, options, routers, prefix = json.loads(result.stdout.strip().splitlines()[-1])
+    schema, options, routers, layer, prefix = json.loads(result.stdout.strip().splitlines()[-1])
     assert schema == f"svc_m_{ident[:12]}"
     assert options == {
         "default": f"-c search_path={schema}",
         "fleet": "-c search_path=svc_fleet",
     }
     assert routers == ["fleet_app.routers.FleetRouter"]
-    assert prefix == f"p:m:{ident}"
+    assert (layer, prefix) == ("InMemoryChannelLayer", None)
 
 
 def test_without_a_fleet_nothing_changes(tmp_path: Path) -> None:
@@ -115,7 +118,8 @@ def test_without_a_fleet_nothing_changes(tmp_path: Path) -> None:
     home.mkdir()
     env = {**POSTGRES, **REDIS, "SVC_REDIS_PREFIX": "p"}
     result = manage(home, "shell", "-c", SHOW, env=env)
-    assert json.loads(result.stdout.strip().splitlines()[-1]) == [None, {"default": None}, [], "p"]
+    shown = json.loads(result.stdout.strip().splitlines()[-1])
+    assert shown == [None, {"default": None}, [], "RedisChannelLayer", "p"]
     assert not (home / "machine.json").exists()
 
 

@@ -1,0 +1,161 @@
+"""A fleet's faults (contract §18 "Faults"), three members sharing one real PostgreSQL database and
+a Redis of the test's own: a member killed with SIGKILL reads `unreachable` everywhere — its
+sessions too, not `exited` — and comes back with them running; Redis gone, every member goes on
+serving its own sessions and says the fleet is unreachable, and once Redis is back the lists
+converge by themselves; a member with another secret never joins and can act on nobody."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from harness.daemon import Daemon
+from harness.fleet import Fleet, running_fleet
+from harness.own_redis import OwnRedis
+from harness.termclient import Term, hosting_settings
+
+ALL_ONLINE = {"a": "online", "b": "online", "c": "online"}
+
+
+@pytest.fixture(scope="module")
+def redis() -> Iterator[OwnRedis]:
+    server = OwnRedis().start()
+    yield server
+    server.kill()
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory, redis: OwnRedis) -> Iterator[Fleet]:
+    root = tmp_path_factory.mktemp("fleet-faults")
+    with running_fleet(root, settings=hosting_settings(), redis=redis.env()) as running:
+        for name, member in running.members.items():
+            (root / f"work-{name}").mkdir()
+            api(member.daemon, "POST", "/api/workspaces", json={"path": str(root / f"work-{name}")})
+        for member in running.members.values():
+            wait_for(lambda m=member: statuses(m.daemon), lambda s: s == ALL_ONLINE)
+        yield running
+
+
+def api(daemon: Daemon, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    return httpx.request(
+        method, f"{daemon.url}{path}", headers=daemon.owner_headers(), timeout=60, **kwargs
+    )
+
+
+def statuses(daemon: Daemon) -> dict[str, str]:
+    return {m["name"]: m["status"] for m in api(daemon, "GET", "/api/machines").json()}
+
+
+def wait_for(read: Callable[[], Any], wanted: Callable[[Any], bool], timeout: float = 20) -> Any:
+    deadline = time.monotonic() + timeout
+    while not wanted(value := read()):
+        assert time.monotonic() < deadline, f"never: {value}"
+        time.sleep(0.1)
+    return value
+
+
+def status_on(daemon: Daemon, sid: str) -> str | None:
+    rows = api(daemon, "GET", "/api/sessions").json()
+    return next((r["status"] for r in rows if r["id"] == sid), None)
+
+
+def shell_on(fleet: Fleet, name: str, via: str) -> str:
+    made = api(
+        fleet.daemon(via),
+        "POST",
+        "/api/sessions",
+        json={"machine": name, "agent": "shell", "workspace": str(fleet.root / f"work-{name}")},
+    )
+    assert made.status_code == 201, made.text
+    return made.json()["id"]
+
+
+async def test_a_killed_member_is_unreachable_with_its_sessions_and_back_with_them(
+    fleet: Fleet,
+) -> None:
+    a, c = fleet.daemon("a"), fleet.daemon("c")
+    sid = shell_on(fleet, "b", via="a")
+    wait_for(lambda: status_on(a, sid), lambda s: s == "running")
+
+    fleet.kill("b")
+    killed = time.monotonic()
+    for daemon in (a, c):
+        wait_for(lambda d=daemon: status_on(d, sid), lambda s: s == "unreachable")
+        assert statuses(daemon)["b"] == "unreachable"
+    assert time.monotonic() - killed < 20
+    refused = api(a, "DELETE", f"/api/sessions/{sid}")
+    assert refused.status_code == 503, refused.text
+    assert refused.json()["error"]["code"] == "machine_unreachable"
+    assert "machine b is unreachable" in refused.json()["error"]["message"]
+
+    fleet.start("b")  # its holder kept the shell: b takes it back (contract §17)
+    for daemon in (a, c):
+        wait_for(lambda d=daemon: statuses(d), lambda s: s == ALL_ONLINE)
+        wait_for(lambda d=daemon: status_on(d, sid), lambda s: s == "running")
+    term = await Term.open(a, sid)
+    try:
+        await term.run("echo back-$((40+2))")
+        await term.expect(b"back-42")
+    finally:
+        await term.close()
+    api(a, "DELETE", f"/api/sessions/{sid}", params={"wait": "1"})
+
+
+async def test_without_redis_members_serve_their_own_and_converge_once_it_is_back(
+    fleet: Fleet, redis: OwnRedis
+) -> None:
+    a, b = fleet.daemon("a"), fleet.daemon("b")
+    own = shell_on(fleet, "a", via="a")
+    term = await Term.open(a, own)
+    try:
+        redis.kill()
+        for daemon in (a, b):
+            wait_for(
+                lambda d=daemon: api(d, "GET", "/api/status").json()["fleet"]["status"],
+                lambda s: s == "unreachable",
+            )
+        # Each member goes on: its own terminal types, its own sessions start and list.
+        await term.run("echo alone-$((6*7))")
+        await term.expect(b"alone-42")
+        during = shell_on(fleet, "b", via="b")
+        assert status_on(b, during) == "running"
+
+        redis.start()
+        back = time.monotonic()
+        wait_for(lambda: status_on(a, during), lambda s: s == "running", timeout=10)
+        converged = time.monotonic() - back
+        assert converged <= 10, converged
+        for daemon in (a, b):
+            assert api(daemon, "GET", "/api/status").json()["fleet"]["status"] == "online"
+    finally:
+        await term.close()
+    for sid, name in ((own, "a"), (during, "b")):
+        api(fleet.daemon(name), "DELETE", f"/api/sessions/{sid}", params={"wait": "1"})
+
+
+def test_a_member_with_another_secret_never_joins_and_acts_on_nobody(fleet: Fleet) -> None:
+    a = fleet.daemon("a")
+    sid = shell_on(fleet, "a", via="a")
+    intruder = fleet.add("d", secret="another secret that is long enough: 0123456789").daemon
+    try:
+        assert statuses(intruder) == {"d": "online"}
+        assert "d" not in statuses(a)
+        asked = api(
+            intruder,
+            "POST",
+            "/api/sessions",
+            json={"machine": "a", "agent": "shell", "workspace": str(fleet.root / "work-a")},
+        )
+        assert asked.status_code == 404, asked.text
+        assert api(intruder, "GET", f"/api/sessions/{sid}").status_code == 404
+        assert sid not in [r["id"] for r in api(intruder, "GET", "/api/sessions").json()]
+        d_id = fleet.members["d"].machine_id
+        dropped = f"dropped a message on the broadcast channel from {d_id} (unverified): bad"
+        wait_for(lambda: a.log(), lambda log: dropped in log, timeout=10)
+    finally:
+        fleet.remove("d")
+    api(a, "DELETE", f"/api/sessions/{sid}", params={"wait": "1"})
