@@ -59,9 +59,11 @@ class Fleet:
     redis: dict[str, str]
     secret: str = field(default_factory=fleet_secret)
     members: dict[str, Member] = field(default_factory=dict)
+    extra_settings: dict = field(default_factory=dict)  # every member's, beside `fleet`
 
     def settings(self, name: str, secret: str) -> dict:
-        return {"fleet": {"enabled": True, "machine": name, "secret": secret}}
+        fleet = {"fleet": {"enabled": True, "machine": name, "secret": secret}}
+        return {**self.extra_settings, **fleet}
 
     def add(
         self,
@@ -84,6 +86,7 @@ class Fleet:
             "DATABASE_URL": self.database_url,
             **self.redis,
             "HOME": str(user_home),
+            "SHELL": "/bin/bash",
             **(env or {}),
         }
         manage(home, "migrate", "--noinput", "-v", "0", env=env)
@@ -123,9 +126,16 @@ class Fleet:
 
 
 @contextlib.contextmanager
-def running_fleet(root: Path, names: tuple[str, ...] = ("a", "b", "c")) -> Iterator[Fleet]:
+def running_fleet(
+    root: Path,
+    names: tuple[str, ...] = ("a", "b", "c"),
+    settings: dict | None = None,
+    redis: dict[str, str] | None = None,
+) -> Iterator[Fleet]:
+    """`redis`: the members' SVC_REDIS_URL and SVC_REDIS_PREFIX (default: the machine's Redis,
+    with a prefix of the fleet's own: one prefix, one fleet)."""
     with postgres_database() as database_url:
-        fleet = Fleet(root, database_url, redis_env())  # one prefix: one fleet
+        fleet = Fleet(root, database_url, redis or redis_env(), extra_settings=settings or {})
         try:
             fleet.add_many(names)
             yield fleet
