@@ -10,6 +10,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -17,6 +18,8 @@ import pytest
 
 from harness.daemon import Daemon
 from harness.fleet import Fleet, running_fleet
+from harness.git import feature_repo, git
+from harness.mcp import tool
 from harness.termclient import Chat, Term, hosting_settings
 from harness.ws import connect, recv_json
 
@@ -204,3 +207,27 @@ async def test_fleet_reads_cover_every_member(fleet: Fleet) -> None:
     found = api(fleet.daemon("c"), "GET", "/api/search", params={"q": "hello"})
     assert found.status_code == 200, found.text
     await asyncio.sleep(0)
+
+
+async def test_a_subagent_diff_on_c_is_reviewed_and_merged_from_a(
+    fleet: Fleet, tmp_path: Path
+) -> None:
+    a, c = fleet.daemon("a"), fleet.daemon("c")
+    repo = feature_repo(tmp_path / "repo")
+    agents = [{"name": "ff", "agent": "fake", "task": "commit ff.py 3"}]
+    made = await tool(c, "initialize_subagents", mode="parallel", cwd=str(repo), agents=agents)
+    done = await tool(c, "wait_for_subagents", turn_id=made["turn_id"], timeout_s=120)
+    assert done["completed"], done
+    run_id = done["reports"][0]["id"]
+
+    turns = api(a, "GET", "/api/subagent-turns").json()
+    turn = next(t for t in turns if t["turn_id"] == made["turn_id"])
+    assert turn["machine_name"] == "c"
+    diff = api(a, "GET", f"/api/subagents/{run_id}/diff")
+    assert diff.status_code == 200, diff.text
+    assert [f["path"] for f in diff.json()["files"]] == ["ff.py"]
+    merged = api(a, "POST", f"/api/subagents/{run_id}/merge")
+    assert merged.status_code == 200 and merged.json()["merged"] is True, merged.text
+    assert "ff.py" in git(repo, "ls-tree", "--name-only", "feature")
+    again = api(a, "GET", f"/api/subagents/{run_id[:8]}/diff")  # by a prefix, as printed
+    assert again.status_code == 200, again.text
