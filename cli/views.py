@@ -109,7 +109,7 @@ SHORT_ID = 8
 
 def _sessions(items: list[Item], options: Options) -> list[Item]:
     if options["live"]:
-        items = [s for s in items if s["status"] in LIVE_STATUSES]
+        items = [s for s in items if s["status"] in (*LIVE_STATUSES, "unreachable")]
     if options["json"]:
         return items
     # One line a row: an agent's last stderr lines, folded and cut (--json has them whole); the
@@ -118,6 +118,7 @@ def _sessions(items: list[Item], options: Options) -> list[Item]:
         {
             **s,
             "id": str(s["id"])[:SHORT_ID],
+            "machine": s.get("machine_name") or "",
             "name": _one_line(s.get("name") or s.get("title") or "", NAME_WIDTH),
             "detail": _one_line(s.get("detail") or "", DETAIL_WIDTH),
         }
@@ -194,17 +195,26 @@ class ListView:
     columns: tuple[str, ...]
     rows: Callable[[list[Item], Options], list[Item]] = _as_is
     flags: tuple[str, ...] = field(default=())
+    optional: tuple[str, ...] = field(default=())  # shown only when a row has one
 
     def render(self, items: list[Item], options: Options) -> str:
-        return listing(self.rows(items, options), self.columns, options["json"])
+        rows = self.rows(items, options)
+        columns = tuple(
+            c for c in self.columns if c not in self.optional or any(r.get(c) for r in rows)
+        )
+        return listing(rows, columns, options["json"])
 
 
 SESSIONS = ListView(
     "sessions",
     # `detail`: how an ended session ended, for people (its machine value is `end_reason`).
-    ("id", "name", "agent", "kind", "status", "exit_code", "workspace", "created_at", "detail"),
+    (
+        *("id", "machine", "name", "agent", "kind", "status"),
+        *("exit_code", "workspace", "created_at", "detail"),
+    ),
     _sessions,
     ("live",),
+    optional=("machine",),  # a fleet's (contract §18): the machine that hosts it
 )
 PREVIEWS = ListView(
     "previews", ("slug", "kind", "port", "file", "share_expires_at", "owner_url", "share_url")

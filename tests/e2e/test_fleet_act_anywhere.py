@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from harness.daemon import Daemon
+from harness.daemon import ROOT, Daemon
 from harness.fleet import Fleet, running_fleet
 from harness.git import feature_repo, git
 from harness.mcp import tool
@@ -231,3 +233,26 @@ async def test_a_subagent_diff_on_c_is_reviewed_and_merged_from_a(
     assert "ff.py" in git(repo, "ls-tree", "--name-only", "feature")
     again = api(a, "GET", f"/api/subagents/{run_id[:8]}/diff")  # by a prefix, as printed
     assert again.status_code == 200, again.text
+
+
+def test_the_cli_lists_every_members_sessions_with_their_machine(fleet: Fleet) -> None:
+    a = fleet.daemon("a")
+    sid = api(
+        a,
+        "POST",
+        "/api/sessions",
+        json={"machine": "c", "agent": "shell", "workspace": workspace_of(fleet, "c")},
+    ).json()["id"]
+    env = {k: v for k, v in os.environ.items() if k not in ("SVC_PRINT_LOGIN", "SVC_PORT")}
+    shown = subprocess.run(
+        [str(ROOT / "bin" / "svc"), "sessions", "--live"],
+        env={**env, "SVC_HOME": str(a.home)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    header, *lines = shown.stdout.splitlines()
+    assert header.split()[:3] == ["id", "machine", "name"], shown.stdout
+    line = next(x for x in lines if x.startswith(sid[:8]))
+    assert line.split()[1] == "c", shown.stdout
+    api(a, "DELETE", f"/api/sessions/{sid}", params={"wait": "1"})
