@@ -12,9 +12,10 @@ dropped, in order, with backpressure. One relay is two streams, `<prefix>:fleet:
 - Acknowledgements travel as `ack` entries on the reader's own outgoing stream, not in a key: the
   other side already blocks on that stream (XREAD), so an ack wakes a waiting writer in the same
   round trip that carries data, with no polling and no second connection per relay. The reader
-  acks once the consumer took a frame (`recv()` returned it), every ACK_EVERY bytes or whenever it
-  has caught up. The writer keeps ≤ WINDOW bytes unacknowledged (`send()` waits) and trims its
-  stream up to what was acknowledged.
+  acks what the consumer took (`recv()` returned it): at once every ACK_EVERY bytes; once it has
+  caught up, in the next frame it writes itself (`ack` in its meta), or alone ACK_IDLE_S later.
+  The writer keeps ≤ WINDOW bytes unacknowledged (`send()` waits) and trims its stream up to
+  what was acknowledged.
 - Writes are coalesced only while a write is already in flight: the first frame goes out at once
   (a keystroke is never held back), frames queued meanwhile share the next round trip.
 - `close()` writes a `close` entry and deletes the stream it reads; the other side, reading that
@@ -41,6 +42,7 @@ logger = logging.getLogger(__name__)
 
 WINDOW = 1 << 20  # bytes sent and not yet acknowledged before send() waits
 ACK_EVERY = 64 * 1024
+ACK_IDLE_S = 0.25  # a caught-up reader's ack waits this long for a frame of its own to ride on
 MAX_ENTRY = 256 * 1024  # coalesced bytes per stream entry
 TRIM_EVERY = 256 * 1024  # acknowledged bytes left in the stream before a trim is worth a command
 BLOCK_MS = 5000  # one blocking read; the client's socket timeout must be longer (bus.redis_client)
@@ -96,6 +98,7 @@ class Relay:
         self._consumed = 0
         self._ack_due = 0
         self._ack_sent = 0
+        self._ack_by: float | None = None  # when an ack waiting for a frame to ride on goes alone
         self._peer_seen = False
         self._peer_gone = False  # it closed, vanished or never came: nobody reads our stream
         self._opened = time.monotonic()
@@ -171,9 +174,17 @@ class Relay:
             await self._arrived.wait()
         kind, data = self._frames.popleft()
         self._consumed += len(data)
-        if self._consumed - self._ack_due >= ACK_EVERY or not self._frames:
-            self._ack_due = self._consumed
+        if self._consumed - self._ack_sent >= ACK_EVERY:
+            self._ack_due, self._ack_by = self._consumed, 0.0  # the writer may be waiting
             self._wake.set()
+        elif not self._frames:
+            # Caught up on a trickle (keys, a prompt's chunks): the ack rides on the next frame
+            # this side writes, or goes alone ACK_IDLE_S later. Sent at once, each keystroke
+            # cost both members a second stream entry and wake-up.
+            self._ack_due = self._consumed
+            if self._ack_by is None:
+                self._ack_by = time.monotonic() + ACK_IDLE_S
+                self._wake.set()
         # The other side is trusted (it holds the secret); a bad byte still must not raise here.
         return (kind, data.decode(errors="replace")) if kind == "text" else (kind, data)
 
@@ -211,33 +222,48 @@ class Relay:
 
     # --- writing ------------------------------------------------------------------------------
 
-    def _entry(self, kind: str, data: bytes, offset: int) -> dict[bytes, bytes]:
+    def _entry(
+        self, kind: str, data: bytes, offset: int, ack: int | None = None
+    ) -> dict[bytes, bytes]:
         self._seq += 1
         fields = {"v": 1, "from": self.machine_id, "relay": self.relay_id, "dir": self.out_dir}
         fields |= {"seq": self._seq, "off": offset, "kind": kind, "ts": time.time()}
+        if ack is not None and kind != "ack":
+            fields["ack"] = ack  # what this side has read of the other's stream
         meta = json.dumps(fields, separators=(",", ":")).encode()
         return {b"m": meta, b"d": data, b"s": sign(self._secret, meta + b"\n" + data)}
 
     async def _flush_loop(self) -> None:
         try:
             while not self.write_ended:
-                if not self._pending and self._ack_due <= self._ack_sent and not self._trim_due():
+                if not self._pending and not self._ack_now() and not self._trim_due():
                     self._idle.set()
                     self._wake.clear()
-                    await self._wake.wait()
+                    await self._wait_for_work()
                     continue
                 await self._write_batch()
         except (RedisError, OSError) as exc:
             self._end(f"Redis failed: {exc}", writing_too=True)
         self._idle.set()
 
+    def _ack_now(self) -> bool:
+        if self._ack_due <= self._ack_sent:
+            return False
+        return self._ack_by is None or time.monotonic() >= self._ack_by
+
+    async def _wait_for_work(self) -> None:
+        waiting = self._ack_due > self._ack_sent and self._ack_by is not None
+        timeout = max(self._ack_by - time.monotonic(), 0) if waiting else None  # type: ignore[operator]
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), timeout)
+
     def _trim_due(self) -> bool:
         return self._trim_to is not None and self._untrimmed >= TRIM_EVERY
 
     async def _write_batch(self) -> None:
         batch: list[tuple[str, bytes, int]] = []
-        ack = self._ack_due
-        if ack > self._ack_sent:
+        ack = self._ack_due if self._ack_due > self._ack_sent else None
+        if ack is not None and not self._pending:
             batch.append(("ack", b"", ack))
         while self._pending and len(batch) < 64:
             kind, data = self._pending.popleft()
@@ -250,14 +276,25 @@ class Relay:
                 data = b"".join(parts)
             batch.append((kind, data, self._written))
             self._written += len(data)
-        async with self._redis.pipeline(transaction=False) as pipe:
-            for kind, data, offset in batch:
-                pipe.xadd(self.out_key, self._entry(kind, data, offset), nomkstream=True)
-            if self._trim_to is not None:
-                pipe.xtrim(self.out_key, minid=self._trim_to, approximate=False)
-                self._trim_to, self._untrimmed = None, 0
-            results = await pipe.execute()
-        self._ack_sent = max(self._ack_sent, ack)
+        # The ack rides on the batch's first entry: one entry (and one wake-up) fewer.
+        entries = [
+            self._entry(kind, data, offset, ack if i == 0 else None)
+            for i, (kind, data, offset) in enumerate(batch)
+        ]
+        if len(entries) == 1 and self._trim_to is None:
+            results = [await self._redis.xadd(self.out_key, entries[0], nomkstream=True)]
+        else:
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for entry in entries:
+                    pipe.xadd(self.out_key, entry, nomkstream=True)
+                if self._trim_to is not None:
+                    pipe.xtrim(self.out_key, minid=self._trim_to, approximate=False)
+                    self._trim_to, self._untrimmed = None, 0
+                results = await pipe.execute()
+        if ack is not None:
+            self._ack_sent = max(self._ack_sent, ack)
+        if self._ack_sent >= self._ack_due:
+            self._ack_by = None
         for (kind, data, offset), entry_id in zip(batch, results, strict=False):
             if entry_id is None:
                 # NOMKSTREAM found no stream: the other side closed and deleted it, or it expired.
@@ -318,6 +355,8 @@ class Relay:
         self._in_seq = meta["seq"]
         self._peer_seen = True
         kind = meta["kind"]
+        if isinstance(meta.get("ack"), int):
+            self._acked(meta["ack"])
         if kind in DATA:
             self._frames.append((kind, data))
             self._in_off += len(data)

@@ -1,0 +1,190 @@
+"""A fleet on this machine (contract §18, issue 35): three members sharing one PostgreSQL database
+and the machine's Redis, 50 shell sessions on each.
+
+- Echo: one keystroke at a time into a shell on member c, typed through c's own /ws ("local")
+  and through a's /ws ("across": a → Redis Streams relay → c's consumer → c's PTY and back),
+  the two taking turns key by key; p50 and p99 of each, and their ratios. Bars: p50 ≤ 2×,
+  p99 ≤ 3× local.
+- Flood: the bytes of `head -c 30000000 /dev/zero | base64` through c's /ws and through a's,
+  interleaved, 5 rounds each, median MB/s. Bar: across ≥ 0.5× local.
+- Lists: a rename of one of b's sessions (PATCH on b) until the frame of a's /ws/sessions that
+  shows it, with 3 × 50 sessions in the fleet; 100 changes, p50/p99. Bar: p99 ≤ 100 ms.
+- RSS of each member with its 50 sessions held.
+
+Run: `.venv/bin/python bench/fleet.py` (make bench sets SVC_HOME to a temporary directory).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.terminal import echo_latency, settle, throughput  # noqa: E402
+
+SESSIONS_PER_MEMBER = 50
+KEYSTROKES = 300
+ECHO_BLOCK = 50
+FLOOD_ROUNDS = 5
+LIST_CHANGES = 100
+
+
+def pct(values: list[float], q: int) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+async def terminal(daemon: Any, session_id: str) -> tuple[Any, Any, Any]:
+    from websockets.asyncio.client import connect
+
+    ws = await connect(
+        f"{daemon.ws_url}/ws?session_id={session_id}",
+        origin=daemon.origin,
+        additional_headers=daemon.owner_headers(),
+        max_size=None,
+    )
+
+    async def recv() -> bytes:
+        while True:
+            frame = await ws.recv()
+            if isinstance(frame, bytes):
+                return frame
+
+    return ws.send, recv, ws
+
+
+async def echo_and_flood(a: Any, c: Any, session_id: str) -> dict[str, Any]:
+    """One viewer at a time (a second would see the same echo), local and across taking turns
+    in blocks of ECHO_BLOCK keys."""
+    echo: dict[str, list[float]] = {"local": [], "across": []}
+    for _ in range(KEYSTROKES // ECHO_BLOCK):
+        for which, daemon in (("local", c), ("across", a)):
+            send, recv, ws = await terminal(daemon, session_id)
+            await settle(recv)
+            for i in range(ECHO_BLOCK):
+                echo[which].append(await echo_latency(send, recv, i))
+            await settle(recv)
+            await ws.close()
+    flood: dict[str, list[float]] = {"local": [], "across": []}
+    for _ in range(FLOOD_ROUNDS):
+        for which, daemon in (("local", c), ("across", a)):
+            send, recv, ws = await terminal(daemon, session_id)
+            await settle(recv)
+            flood[which].append(await throughput(send, recv))
+            await settle(recv)
+            await ws.close()
+    return {"echo": echo, "flood": flood}
+
+
+async def list_latency(a: Any, b: Any, b_sessions: list[str]) -> list[float]:
+    import httpx
+    from websockets.asyncio.client import connect
+
+    ws = await connect(
+        f"{a.ws_url}/ws/sessions",
+        origin=a.origin,
+        additional_headers=a.owner_headers(),
+        max_size=None,
+    )
+    await ws.recv()
+    took = []
+    async with httpx.AsyncClient(headers=b.owner_headers(), timeout=30) as client:
+        for i in range(LIST_CHANGES):
+            sid, title = b_sessions[i % len(b_sessions)], f"renamed {i}"
+            start = time.perf_counter()
+            await client.patch(f"{b.url}/api/sessions/{sid}", json={"title": title})
+            while True:
+                frame = json.loads(await asyncio.wait_for(ws.recv(), 10))
+                if any(r["id"] == sid and r.get("title") == title for r in frame):
+                    break
+            took.append((time.perf_counter() - start) * 1000)
+    await ws.close()
+    return took
+
+
+def start_sessions(daemon: Any, workspace: Path, count: int) -> list[str]:
+    import httpx
+
+    with httpx.Client(headers=daemon.owner_headers(), timeout=60) as client:
+        client.post(f"{daemon.url}/api/workspaces", json={"path": str(workspace)})
+        return [
+            client.post(
+                f"{daemon.url}/api/sessions",
+                json={"agent": "shell", "workspace": str(workspace), "cols": 120, "rows": 40},
+            ).json()["id"]
+            for _ in range(count)
+        ]
+
+
+def wait_listed(daemon: Any, wanted: int) -> None:
+    import httpx
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        rows = httpx.get(f"{daemon.url}/api/sessions", headers=daemon.owner_headers()).json()
+        if sum(r["status"] == "running" for r in rows) >= wanted:
+            return
+        time.sleep(0.2)
+    raise SystemExit(f"{daemon.url} never listed {wanted} running sessions")
+
+
+def main() -> int:
+    from harness.fleet import running_fleet
+
+    root = Path(tempfile.mkdtemp(prefix="svc-bench-fleet-"))
+    settings = {"agents": {}}
+    with running_fleet(root, settings=settings) as fleet:
+        a, b, c = (fleet.daemon(n) for n in "abc")
+        os.environ.setdefault("SHELL", "/bin/bash")
+        made = {}
+        for name in "abc":
+            (root / f"work-{name}").mkdir()
+            made[name] = start_sessions(
+                fleet.daemon(name), root / f"work-{name}", SESSIONS_PER_MEMBER
+            )
+        wait_listed(a, 3 * SESSIONS_PER_MEMBER)
+        measured = asyncio.run(echo_and_flood(a, c, made["c"][0]))
+        lists = asyncio.run(list_latency(a, b, made["b"]))
+        rss = {name: rss_mib(fleet.daemon(name).proc.pid) for name in "abc"}
+        report(measured, lists, rss)
+    return 0
+
+
+def report(measured: dict[str, Any], lists: list[float], rss: dict[str, float]) -> None:
+    echo, flood = measured["echo"], measured["flood"]
+    e50 = {k: statistics.median(v) for k, v in echo.items()}
+    e99 = {k: pct(v, 99) for k, v in echo.items()}
+    f = {k: statistics.median(v) for k, v in flood.items()}
+    print(f"fleet: 3 members × {SESSIONS_PER_MEMBER} shell sessions, one PostgreSQL, one Redis")
+    for k in ("local", "across"):
+        print(
+            f"  echo {k:7s} p50 {e50[k]:6.2f} ms  p99 {e99[k]:6.2f} ms   "
+            f"flood {f[k]:7.1f} MB/s (rounds: {', '.join(f'{x:.1f}' for x in flood[k])})"
+        )
+    ratio50, ratio99 = e50["across"] / e50["local"], e99["across"] / e99["local"]
+    print(f"  echo across ÷ local: p50 {ratio50:.2f}× (bar ≤ 2×), p99 {ratio99:.2f}× (bar ≤ 3×)")
+    print(f"  flood across ÷ local: {f['across'] / f['local']:.2f}× (bar ≥ 0.5×)")
+    print(
+        f"  list change on b → frame on a: p50 {statistics.median(lists):.1f} ms, "
+        f"p99 {pct(lists, 99):.1f} ms, worst {max(lists):.1f} ms (bar p99 ≤ 100 ms)"
+    )
+    print("  RSS: " + ", ".join(f"{k} {v:.0f} MiB" for k, v in rss.items()))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
