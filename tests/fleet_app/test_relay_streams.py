@@ -6,6 +6,7 @@ no key behind."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import random
@@ -19,7 +20,7 @@ import pytest
 from redis.asyncio import Redis
 
 from fleet_app.bus import redis_client
-from fleet_app.relay_streams import WINDOW, Relay, RelayClosed
+from fleet_app.relay_streams import ACK_IDLE_S, WINDOW, Relay, RelayClosed
 from fleet_app.signing import sign
 from harness.services import redis_env
 
@@ -266,3 +267,26 @@ async def test_a_keystroke_goes_through_at_once_both_ways(open_pair: OpenPair) -
     # company, as a Nagle-style timer would, shows as a floor of tens of ms under every sample.
     assert percentiles(rounds)[0] < 20
     assert percentiles(rounds)[1] < 200
+
+
+async def test_a_trickle_is_acknowledged_on_the_way_back_or_soon_after(
+    open_pair: OpenPair, redis: tuple[Redis, str]
+) -> None:
+    """Keys one way, echoes the other: each ack rides on an echo (no entry of its own); keys with
+    no answer are acknowledged alone within ACK_IDLE_S, and the writer's stream is trimmed."""
+    client, _ = redis
+    owner, viewer = await open_pair()
+    for _ in range(20):
+        await viewer.send("bytes", b"k")
+        assert await owner.recv() == ("bytes", b"k")
+        await owner.send("bytes", b"e")
+        assert await viewer.recv() == ("bytes", b"e")
+    entries = await client.xrange(owner.out_key)
+    kinds = [json.loads(fields[b"m"])["kind"] for _, fields in entries]
+    assert "ack" not in kinds[1:], kinds  # after `open`: echoes carried every ack
+    assert viewer.unacked <= 1  # the last key's ack rides on the next echo
+    for _ in range(5):
+        await viewer.send("bytes", b"k")
+        await owner.recv()
+    await asyncio.sleep(ACK_IDLE_S + 0.3)
+    assert viewer.unacked == 0
