@@ -256,3 +256,17 @@ def test_the_cli_lists_every_members_sessions_with_their_machine(fleet: Fleet) -
     line = next(x for x in lines if x.startswith(sid[:8]))
     assert line.split()[1] == "c", shown.stdout
     api(a, "DELETE", f"/api/sessions/{sid}", params={"wait": "1"})
+
+
+async def test_a_handover_made_on_c_is_picked_up_on_a(fleet: Fleet) -> None:
+    a, c = fleet.daemon("a"), fleet.daemon("c")
+    sid = api(
+        c, "POST", "/api/sessions", json={"agent": "shell", "workspace": workspace_of(fleet, "c")}
+    ).json()["id"]
+    code = (await tool(c, "prepare_handover", session_id=sid))["code"]
+    picked = api(a, "POST", "/api/handover/pickup", json={"code": code})
+    assert picked.status_code == 200, picked.text
+    assert (picked.json()["id"], picked.json()["machine_name"]) == (sid, "c")
+    again = api(a, "POST", "/api/handover/pickup", json={"code": code})
+    assert again.status_code == 404, again.text  # used once, on every member
+    api(a, "DELETE", f"/api/sessions/{sid}", params={"wait": "1"})
