@@ -171,6 +171,8 @@ class FleetLists:
 
     async def _publish(self, name: str) -> None:
         rows = await database_sync_to_async(self._read_own)(name)
+        if name == "notifications":  # what it delivered for others is theirs to show
+            rows = [row for row in rows if not row.get("origin")]
         self._seq += 1
         body = {"name": name, "rows": rows, "boot": self._boot, "seq": self._seq}
         body["machine_name"] = self._own_name()

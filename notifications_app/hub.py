@@ -89,6 +89,7 @@ class Notifier:
         self._retrying: asyncio.Task | None = None  # the loop that tries waiting deliveries
         self._running = False
         self.pairing_notices = Coalesce(PAIRING_WINDOW_S)  # events.pairing_requested
+        self.fleet: Any = None  # a fleet member's relay to the others (notifications_app.fleet)
 
     # --- start and stop ------------------------------------------------------------------------
 
@@ -183,9 +184,13 @@ class Notifier:
         title: str,
         body: str,
         url: str = "",
+        origin: str = "",
     ) -> dict[str, Any] | None:
         """Record `event` and deliver it to every target; returns the notification (None when
-        `notifications.events` leaves it out or svc is not running)."""
+        `notifications.events` leaves it out or svc is not running). `origin`: another fleet
+        member's event, delivered here to this member's devices and chats (not to its Apprise
+        URLs, which are settings a person copies from machine to machine: they would get it
+        once per member)."""
         if event not in EVENTS:
             raise ValueError(f"unknown notification event {event!r}; one of {', '.join(EVENTS)}")
         settings = await asyncio.to_thread(read_settings)
@@ -195,21 +200,25 @@ class Notifier:
             "event": event,
             "session_id": session_id,
             "agent": agent[:64],
-            "title": title[:200],
+            "title": (f"{title} (on {origin})" if origin else title)[:200],
             "body": body,
             "url": url or link(session_id, self.online),
+            "origin": origin[:64],
         }
         before = _unique(dashboard.targets() + channel_target.targets(self.channel_notifiers))
-        after = apprise_target.targets(settings.urls, self.attempt_timeout_s)
+        after = [] if origin else apprise_target.targets(settings.urls, self.attempt_timeout_s)
         notification, subscriptions, rows = await database_sync_to_async(store.record)(
             fields, [t.key for t in before], [t.key for t in after]
         )
         targets = before + webpush.targets(subscriptions, self.attempt_timeout_s) + after
+        fields.pop("origin")
         message = Message(id=str(notification.id), **fields)
         made = notification.created_at
         for target in targets:
             self._delivering.add(rows[target.key])
             self._spawn(lambda t=target: self._deliver(rows[t.key], t, message, made))
+        if not origin and self.fleet is not None:
+            self._spawn(lambda: self.fleet.tell(fields))
         return notification.to_dict()
 
     async def _deliver(

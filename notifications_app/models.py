@@ -28,6 +28,9 @@ class Notification(models.Model):
     body = models.TextField(blank=True)
     url = models.CharField(max_length=2048, blank=True)  # the link to the session
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    # A fleet's (contract §18): the machine whose event this is, when this member delivered it
+    # to its own devices for another member; "" for this member's own.
+    origin = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         ordering = ["-created_at"]
@@ -45,6 +48,7 @@ class Notification(models.Model):
             "body": self.body,
             "url": self.url,
             "created_at": _iso(self.created_at),
+            "origin": self.origin,
         }
 
 

@@ -85,6 +85,10 @@ def build(*, backoff_first_s: float | None = None) -> Runtime:
     )
     notifier = Notifier(channels.notifiers, rt.reach.urls)  # contract §15
     rt.add("notifier", notifier, start=notifier.start, stop=notifier.stop)
+    if (member := getattr(rt, "fleet_member", None)) is not None:
+        from notifications_app.fleet import FleetNotices
+
+        FleetNotices(member.bus, notifier, lambda: config.current_settings().fleet.machine)
     return rt
 
 

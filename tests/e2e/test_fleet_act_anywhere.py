@@ -138,6 +138,15 @@ async def test_a_chat_on_b_is_driven_from_a_and_takes_a_permission_answer(fleet:
     assert row["machine_name"] == "b" and row["decided_by"]["surface"] == "dashboard"
     assert row["decided_by"]["who"].endswith("via a"), row
 
+    # B's permission request reached A's own devices too, marked as B's (one phone, 3 machines).
+    relayed = wait_for(
+        lambda: api(a, "GET", "/api/notifications", params={"machine": "a"}).json(),
+        lambda rows: any(r["session_id"] == sid and r["origin"] == "b" for r in rows),
+    )
+    notice = next(r for r in relayed if r["session_id"] == sid and r["origin"] == "b")
+    assert notice["event"] == "permission_requested" and notice["title"].endswith("(on b)")
+    assert notice["url"].startswith(a.url) and notice["url"].endswith(f"#session={sid}")
+
 
 async def test_every_members_list_shows_every_members_sessions(fleet: Fleet) -> None:
     made = {
