@@ -111,8 +111,10 @@ def test_the_list_is_newest_first_with_each_deliverys_outcome(api: Client) -> No
         "body",
         "url",
         "created_at",
+        "origin",
         "deliveries",
     }
+    assert second["origin"] == ""  # this member's own (a fleet's others': their machine name)
     assert (second["event"], second["session_id"], second["agent"]) == ("turn_ended", "s1", "fake")
     outcomes = [(d["target"], d["status"], d["attempts"], d["error"]) for d in second["deliveries"]]
     assert outcomes == [("dashboard", "sent", 1, ""), ("apprise:0", "failed", 3, "refused")]
