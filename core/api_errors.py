@@ -74,6 +74,15 @@ def _unreachable(exc: Exception) -> bool:
     return isinstance(exc, InterfaceError) or bool(_GONE.search(str(exc)))
 
 
+def database_unavailable(exc: Exception) -> dict[str, Any] | None:
+    """The 503 body for a database that cannot be reached, for code outside DRF's views (a
+    middleware); None when `exc` is another database error."""
+    if not isinstance(exc, OperationalError | InterfaceError) or not _unreachable(exc):
+        return None
+    message = _database_unavailable(exc)
+    return {"error": {"status": 503, "code": "database_unavailable", "message": message}}
+
+
 def _database_unavailable(exc: Exception) -> str:
     db = connections["default"].settings_dict
     if "postgresql" in db["ENGINE"]:

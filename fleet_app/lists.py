@@ -34,6 +34,7 @@ logger = logging.getLogger(__name__)
 
 SHARED = ("sessions", "agents_runtime", "notifications", "channels", "tunnels")
 LIVE_STATUSES = ("starting", "running")
+REPUBLISH_S = 2.0  # a list that could not be read (the database away) is tried again this often
 Rows = list[dict[str, Any]]
 
 
@@ -166,6 +167,10 @@ class FleetLists:
             for name in sorted(dirty):
                 try:
                     await self._publish(name)
+                except DatabaseError as exc:  # PostgreSQL gone: tried again until it is back
+                    logger.info("fleet: could not read %s to publish it: %s", name, exc)
+                    self._dirty.add(name)
+                    asyncio.get_running_loop().call_later(REPUBLISH_S, self._wake.set)
                 except Exception:
                     logger.exception("fleet: publishing %s failed", name)
 

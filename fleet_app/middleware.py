@@ -12,8 +12,10 @@ from collections.abc import Callable
 from typing import Any
 
 from asgiref.sync import async_to_sync
+from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from core import api_errors
 from core.runtime import current_or_none
 from fleet_app import merge, routes
 from fleet_app.bus import FleetUnreachable
@@ -59,6 +61,11 @@ class FleetMiddleware:
             return error(exc.status, "not_found" if exc.status == 404 else "conflict", exc.message)
         except FleetUnreachable as exc:
             return unreachable(forwarder, exc)
+        except (OperationalError, InterfaceError) as exc:
+            # Where a session lives is read from this member's tables (contract §18 "Faults").
+            if (body := api_errors.database_unavailable(exc)) is None:
+                raise
+            return JsonResponse(body, status=503)
 
 
 class FleetRequest:

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from harness.daemon import Daemon
-from harness.fleet import Fleet, running_fleet
+from harness.fleet import Fleet, TcpProxy, running_fleet
 from harness.own_redis import OwnRedis
 from harness.termclient import Term, hosting_settings
 
@@ -159,3 +159,40 @@ def test_a_member_with_another_secret_never_joins_and_acts_on_nobody(fleet: Flee
     finally:
         fleet.remove("d")
     api(a, "DELETE", f"/api/sessions/{sid}", params={"wait": "1"})
+
+
+async def test_a_member_whose_database_is_gone_keeps_its_sessions_and_catches_up(
+    fleet: Fleet,
+) -> None:
+    proxy = TcpProxy(("127.0.0.1", 5432))
+    try:
+        member = fleet.add("e", env={"DATABASE_URL": proxy.url_for(fleet.database_url)})
+        e, a = member.daemon, fleet.daemon("a")
+        (fleet.root / "work-e").mkdir()
+        api(e, "POST", "/api/workspaces", json={"path": str(fleet.root / "work-e")})
+        sid = shell_on(fleet, "e", via="e")
+        term = await Term.open(e, sid)
+        try:
+            proxy.cut()
+            gone = api(e, "GET", f"/api/sessions/{sid}")
+            assert gone.status_code == 503, gone.text
+            assert gone.json()["error"]["code"] == "database_unavailable"
+            await term.run("echo still-$((20+22))")  # its session runs on
+            await term.expect(b"still-42")
+            wait_for(lambda: statuses(a).get("e"), lambda s: s == "unreachable", timeout=25)
+            proxy.restore()
+            wait_for(lambda: statuses(a).get("e"), lambda s: s == "online", timeout=20)
+            wait_for(lambda: status_on(a, sid), lambda s: s == "running")
+            renamed = api(e, "PATCH", f"/api/sessions/{sid}", json={"title": "after the outage"})
+            assert renamed.status_code == 200, renamed.text
+            wait_for(
+                lambda: {r["id"]: r["title"] for r in api(a, "GET", "/api/sessions").json()},
+                lambda titles: titles.get(sid) == "after the outage",
+            )
+        finally:
+            await term.close()
+        api(e, "DELETE", f"/api/sessions/{sid}", params={"wait": "1"})
+    finally:
+        if "e" in fleet.members:
+            fleet.remove("e")
+        proxy.close()
