@@ -81,14 +81,30 @@ async def echo_and_flood(a: Any, c: Any, session_id: str) -> dict[str, Any]:
             await settle(recv)
             await ws.close()
     flood: dict[str, list[float]] = {"local": [], "across": []}
+    redis_cpu_s = 0.0  # Redis's CPU during the floods across (what one MB across costs it)
     for _ in range(FLOOD_ROUNDS):
         for which, daemon in (("local", c), ("across", a)):
             send, recv, ws = await terminal(daemon, session_id)
             await settle(recv)
+            before = redis_cpu()
             flood[which].append(await throughput(send, recv))
+            if which == "across":
+                redis_cpu_s += redis_cpu() - before
             await settle(recv)
             await ws.close()
-    return {"echo": echo, "flood": flood}
+    # 30 MB of zeros, base64: 40.5 MB of output per round.
+    mb_across = FLOOD_ROUNDS * 40.5
+    return {"echo": echo, "flood": flood, "redis_cpu_per_mb": redis_cpu_s / mb_across}
+
+
+def redis_cpu() -> float:
+    """Redis's own CPU seconds so far (user + system, all its threads)."""
+    import redis
+
+    info = redis.Redis.from_url(os.environ.get("SVC_BENCH_REDIS", "redis://127.0.0.1:6379/0"))
+    cpu = info.info("cpu")
+    info.close()
+    return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
 
 
 async def list_latency(a: Any, b: Any, b_sessions: list[str]) -> list[float]:
@@ -103,6 +119,7 @@ async def list_latency(a: Any, b: Any, b_sessions: list[str]) -> list[float]:
     )
     await ws.recv()
     took = []
+    before = redis_cpu()
     async with httpx.AsyncClient(headers=b.owner_headers(), timeout=30) as client:
         for i in range(LIST_CHANGES):
             sid, title = b_sessions[i % len(b_sessions)], f"renamed {i}"
@@ -113,6 +130,7 @@ async def list_latency(a: Any, b: Any, b_sessions: list[str]) -> list[float]:
                 if any(r["id"] == sid and r.get("title") == title for r in frame):
                     break
             took.append((time.perf_counter() - start) * 1000)
+    took.append((redis_cpu() - before) / LIST_CHANGES)  # the last value: Redis CPU per change
     await ws.close()
     return took
 
@@ -159,10 +177,32 @@ def main() -> int:
             )
         wait_listed(a, 3 * SESSIONS_PER_MEMBER)
         measured = asyncio.run(echo_and_flood(a, c, made["c"][0]))
-        lists = asyncio.run(list_latency(a, b, made["b"]))
+        *lists, redis_per_change = asyncio.run(list_latency(a, b, made["b"]))
+        snapshot = len(json.dumps(httpx_rows(b)))
         rss = {name: rss_mib(fleet.daemon(name).proc.pid) for name in "abc"}
         report(measured, lists, rss)
+        estimate(measured, redis_per_change, snapshot)
     return 0
+
+
+def httpx_rows(daemon: Any) -> list[dict]:
+    """One member's own rows of the sessions list (what it publishes on each change)."""
+    import httpx
+
+    rows = httpx.get(
+        f"{daemon.url}/api/sessions", params={"machine": "b"}, headers=daemon.owner_headers()
+    ).json()
+    return [{k: v for k, v in r.items() if k not in ("machine", "machine_name")} for r in rows]
+
+
+def estimate(measured: dict[str, Any], per_change_s: float, snapshot: int) -> None:
+    """Where one Redis stops being enough, from this run's costs (one core for Redis)."""
+    per_mb = measured["redis_cpu_per_mb"]
+    print(
+        f"  Redis CPU: {per_mb * 1000:.2f} ms per MB of terminal output across members "
+        f"(→ ≈ {1 / per_mb:.0f} MB/s of it on one core); {per_change_s * 1000:.2f} ms per list "
+        f"change with 3 members (one {snapshot / 1024:.0f} KiB snapshot of 50 sessions to 2 others)"
+    )
 
 
 def report(measured: dict[str, Any], lists: list[float], rss: dict[str, float]) -> None:
