@@ -3,8 +3,8 @@ port is closed and a private PostgreSQL that rejects every connection without TL
 here (harness/tls_services.py). Two members — Redis `rediss://` with the CA in the URL, PostgreSQL
 `sslmode=verify-full` for one and `sslmode=require` for the other — see each other online, every
 database connection they hold is encrypted, and a shell on one is started and typed into from the
-other (the signed bus and a Streams relay). The bus, a relay and the Redis channel layer as svc
-configures it work over TLS; the URL's TLS options reach libpq beside a member's search path.
+other (the signed bus and a Streams relay). The bus, a relay and the Redis channel layer svc
+uses outside a fleet work over TLS; the URL's TLS options reach libpq beside a member's search path.
 Refused: a plain connection to either server, and a member whose URL lacks the CA (its `fleet`
 status says the certificate failed).
 """
@@ -28,9 +28,8 @@ from channels_redis.core import RedisChannelLayer
 from django.db.utils import ConnectionHandler
 
 from fleet_app import conf as fleet_conf
-from fleet_app.bus import Bus, FleetUnreachable
+from fleet_app.bus import Bus
 from fleet_app.conf import FleetConfig
-from fleet_app.member import Member
 from fleet_app.relay_streams import Relay
 from harness.daemon import Daemon, manage
 from harness.fleet import Fleet
@@ -147,7 +146,7 @@ async def test_a_shell_on_b_is_started_and_typed_into_from_a_over_tls(
     )
     assert started.status_code == 201, started.text
     sid = started.json()["id"]
-    assert started.json()["machine_name"] == "b"
+    assert started.json()["machine"] == tls.fleet.members["b"].machine_id
     try:
         # A opens the terminal of whatever session its merged list says another member owns.
         wait_for(
@@ -243,19 +242,17 @@ def test_the_database_url_s_tls_options_reach_libpq_beside_the_member_s_schema(
     assert got == (config.schema, "5s", True)
 
 
-async def test_a_member_that_does_not_trust_the_redis_certificate_says_why(
-    tls: TlsFleet,
-) -> None:
-    # The same server and secret, but no CA in the URL: the system's CAs do not know the fleet's.
-    config = FleetConfig(machine_id="9" * 32, secret=SECRET)
-    member = Member(config, tls.redis.url_without_ca, f"svc-tls-{secrets.token_hex(4)}")
-    await member.start()
+def test_a_member_that_does_not_trust_the_redis_certificate_says_why(tls: TlsFleet) -> None:
+    # The same server, secret and (TLS) database, but no CA in its Redis URL: the system's CAs do
+    # not know the fleet's. It starts, serves its own API, and says why the fleet is away.
+    stranger = tls.fleet.add("x", env={"SVC_REDIS_URL": tls.redis.url_without_ca})
     try:
-        status = member.status()
-        assert status["status"] == "unreachable"
-        assert status["detail"].startswith(f"Redis at 127.0.0.1:{tls.redis.port}: ")
-        assert "certificate verify failed" in status["detail"]
-        with pytest.raises(FleetUnreachable, match="certificate verify failed"):
-            await member.bus.call("1" * 32, "ping", {})
+        fleet = wait_for(
+            lambda: fleet_status(stranger.daemon), lambda f: "certificate" in f["detail"]
+        )
+        assert fleet["status"] == "unreachable"
+        assert fleet["detail"].startswith(f"Redis at 127.0.0.1:{tls.redis.port}: ")
+        assert "certificate verify failed" in fleet["detail"]
+        assert [row["name"] for row in machines(stranger.daemon) if row["self"]] == ["x"]
     finally:
-        await member.stop()
+        tls.fleet.remove("x")
