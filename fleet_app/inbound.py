@@ -63,7 +63,10 @@ def surface_of(body: dict[str, Any], caller: dict[str, str]) -> dict[str, Any]:
 
 
 def caller_of(envelope: Envelope, names: dict[str, str]) -> dict[str, str]:
-    return {"machine": envelope.sender, "machine_name": names.get(envelope.sender, "")}
+    """The asking member, by the name it gives itself (signed with the rest) when it gives one:
+    the heartbeat here may not have seen a member that joined a moment ago."""
+    named = str(envelope.body.get("caller_name") or names.get(envelope.sender, ""))
+    return {"machine": envelope.sender, "machine_name": named[:64]}
 
 
 async def run_request(app: ASGIHandler, scope: dict[str, Any], content: bytes) -> dict[str, Any]:

@@ -47,7 +47,7 @@ class FleetLists:
         own_name: Callable[[], str],
     ) -> None:
         self.fleet, self.bus = fleet, bus
-        self._read_own, self._own_name = read_own, own_name
+        self._read_own, self.own_name = read_own, own_name
         self._rows: dict[str, dict[str, Rows]] = {}  # machine id → list → its rows
         self._seen: dict[str, tuple[str, int]] = {}  # machine id → (its boot, last seq)
         self.names: dict[str, str] = {}  # machine id → its name
@@ -63,7 +63,7 @@ class FleetLists:
         """This member's rows of `name` with every other member's after them (core.live)."""
         if name not in SHARED:
             return rows
-        merged = self._tagged(self.fleet.machine_id, self._own_name(), rows)
+        merged = self._tagged(self.fleet.machine_id, self.own_name(), rows)
         for machine, lists in self._rows.items():
             if machine != self.fleet.machine_id and name in lists:
                 merged.extend(self.remote_rows(machine, name))
@@ -100,6 +100,15 @@ class FleetLists:
             if str(row.get("id", "")).startswith(wanted)
         }
         return owners.pop() if len(owners) == 1 else None
+
+    def learn_session(self, machine: str, row: dict[str, Any]) -> None:
+        """A session another member just answered for (it started it for a person here):
+        known as that member's at once, before its next publication arrives — the person's
+        next step is opening it."""
+        if machine == self.fleet.machine_id or not isinstance(row.get("id"), str):
+            return
+        rows = self._rows.setdefault(machine, {}).setdefault("sessions", [])
+        self._rows[machine]["sessions"] = [row, *(r for r in rows if r.get("id") != row["id"])]
 
     @staticmethod
     def _tagged(machine: str, name: str, rows: Rows) -> Rows:
@@ -180,7 +189,7 @@ class FleetLists:
             rows = [row for row in rows if not row.get("origin")]
         self._seq += 1
         body = {"name": name, "rows": rows, "boot": self._boot, "seq": self._seq}
-        body["machine_name"] = self._own_name()
+        body["machine_name"] = self.own_name()
         with contextlib.suppress(FleetUnreachable):  # Redis gone: the row below still says it
             await self.bus.broadcast("list", body)
         with contextlib.suppress(DatabaseError):  # PostgreSQL gone: the bus said it

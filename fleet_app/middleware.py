@@ -169,7 +169,10 @@ class FleetRequest:
     def _relayed(self, machine: str, reply: Reply) -> HttpResponse:
         if not reply.content_type.startswith("application/json"):
             return HttpResponse(reply.body, status=reply.status, content_type=reply.content_type)
-        data = merge.tag_answer(machine, self.forwarder.name_of(machine), reply.json())
+        raw = reply.json()
+        if self.path == "/api/sessions" and self.method == "POST" and isinstance(raw, dict):
+            self.forwarder.lists.learn_session(machine, raw)
+        data = merge.tag_answer(machine, self.forwarder.name_of(machine), raw)
         return JsonResponse(data, status=reply.status, safe=False)
 
     def _here(self) -> tuple[int, Any]:

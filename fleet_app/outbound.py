@@ -85,7 +85,10 @@ class Forwarder:
         if wanted not in known and wanted.lower() not in {n.lower() for n in known.values()}:
             from fleet_app.selectors import machine_list_dicts
 
-            known |= {m["id"]: m["name"] for m in machine_list_dicts()}
+            found = {m["id"]: m["name"] for m in machine_list_dicts()}
+            known |= found
+            for machine, name in found.items():  # until the heartbeat's next look
+                self.lists.names.setdefault(machine, name)
         if wanted in known:
             return wanted
         matches = [m for m, name in known.items() if name.lower() == wanted.lower()]
@@ -108,7 +111,8 @@ class Forwarder:
         """Raises FleetUnreachable (the member is away, or Redis is)."""
         if self.lists.status.get(machine) == "unreachable":
             raise FleetUnreachable(machine, "it has not renewed its row for 15 s")
-        answer = await self.bus.call(machine, "http", request.message(), timeout=CALL_TIMEOUT_S)
+        body = request.message() | {"caller_name": self.lists.own_name()}
+        answer = await self.bus.call(machine, "http", body, timeout=CALL_TIMEOUT_S)
         if "error" in answer and "status" not in answer:  # the bus's own: no handler, it failed
             raise FleetUnreachable(machine, str(answer["error"].get("message", "")))
         body = base64.b64decode(str(answer.get("body") or ""))

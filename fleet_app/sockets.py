@@ -84,6 +84,8 @@ class FleetSockets:
             # Joined a moment ago: not yet in the heartbeat's last look.
             rows = await database_sync_to_async(machine_list_dicts)()
             names |= {row["id"]: row["name"] for row in rows}
+            for machine, name in names.items():  # until the heartbeat's next look
+                self.lists.names.setdefault(machine, name)
         matches = [wanted] if wanted in names or wanted == self.fleet.machine_id else []
         matches = matches or [m for m, n in names.items() if n.lower() == wanted.lower()]
         if len(matches) != 1:
@@ -117,6 +119,7 @@ class FleetSockets:
             "surface": "remote" if remote else "main",
             "device": str(scope.get("svc_device") or "") if remote else "",
             "device_name": str(scope.get("svc_device_name") or "") if remote else "",
+            "caller_name": self.lists.own_name(),
         }
         try:
             answer = await self.bus.call(machine, "ws_open", body, timeout=OPEN_TIMEOUT_S)

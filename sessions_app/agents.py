@@ -159,8 +159,10 @@ def get_agent(name: str) -> AgentDef | None:
 _DAEMON_ONLY_ENV = ("DJANGO_SETTINGS_MODULE", "DATABASE_URL")
 
 
-def _inherited(name: str) -> bool:
-    return not name.startswith("SVC_") and name not in _DAEMON_ONLY_ENV
+def _inherited(name: str, fleet_secret_env: str = "") -> bool:
+    # The fleet secret's variable (settings `fleet.secret_env`, any name) is a key to every
+    # member's sessions (contract §18): never an agent's.
+    return not name.startswith("SVC_") and name not in (*_DAEMON_ONLY_ENV, fleet_secret_env)
 
 
 # svc ignores the key a client sends and uses the profile's own (contract §5); CLIs insist on one.
@@ -272,7 +274,8 @@ def session_env(
     agent: AgentDef, *, session_id: str, workspace: str, profile_id: str = ""
 ) -> dict[str, str]:
     auth = config.current_auth()
-    env = {k: v for k, v in os.environ.items() if _inherited(k)}
+    secret_env = config.current_settings().fleet.secret_env
+    env = {k: v for k, v in os.environ.items() if _inherited(k, secret_env)}
     env.update(TERM="xterm-256color", COLORTERM="truecolor")
     if profile_id:
         env.update(profile_env(profile_id, agent.name, agent.vendor, session_id))

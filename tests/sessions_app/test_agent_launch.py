@@ -174,3 +174,17 @@ def test_settings_keep_a_builtins_environment_and_add_to_it() -> None:
     gemini = agents.all_agents(settings)["gemini"]
     assert gemini.env == {"GEMINI_CLI_TRUST_WORKSPACE": "true", "EXTRA": "1"}
     assert gemini.vendor == "gemini"
+
+
+def test_the_fleet_secret_never_reaches_an_agent_whatever_its_variable_is_called(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key to every member's sessions (contract §18): `fleet.secret_env` may name any variable."""
+    settings = json.loads((home / "settings.json").read_text())
+    settings["fleet"] = {"enabled": False, "secret_env": "TEAM_FLEET_KEY"}
+    (home / "settings.json").write_text(json.dumps(settings))
+    monkeypatch.setenv("TEAM_FLEET_KEY", "k" * 40)
+    monkeypatch.setenv("OTHER_VARIABLE", "kept")
+    env = agents.session_env(agents.get_agent("shell"), session_id="s1", workspace=str(home))
+    assert "TEAM_FLEET_KEY" not in env
+    assert env["OTHER_VARIABLE"] == "kept"
