@@ -1,4 +1,4 @@
-"""A port already in use ends start-up (docs/service.md).
+"""A port already in use, or a start that fails after the bind, ends start-up (docs/service.md).
 
 daphne logs "Listen failure: …" and stops the reactor before it runs: runserver then returns as
 if all went well (exit 0), which looked like success. svc ends start-up with a non-zero exit and
@@ -31,6 +31,8 @@ def exit_on_listen_failure(explain: Callable[[int, str, OSError | None], str]) -
 
     def run_or_exit(self: Server) -> None:
         run(self)
+        if _start_failure:
+            _exit_with(_start_failure[0])
         problem = getattr(self, "_svc_listen_failure", None)
         if problem is None:
             return
@@ -43,11 +45,29 @@ def exit_on_listen_failure(explain: Callable[[int, str, OSError | None], str]) -
             )
         except Exception as exc:  # the line must come out whatever the look at the owner did
             line = f"svc: cannot start: could not listen ({problem}; {exc})"
-        sys.stderr.write(line.rstrip("\n") + "\n")
-        sys.stderr.flush()
-        raise SystemExit(LISTEN_FAILED_EXIT)
+        _exit_with(line)
 
     Server.listen_error = listen_error  # type: ignore[method-assign]
     Server.run = run_or_exit  # type: ignore[method-assign]
     Server._svc_exits_on_listen_failure = True  # type: ignore[attr-defined]
     return True
+
+
+# Why the start after binding failed: set once, read as the server's run returns.
+_start_failure: list[str] = []
+
+
+def fail_start(line: str) -> None:
+    """The daemon bound its port but could not start (a Redis it was told to use is not there):
+    end the process with `line` and a non-zero exit, rather than keep a port open that answers
+    nothing (docs/service.md)."""
+    from twisted.internet import reactor
+
+    _start_failure.append(line)
+    reactor.stop()  # type: ignore[attr-defined]
+
+
+def _exit_with(line: str) -> None:
+    sys.stderr.write(line.rstrip("\n") + "\n")
+    sys.stderr.flush()
+    raise SystemExit(LISTEN_FAILED_EXIT)

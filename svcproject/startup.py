@@ -85,8 +85,10 @@ def bind_remote_listener() -> int:
 async def _start(runtime: Runtime) -> None:
     try:
         await runtime.start()
-    except Exception:
+    except Exception as exc:
         logger.exception("svc could not start")
+        reason = " ".join(str(exc).split())[:300] or type(exc).__name__
+        listen_failure.fail_start(f"svc: cannot start: {reason}")
         raise
     freeze_startup_objects()  # again: what start built (the MCP app, the mirrors) lives on too
 
