@@ -7,7 +7,7 @@ import { api, pageKey, socket } from "./api.js";
 import { answered, apply, emptyLog, rowAt } from "./chat-log.js";
 import { Markdown } from "./markdown.js";
 import { onScreen } from "./nav.js";
-import { isLive, resumable, sessions } from "./store.js";
+import { isAway, isLive, machineNameOf, resumable, sessions } from "./store.js";
 import { Component, Status, effect, html, useComputed, useLayoutEffect, useRef, useState, useStatus } from "./ui.js";
 
 function connect(session, resume, receive, closed) {
@@ -51,6 +51,10 @@ function Ended({ sessionId }) {
   const row = useComputed(() => sessions.value.find((s) => s.id === sessionId) || null).value;
   const [text, run] = useStatus();
   if (!row || isLive(row)) return null;
+  if (isAway(row)) {
+    return html`<div class="chat-ended chat-away" role="status" data-status=${row.status}>
+      <p class="chat-ended-head">Machine ${machineNameOf(row)} is unreachable: this chat comes back when it rejoins.</p></div>`;
+  }
   const code = row.exit_code === null || row.exit_code === undefined ? "" : ` (exit code ${row.exit_code})`;
   const resume = () => run(async () => { await api("POST", `sessions/${sessionId}/resume`); }, "resuming…");
   return html`<div class="chat-ended" role="status" data-status=${row.status}>
@@ -183,7 +187,8 @@ export function Chat({ tab, onShown }) {
     reveal.setHit(null);
   };
   const answer = (row, option) => {
-    link.current.send({ type: "permission", request_id: row.request, option_id: option.option_id });
+    // The session's id routes the answer to the machine that runs the chat (contract §18).
+    link.current.send({ type: "permission", session_id: sessionId, request_id: row.request, option_id: option.option_id });
     setLog((current) => answered(current, row.key));
   };
   const target = reveal.hit && rowAt(log, reveal.hit.at);

@@ -11,6 +11,7 @@ export const VIEWS = [
   { name: "session", label: "Open", icon: "▣", phone: true },
   { name: "previews", label: "Previews", icon: "◧" },
   { name: "turns", label: "Subagents", icon: "⁂" },
+  { name: "machines", label: "Machines", icon: "⌂" },
   { name: "remote", label: "Remote", icon: "⇄" },
   { name: "channels", label: "Channels", icon: "✉" },
   { name: "usage", label: "Usage", icon: "∑" },

@@ -1,8 +1,12 @@
-// The Sessions view: the new-session form (with "Add a folder…", asked for at once on a first run),
-// the handover box, and the table of every session with its filter and actions.
+// The Sessions view: the new-session form (with "Add a folder…", asked for at once on a first run,
+// and in a fleet the machine it starts on), the handover box, and the table of every session with
+// its filter and actions (in a fleet: which machine each runs on, and a filter by machine).
 import { age, api } from "./api.js";
 import { openSession, view } from "./nav.js";
-import { LIVE, choices, choicesError, clock, forgetSession, isLive, loadChoices, resumable, sessions } from "./store.js";
+import {
+  LIVE, choices, choicesError, clock, forgetSession, isAway, isFleet, isLive, isOwn, loadChoices, machineNameOf,
+  machines, resumable, sessions, thisMachine,
+} from "./store.js";
 import { Option, Status, html, useEffect, useRef, useState, useStatus } from "./ui.js";
 
 function place(w) {
@@ -29,23 +33,47 @@ function AddFolder({ open, picked, onAdded }) {
   </form>`;
 }
 
-function NewSession() {
+// In a fleet, the machine a new session starts on (contract §18): this one first, the others by
+// name; an unreachable one is offered but cannot be picked.
+function MachinePicker({ picked, onPick }) {
+  const here = thisMachine.value;
+  const others = machines.value.filter((m) => !m.self);
+  const label = (m) => (m.status === "online" ? m.name : `${m.name} (unreachable)`);
+  return html`<label>Machine <select name="machine" id="new-machine" value=${picked} onChange=${(e) => onPick(e.currentTarget.value)}>
+    ${here && html`<${Option} value=${here.id}>${`${here.name} (this machine)`}<//>`}
+    ${others.map((m) => html`<${Option} key=${m.id} value=${m.id} disabled=${m.status !== "online"}>${label(m)}<//>`)}
+  </select></label>`;
+}
+
+// What the form offers on the machine picked: this machine's own agents, workspaces and profiles,
+// or another's agents and workspaces as its machines row says (its profiles are its own).
+function offered(other) {
   const { agents, workspaces, profiles } = choices.value;
-  const places = workspaces.map(place);
+  if (!other) return { agentNames: agents.filter((a) => a.enabled).map((a) => a.name), places: workspaces.map(place), profiles };
+  return { agentNames: other.agents, places: other.workspaces.map((path) => ({ value: path, label: path })), profiles: [] };
+}
+
+function NewSession() {
+  const { workspaces } = choices.value;
+  const [machine, setMachine] = useState(""); // "": this machine
+  const other = (isFleet.value && machines.value.find((m) => m.id === machine && !m.self)) || null;
+  const { agentNames, places, profiles } = offered(other);
   const [picked, setPicked] = useState("");
   const [folderOpen, setFolderOpen] = useState(null); // null: open while there is no workspace
   const [text, run] = useStatus();
   useEffect(() => setFolderOpen(null), [workspaces]);
   const workspace = places.some((p) => p.value === picked) ? picked : (places[0] || { value: "" }).value;
-  const open = folderOpen === null ? places.length === 0 : folderOpen;
+  const open = !other && (folderOpen === null ? places.length === 0 : folderOpen);
   const submit = (event) => {
     event.preventDefault();
     const form = event.currentTarget;
     run(async () => {
-      const session = await api("POST", "sessions", {
+      const body = {
         agent: form.agent.value, workspace: form.workspace.value, kind: form.kind.value,
         profile_id: form.profile.value, cols: 100, rows: 30,
-      });
+      };
+      if (other) body.machine = other.id;
+      const session = await api("POST", "sessions", body);
       openSession(session);
     }, "starting…");
   };
@@ -53,12 +81,14 @@ function NewSession() {
     setFolderOpen(!open);
     if (!open) requestAnimationFrame(() => document.querySelector("#add-folder input[name=path]").focus());
   };
+  const none = other ? `(no workspace on ${other.name}: register one on its own dashboard)` : "(no workspace yet: add a folder)";
   return html`<form id="new-session" class="row" onSubmit=${submit}>
-      <label>Agent <select name="agent" id="new-agent">${agents.filter((a) => a.enabled).map((a) => html`<${Option} key=${a.name} value=${a.name}>${a.name}<//>`)}</select></label>
+      ${isFleet.value && html`<${MachinePicker} picked=${other ? other.id : (thisMachine.value || {}).id} onPick=${setMachine} />`}
+      <label>Agent <select name="agent" id="new-agent">${agentNames.map((name) => html`<${Option} key=${name} value=${name}>${name}<//>`)}</select></label>
       <label>Workspace <select name="workspace" id="new-workspace" value=${workspace} onChange=${(e) => setPicked(e.currentTarget.value)}>
-        ${places.length ? places.map((p) => html`<${Option} key=${p.value} value=${p.value}>${p.label}<//>`) : html`<option value="">(no workspace yet: add a folder)</option>`}
+        ${places.length ? places.map((p) => html`<${Option} key=${p.value} value=${p.value}>${p.label}<//>`) : html`<option value="">${none}</option>`}
       </select></label>
-      <button type="button" id="add-folder-toggle" class="linkish" aria-controls="add-folder" aria-expanded=${String(open)} onClick=${toggle}>Add a folder…</button>
+      ${!other && html`<button type="button" id="add-folder-toggle" class="linkish" aria-controls="add-folder" aria-expanded=${String(open)} onClick=${toggle}>Add a folder…</button>`}
       <label>Profile <select name="profile" id="new-profile"><option value="">(none)</option>${profiles.map((p) => html`<${Option} key=${p.id} value=${p.id}>${p.id}<//>`)}</select></label>
       <label>Kind <select name="kind" id="new-kind"><option value="terminal">terminal</option><option value="chat">chat</option></select></label>
       <button type="submit" class="primary">Start</button> <${Status} id="new-status" text=${text || choicesError.value} />
@@ -86,7 +116,7 @@ function Pickup() {
 }
 
 function sessionStatus(s) {
-  if (isLive(s)) return s.status;
+  if (isLive(s) || isAway(s)) return s.status;
   if (s.detail) return s.detail; // "stopped when svc stopped", "stopped by you", an agent's last words…
   return s.exit_code === null || s.exit_code === undefined ? s.status : `${s.status} with code ${s.exit_code}`;
 }
@@ -98,6 +128,10 @@ function Age({ since }) {
 
 function Actions({ s, report }) {
   const live = isLive(s);
+  // A session of a machine that is away: nothing to stop or remove from here until it is back.
+  if (isAway(s)) {
+    return html`<td class="actions"><button type="button" onClick=${() => openSession(s)}>${s.kind === "terminal" ? "Open terminal" : "Open chat"}</button></td>`;
+  }
   const remove = () => report(async () => { await api("DELETE", `sessions/${s.id}?remove=1`); forgetSession(s.id); });
   // Resumed first, then opened: an open tab of this session follows it (tabs.js keys its view by
   // the process), so Resume works whether or not the tab is open.
@@ -110,59 +144,77 @@ function Actions({ s, report }) {
   </td>`;
 }
 
-function Row({ s, report }) {
+function Row({ s, report, fleet }) {
   const code = s.exit_code === null || s.exit_code === undefined ? "" : `exit code ${s.exit_code}`;
-  return html`<tr class=${`status-${s.status}`} data-session-id=${s.id}>
-    <td class="title" title=${s.id}>${s.name || s.title || `${s.agent} in ${s.workspace}`}</td><td>${s.agent}</td><td>${s.kind}</td>
+  return html`<tr class=${`status-${s.status}`} data-session-id=${s.id} data-machine=${fleet ? s.machine : undefined}>
+    <td class="title" title=${s.id}>${s.name || s.title || `${s.agent} in ${s.workspace}`}</td>
+    ${fleet && html`<td class="machine">${machineNameOf(s)}</td>`}<td>${s.agent}</td><td>${s.kind}</td>
     <td class="status" title=${code}>${sessionStatus(s)}</td><td class="path">${s.workspace}</td>
     <${Age} since=${s.created_at} /><${Actions} s=${s} report=${report} />
   </tr>`;
 }
 
-function matches(s, status, q) {
-  if (status === "live" && !isLive(s)) return false;
-  if (status === "exited" && LIVE.includes(s.status)) return false;
+// `machine`: a machine's id ("" for every machine). "Live" counts a session of a machine that is
+// away (likely running there); "Exited" does not.
+function matches(s, status, q, machine) {
+  if (machine && (s.machine || "") !== machine) return false;
+  if (status === "live" && !isLive(s) && !isAway(s)) return false;
+  if (status === "exited" && (LIVE.includes(s.status) || isAway(s))) return false;
   const words = q.trim().toLowerCase();
   return !words || [s.name, s.title, s.agent, s.workspace, s.id].some((v) => (v || "").toLowerCase().includes(words));
 }
 
 // Ends every live session (contract §17), after the person confirms how many that is.
+// In a fleet, this machine's own: every machine stops its own.
 function StopAll({ report }) {
-  const count = sessions.value.filter(isLive).length;
+  const count = sessions.value.filter((s) => isLive(s) && isOwn(s)).length;
+  const here = isFleet.value ? " on this machine" : "";
   const stop = () => {
     const many = count === 1 ? "the 1 live session" : `all ${count} live sessions`;
-    if (!confirm(`Stop ${many}? Their processes end now; the rows stay, and chats can be resumed.`)) return;
+    if (!confirm(`Stop ${many}${here}? Their processes end now; the rows stay, and chats can be resumed.`)) return;
     report(async () => {
       const { stopped } = await api("POST", "sessions/stop_all");
       return `stopped ${stopped} session${stopped === 1 ? "" : "s"}`;
     }, "stopping…");
   };
   return html`<button type="button" id="stop-all" class="danger" disabled=${count === 0} onClick=${stop}
-    title="Stop every live session">Stop all${count ? ` (${count})` : ""}</button>`;
+    title=${`Stop every live session${here}`}>Stop all${count ? ` (${count})` : ""}</button>`;
 }
 
 // The live list sends every session; the filter is applied here. The table follows the list
 // only while its view is shown (a snapshot comes on every change; meanwhile the sidebar is what
 // a person sees), and takes the newest list when it is shown again.
+// In a fleet: which machines' sessions the table shows (every machine, or one).
+function MachineFilter({ machine, onPick }) {
+  return html`<label>Machine <select id="sessions-machine" value=${machine} onChange=${(e) => onPick(e.currentTarget.value)}>
+    <option value="">All machines</option>
+    ${machines.value.map((m) => html`<${Option} key=${m.id} value=${m.id}>${m.self ? `${m.name} (this machine)` : m.name}<//>`)}
+  </select></label>`;
+}
+
 function SessionsTable() {
   const [status, setStatus] = useState("");
   const [q, setQ] = useState("");
+  const [chosen, setMachine] = useState("");
+  const fleet = isFleet.value;
+  const machine = fleet && machines.value.some((m) => m.id === chosen) ? chosen : "";
   const [text, report] = useStatus();
   const last = useRef([]);
   if (view.value === "sessions") last.current = sessions.value;
   const items = last.current;
-  const shown = items.filter((s) => matches(s, status, q));
+  const shown = items.filter((s) => matches(s, status, q, machine));
   const empty = items.length ? "No session matches the filter." : "No sessions yet.";
   return html`<div class="row" id="sessions-filters">
       <label>Show <select id="sessions-filter" value=${status} onChange=${(e) => setStatus(e.currentTarget.value)}>
         <option value="">All</option><option value="live">Live</option><option value="exited">Exited</option></select></label>
+      ${fleet && html`<${MachineFilter} machine=${machine} onPick=${setMachine} />`}
       <label>Find <input id="sessions-q" type="search" autocomplete="off" placeholder="title, agent, workspace" value=${q} onInput=${(e) => setQ(e.currentTarget.value)} /></label>
       <${StopAll} report=${report} /> <${Status} id="sessions-status" text=${text} />
     </div>
     <div class="table-wrap" tabindex="0" role="region" aria-label="sessions table"><table id="sessions" class="stack">
-      <thead><tr><th scope="col">Title</th><th scope="col">Agent</th><th scope="col">Kind</th><th scope="col">Status</th><th scope="col">Workspace</th><th scope="col">Age</th><th scope="col">Actions</th></tr></thead>
-      <tbody>${shown.length ? shown.map((s) => html`<${Row} key=${s.id} s=${s} report=${report} />`)
-        : html`<tr class="empty"><td colspan="7">${empty}</td></tr>`}</tbody>
+      <thead><tr><th scope="col">Title</th>${fleet && html`<th scope="col">Machine</th>`}<th scope="col">Agent</th><th scope="col">Kind</th><th scope="col">Status</th><th scope="col">Workspace</th><th scope="col">Age</th><th scope="col">Actions</th></tr></thead>
+      <tbody>${shown.length ? shown.map((s) => html`<${Row} key=${s.id} s=${s} report=${report} fleet=${fleet} />`)
+        : html`<tr class="empty"><td colspan=${fleet ? 8 : 7}>${empty}</td></tr>`}</tbody>
     </table></div>`;
 }
 

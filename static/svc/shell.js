@@ -6,6 +6,7 @@ import { banner } from "./api.js";
 import { ApprovalsView } from "./approvals.js";
 import { ChannelsView } from "./channels.js";
 import { DiffApp } from "./diff.js";
+import { MachinesView } from "./machines.js";
 import { LABELS, current, view } from "./nav.js";
 import { PreviewsView } from "./previews.js";
 import { PushOffer } from "./push.js";
@@ -14,7 +15,7 @@ import { Search } from "./search.js";
 import { SessionsView } from "./sessions.js";
 import { SettingsView } from "./settings.js";
 import { BottomNav, LogoutForm, MoreNav, SideNav, Sidebar } from "./sidebar.js";
-import { settingsProblem } from "./store.js";
+import { fleetProblem, settingsProblem } from "./store.js";
 import { SessionPanel, SessionTabs } from "./tabs.js";
 import { TurnsView } from "./turns.js";
 import { computed, html } from "./ui.js";
@@ -36,9 +37,18 @@ function SettingsProblem({ problem }) {
     svc keeps the last good settings and will not save over the file: fix it by hand (a save is refused until then).`}</div>`;
 }
 
+// A fleet member that cannot reach the others (Redis gone, contract §18) goes on serving its own
+// sessions; the others' rows read unreachable until it rejoins, by itself.
+function FleetProblem({ problem }) {
+  return html`<div id="fleet-problem" class="notice notice-warn" role="alert" hidden=${!problem}>${problem && html`
+    <strong>The fleet is unreachable</strong> (<span id="fleet-problem-detail">${problem.detail || problem.status}</span>):
+    this machine's sessions go on; others' come back when it rejoins.`}</div>`;
+}
+
 function Notices() {
   return html`<div id="banner" class="notice notice-warn" role="alert" hidden=${!banner.value}>${banner.value && banner.value.text}</div>
-    <${SettingsProblem} problem=${settingsProblem.value} />`;
+    <${SettingsProblem} problem=${settingsProblem.value} />
+    <${FleetProblem} problem=${fleetProblem.value} />`;
 }
 
 function SessionSection({ children }) {
@@ -53,6 +63,7 @@ function Views() {
     <${SessionSection}><${SessionPanel} /><//>
     <${View} name="previews" id="previews-box" title="Previews"><${PreviewsView} /><//>
     <${View} name="turns" id="turns-box" title="Subagent turns"><${TurnsView} /><//>
+    <${View} name="machines" id="machines-box" title="Machines"><${MachinesView} /><//>
     <${View} name="remote" id="remote-box" title="Remote access"><${RemoteView} /><//>
     <${View} name="channels" id="channels-box" title="Channels"><${ChannelsView} /><//>
     <${View} name="diff" id="diff-box" title="Changes"><div id="diff"><${DiffApp} /></div><//>

@@ -1,28 +1,37 @@
 // The sidebar of workspaces and their sessions with a "waiting for you" badge, and the navigation:
-// a column in the sidebar on a desktop, a bottom bar and a "More" view on a phone.
+// a column in the sidebar on a desktop, a bottom bar and a "More" view on a phone. In a fleet, the
+// workspaces of another machine are groups of their own, named with the machine.
 import { age, api, csrf, pageKey } from "./api.js";
 import { LABELS, PHONE_BAR, VIEWS, current, openSession, show, tabs, view, waiting } from "./nav.js";
-import { choices, clock, isLive, resumable, sessions } from "./store.js";
+import { choices, clock, isAway, isFleet, isLive, isOwn, machineNameOf, resumable, sessions } from "./store.js";
 import { html, useState } from "./ui.js";
 
 function workspaceLabel(path, workspaces) {
-  const known = workspaces.find((w) => w.path === path);
+  const known = workspaces && workspaces.find((w) => w.path === path);
   if (known && known.name && known.name !== path) return known.name;
   return path.split("/").filter(Boolean).pop() || path;
 }
 
-// Live sessions first, then the most recent; each workspace a group.
-function grouped(items, workspaces) {
+// Running there, as far as anyone knows: a machine that is away keeps its sessions' place.
+const ongoing = (s) => isLive(s) || isAway(s);
+
+// Live sessions first, then the most recent; each workspace a group — in a fleet, each workspace
+// of each machine (two machines may well have the same path), another machine's named with it.
+function grouped(items, workspaces, fleet) {
   const groups = new Map();
-  const order = [...items].sort((a, b) => (isLive(b) - isLive(a)) || b.created_at.localeCompare(a.created_at));
+  const order = [...items].sort((a, b) => (ongoing(b) - ongoing(a)) || b.created_at.localeCompare(a.created_at));
   for (const s of order) {
-    if (!groups.has(s.workspace)) groups.set(s.workspace, []);
-    groups.get(s.workspace).push(s);
+    const other = fleet && !isOwn(s) ? machineNameOf(s) : "";
+    const key = other ? `${s.machine}\n${s.workspace}` : s.workspace;
+    if (!groups.has(key)) groups.set(key, { key, path: s.workspace, machine: other, machineId: other ? s.machine : undefined, list: [] });
+    groups.get(key).list.push(s);
   }
-  return [...groups].map(([path, list]) => ({ path, label: workspaceLabel(path, workspaces), sessions: list }));
+  return [...groups.values()].map((g) => ({
+    ...g, label: workspaceLabel(g.path, g.machine ? null : workspaces), sessions: g.list,
+  }));
 }
 
-const statusText = (s) => (isLive(s) ? s.status : s.detail || s.status);
+const statusText = (s) => (isLive(s) || isAway(s) ? s.status : s.detail || s.status);
 
 // Resumed first, then opened: an open tab of it follows the new process (tabs.js keys its view
 // by the process), so Resume works whether or not its tab is open.
@@ -40,15 +49,16 @@ function ResumeButton({ s, label }) {
     ${failed && html`<span class="form-status" role="status">${failed}</span>`}`;
 }
 
-function SessionItem({ s, badge, here }) {
+function SessionItem({ s, badge, here, machine }) {
   const open = (event) => { event.preventDefault(); openSession(s); };
   const label = s.name || s.title || `${s.agent} ${s.kind}`;
-  return html`<li class=${`side-session status-${s.status}`} data-session-id=${s.id}>
+  const on = machine ? `on ${machine} · ` : "";
+  return html`<li class=${`side-session status-${s.status}`} data-session-id=${s.id} data-machine=${machine ? s.machine : undefined}>
     <a href=${`#session=${s.id}`} onClick=${open} aria-current=${here ? "page" : undefined}
-       title=${`${label} — ${s.agent} · ${s.kind} · ${statusText(s)}`}>
+       title=${`${label} — ${on}${s.agent} · ${s.kind} · ${statusText(s)}`}>
       <span class="side-title">${label}</span>
       ${badge && html`<span class="badge" title=${badge.title}>waiting for you</span>`}
-      <span class="side-meta"><span class=${`dot dot-${isLive(s) ? "live" : s.status}`} aria-hidden="true"></span>${s.agent} · ${s.kind} · ${statusText(s)} · ${age(s.created_at, clock.value)} · ${s.id.slice(0, 8)}</span>
+      <span class="side-meta"><span class=${`dot dot-${isLive(s) ? "live" : s.status}`} aria-hidden="true"></span>${machine && html`<span class="side-machine">on ${machine}</span> · `}${s.agent} · ${s.kind} · ${statusText(s)} · ${age(s.created_at, clock.value)} · ${s.id.slice(0, 8)}</span>
     </a>
     ${resumable(s) && html`<${ResumeButton} s=${s} label=${label} />`}
   </li>`;
@@ -59,10 +69,10 @@ export function Sidebar() {
   const badges = waiting.value;
   const here = view.value === "session" ? current.value : null;
   if (!items.length) return html`<p class="hint side-empty">No sessions yet: start one from <a href="#view=sessions">Sessions</a>.</p>`;
-  return grouped(items, choices.value.workspaces).map((group) => html`
-    <details class="side-group" key=${group.path} open>
-      <summary title=${group.path}>${group.label} <span class="side-count">${group.sessions.length}</span></summary>
-      <ul>${group.sessions.map((s) => html`<${SessionItem} key=${s.id} s=${s} badge=${badges.get(s.id)} here=${s.id === here} />`)}</ul>
+  return grouped(items, choices.value.workspaces, isFleet.value).map((group) => html`
+    <details class="side-group" key=${group.key} open data-machine=${group.machineId}>
+      <summary title=${group.machine ? `${group.path} on ${group.machine}` : group.path}>${group.label}${group.machine && html` <span class="side-machine">on ${group.machine}</span>`} <span class="side-count">${group.sessions.length}</span></summary>
+      <ul>${group.sessions.map((s) => html`<${SessionItem} key=${s.id} s=${s} badge=${badges.get(s.id)} here=${s.id === here} machine=${group.machine} />`)}</ul>
     </details>`);
 }
 

@@ -1,9 +1,10 @@
 // The one store of what svc says: each /ws list (contract §7) is a signal that holds the newest
-// snapshot, the agents, workspaces and profiles the forms offer, and the settings.json problem.
+// snapshot, the agents, workspaces and profiles the forms offer, the settings.json problem and the
+// fleet's (contract §18: the machines, and whether the other members can be reached).
 // Every view reads these signals as it renders, so a list that arrived before a view was drawn is
 // simply there when it is (there is no event to miss). What the page shows (views, open tabs) is
 // nav.js's part of the store.
-import { signal } from "@preact/signals";
+import { computed, signal } from "@preact/signals";
 import { api, live } from "./api.js";
 
 export const sessions = signal([]); // /ws/sessions
@@ -12,18 +13,32 @@ export const channels = signal([]); // /ws/channels
 export const tunnels = signal(null); // /ws/tunnels (null until the first list)
 export const pairings = signal([]); // /ws/pairings: requests and paired devices
 export const runtime = signal([]); // /ws/agents/runtime: agents and subagent turns at work
+export const machines = signal([]); // /ws/machines: the fleet's machines (a daemon alone: itself)
 // What the new-session form, the settings views and the sidebar's workspace names offer.
 export const choices = signal({ agents: [], workspaces: [], profiles: [], loaded: false });
 export const choicesError = signal("");
 // null while settings.json is in force; else GET /api/status's settings_error:
 // {message, path, key, line, column} (line and column when the text is not JSON).
 export const settingsProblem = signal(null);
+// null on a daemon alone; on a fleet member GET /api/status's `fleet`: {machine, status: online |
+// unreachable, detail} (unreachable: Redis is gone, this machine's sessions go on).
+export const fleetProblem = signal(null);
 export const clock = signal(Date.now()); // ticks every 5 s: the ages shown
+
+// The machine answering (its row says `self`), and whether there are others to tell apart: a
+// daemon alone (one machine) shows no machine anywhere, as before there were fleets.
+export const thisMachine = computed(() => machines.value.find((m) => m.self) || null);
+export const isFleet = computed(() => machines.value.length > 1);
+// A row of this machine's own (a daemon alone tags nothing).
+export const isOwn = (row) => !row.machine || !thisMachine.value || row.machine === thisMachine.value.id;
+export const machineNameOf = (row) => row.machine_name || (row.machine || "").slice(0, 8);
 
 export const LIVE = ["starting", "running"];
 export const isLive = (s) => LIVE.includes(s.status);
+// A session of a machine that is away (contract §18): likely running there, out of reach here.
+export const isAway = (s) => s.status === "unreachable";
 // An ended chat, or any session whose process went while svc was away (contract §17 "Resume").
-export const resumable = (s) => !isLive(s) && (s.kind !== "terminal" || s.end_reason === "interrupted");
+export const resumable = (s) => !isLive(s) && !isAway(s) && (s.kind !== "terminal" || s.end_reason === "interrupted");
 
 // Fetched again after every change a form makes (a workspace, a profile, an agent).
 export async function loadChoices() {
@@ -61,16 +76,20 @@ function receiveNotifications(list) {
   notifications.value = list;
 }
 
+const changed = (target, value) => {
+  if (JSON.stringify(value || null) !== JSON.stringify(target.peek())) target.value = value || null;
+};
+
 // An edit that broke settings.json is not in force (svc keeps the last good settings, and refuses
 // to save over the file): the banner says so, with the file, the line and column or the key, and
-// the problem, until the file is fixed.
-async function watchSettingsProblem() {
+// the problem, until the file is fixed. A fleet member that cannot reach the others says so too.
+async function watchStatus() {
   try {
-    const { settings_error: problem } = await api("GET", "status");
-    const same = JSON.stringify(problem || null) === JSON.stringify(settingsProblem.value);
-    if (!same) settingsProblem.value = problem || null;
+    const { settings_error: problem, fleet } = await api("GET", "status");
+    changed(settingsProblem, problem);
+    changed(fleetProblem, fleet && fleet.status !== "online" ? fleet : null);
   } catch { /* the unreachable banner says it */ }
-  setTimeout(watchSettingsProblem, 3000);
+  setTimeout(watchStatus, 3000);
 }
 
 export function startStore() {
@@ -80,7 +99,8 @@ export function startStore() {
   live("/ws/tunnels", (list) => { tunnels.value = list; });
   live("/ws/pairings", (list) => { pairings.value = list; });
   live("/ws/agents/runtime", (list) => { runtime.value = list; });
+  live("/ws/machines", (list) => { machines.value = list; });
   loadChoices().catch((error) => { choicesError.value = error.message; });
-  watchSettingsProblem();
+  watchStatus();
   setInterval(() => { clock.value = Date.now(); }, 5000);
 }

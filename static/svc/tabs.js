@@ -4,7 +4,7 @@
 import { api } from "./api.js";
 import { Chat } from "./chat.js";
 import { activate, activations, closeSession, current, tabs, view } from "./nav.js";
-import { isLive, resumable, sessions } from "./store.js";
+import { isAway, isFleet, isLive, isOwn, machineNameOf, resumable, sessions } from "./store.js";
 import { Terminal } from "./terminal.js";
 import { Status, html, useComputed, useLayoutEffect, useRef, useState, useStatus } from "./ui.js";
 
@@ -48,16 +48,26 @@ function SessionName({ session }) {
     <button type="button" class="session-rename-button" aria-label=${`Rename ${nameOf(row)}`} onClick=${() => { setDraft(row.title || nameOf(row)); setEditing(true); }}>Rename</button>`;
 }
 
-// Stop while it runs, Resume once it has ended (when it can be resumed): the row decides.
+// In a fleet, the machine of a session that runs on another one (its owner does the work; this
+// page reaches it through this machine), and whether that machine is away.
+function SessionMachine({ session }) {
+  const row = useComputed(() => rowOf(session)).value;
+  if (!isFleet.value || isOwn(row)) return null;
+  return html`<span class="session-machine" data-machine=${row.machine}>on ${machineNameOf(row)}${isAway(row) ? " · unreachable" : ""}</span>`;
+}
+
+// Stop while it runs, Resume once it has ended (when it can be resumed): the row decides. A session
+// of a machine that is away offers neither until the machine is back.
 function SessionHead({ session }) {
   const state = useComputed(() => {
     const row = rowOf(session);
-    return isLive(row) ? "live" : resumable(row) ? "resumable" : "ended";
+    return isLive(row) ? "live" : isAway(row) ? "away" : resumable(row) ? "resumable" : "ended";
   });
   const [text, run] = useStatus();
   const resume = () => run(async () => { await api("POST", `sessions/${session.id}/resume`); }, "resuming…");
   return html`<div class="session-head">
     <${SessionName} session=${session} />
+    <${SessionMachine} session=${session} />
     <button type="button" title="What this session changed in its git workspace"
       onClick=${() => { location.hash = `#view=diff&of=sessions/${session.id}`; }}>Changes</button>
     ${state.value === "live" && html`<button type="button" class="danger session-stop" onClick=${() => api("DELETE", `sessions/${session.id}`)}>Stop</button>`}

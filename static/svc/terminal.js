@@ -8,11 +8,13 @@ import { html, useLayoutEffect, useRef, useState } from "./ui.js";
 const encoder = new TextEncoder();
 
 // The socket of one terminal: the scrollback repaints the screen on each (re)connect, a dropped
-// connection comes back with backoff, and keys sent while it opens are queued.
+// connection comes back with backoff, and keys sent while it opens are queued. A terminal on another
+// machine that cannot be reached says so once, and comes back by itself when it can.
 function connect(session, term) {
   let ws = null;
   let closed = false;
   let delay = 500;
+  let said = "";
   const early = [];
   const sendSize = () => ws && ws.readyState === WebSocket.OPEN && ws.send(JSON.stringify({ type: "resize", cols: term.cols, rows: term.rows }));
   const received = (first, event) => {
@@ -24,6 +26,7 @@ function connect(session, term) {
     const message = JSON.parse(event.data);
     if (message.type === "exited") { closed = true; term.write(`\r\n\x1b[2m[process exited with code ${message.exit_code}]\x1b[0m\r\n`); }
     if (message.type === "skipped") term.write(`\r\n\x1b[2m[svc: ${message.bytes} bytes of output skipped]\x1b[0m\r\n`);
+    if (message.type === "error" && message.message !== said) { said = message.message; term.write(`\r\n\x1b[2m[svc: ${said}]\x1b[0m\r\n`); }
   };
   const open = () => {
     ws = socket(`/ws?session_id=${session.id}`);
@@ -76,7 +79,7 @@ function KeyBar({ term, ctrl, send }) {
     aria-pressed=${pressed} onMouseDown=${(e) => e.preventDefault()} onClick=${onClick}>${label}</button>`;
   return html`<div class="term-keys" role="toolbar" aria-label="terminal keys">
     ${key("Ctrl", "Control: the next key is sent with Ctrl", press(() => ctrl.arm(!ctrl.on)), String(armed))}
-    ${key("Esc", "Escape", plain("\x1b"))}${key("Tab", "Tab", plain("\t"))}
+    ${key("Esc", "Esc (Escape)", plain("\x1b"))}${key("Tab", "Tab", plain("\t"))}
     ${key("←", "Left", arrow("D"))}${key("↑", "Up", arrow("A"))}${key("↓", "Down", arrow("B"))}${key("→", "Right", arrow("C"))}
   </div>`;
 }

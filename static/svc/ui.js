@@ -48,9 +48,9 @@ export function CopyButton({ text, label = "Copy", name }) {
 
 // An <option> whose value is an attribute too, so a selector finds it: Preact leaves the attribute
 // out when the value equals the text (the property already reads so).
-export function Option({ value, children }) {
+export function Option({ value, children, ...rest }) {
   const keep = useCallback((node) => { if (node) node.setAttribute("value", value); }, [value]);
-  return html`<option value=${value} ref=${keep}>${children}</option>`;
+  return html`<option value=${value} ref=${keep} ...${rest}>${children}</option>`;
 }
 
 // A form's status line (what a submit did, or why it failed).

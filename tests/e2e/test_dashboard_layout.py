@@ -39,6 +39,7 @@ VIEWS = [
     "session",
     "previews",
     "turns",
+    "machines",
     "remote",
     "channels",
     "usage",
