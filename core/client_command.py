@@ -63,5 +63,8 @@ class ListCommand(ClientCommand):
         return self.view.rows(items, options) if self.view is not None else items
 
     def handle(self, *args: Any, **options: Any) -> None:
-        items = self.rows(api("GET", self.path), options)
-        self.stdout.write(listing(items, self.columns, options["json"]))
+        items = api("GET", self.path)
+        if self.view is not None:  # the same text as the fast client (optional columns too)
+            self.stdout.write(self.view.render(items, options))
+            return
+        self.stdout.write(listing(self.rows(items, options), self.columns, options["json"]))

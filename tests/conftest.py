@@ -45,12 +45,17 @@ def _isolate_home() -> None:
 # the most tests first, which left one-test files like the newcomer's `make run` for the end, alone
 # on one worker): starting the long ones first lets the short ones fill in around them.
 LONGEST_FIRST = (
+    "tests/e2e/test_fleet_faults.py",  # 70: a fleet with its own Redis, members killed
     "tests/e2e/test_dashboard.py",  # 55
+    "tests/e2e/test_fleet_machines.py",  # 50
     "tests/e2e/test_real_agents_resume.py",  # 54: five CLIs, three svc starts each
     "tests/e2e/test_work_survives.py",  # 49
     "tests/channels_app/test_telegram_channel.py",  # 47
     "tests/e2e/test_daemon_service.py",  # 36
+    "tests/e2e/test_fleet_dashboard_browser.py",  # 30
     "tests/e2e/test_subagents.py",  # 23
+    "tests/e2e/test_fleet_act_anywhere.py",  # 20
+    "tests/e2e/test_fleet_tls.py",  # 20
     "tests/e2e/test_dashboard_layout.py",  # 22
     "tests/channels_app/test_channel_outbox.py",  # 21
     "tests/e2e/test_local_agent_restart.py",  # 19
