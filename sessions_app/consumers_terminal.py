@@ -77,6 +77,15 @@ class TerminalConsumer(AsyncWebsocketConsumer):
         if event.get("type") == "exited":
             await self.close(1000)
 
+    async def dispatch(self, message: dict) -> None:
+        # Channels closes stale database connections (a hop to a worker thread and back) before
+        # every handler. A keystroke touches no database, and that hop was a third of its echo
+        # (twice over for a terminal of another fleet member: its member's viewer, then this).
+        if message["type"] == "websocket.receive":
+            await self.websocket_receive(message)
+        else:
+            await super().dispatch(message)
+
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if self.remote is not None:
             await self.remote.forward(text_data, bytes_data)
