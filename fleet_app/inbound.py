@@ -132,13 +132,17 @@ class Inbound:
     async def whose(self, envelope: Envelope) -> dict[str, Any]:
         """{"has": true} when the subagent run or turn named is this member's."""
         kind, given = str(envelope.body.get("kind", "")), str(envelope.body.get("id", ""))
-        return {"has": await database_sync_to_async(_has)(kind, given)}
+        return {"has": await database_sync_to_async(has_here)(kind, given)}
 
 
-def _has(kind: str, given: str) -> bool:
+def has_here(kind: str, given: str) -> bool:
+    """Whether this member has the session, subagent run or turn named (by id or prefix)."""
     from core.errors import DomainError
+    from sessions_app import selectors
     from subagents_app import diffs, subagents
 
+    if kind == "session":
+        return bool(selectors.session_id_resolve(given))
     try:
         if kind == "subagent":
             diffs.subagent_get(given)

@@ -105,14 +105,12 @@ class FleetRequest:
         return self.forwarder.resolve(given) if given else None
 
     def _owner_of(self, target: routes.Target) -> str | None:
-        if target.kind == "session":
-            return (
-                self.forwarder.lists.session_owner(target.id)
-                if not _local_session(target.id)
-                else None
-            )
+        """Another member when the thing named is its (None: this member's, or nobody's — the
+        view here answers 404 then)."""
         if _local_thing(target):
             return None
+        if target.kind == "session":  # every member's sessions are in the lists here
+            return self.forwarder.lists.session_owner(target.id)
         return async_to_sync(self.forwarder.whose)(target.kind, target.id)
 
     def _json_body(self) -> dict[str, Any]:
@@ -249,13 +247,7 @@ def _int(value: str | None, default: int) -> int:
         return default
 
 
-def _local_session(given: str) -> bool:
-    from sessions_app import selectors
-
-    return bool(selectors.session_id_resolve(given))
-
-
 def _local_thing(target: routes.Target) -> bool:
-    from fleet_app.inbound import _has
+    from fleet_app.inbound import has_here
 
-    return _has(target.kind, target.id)
+    return has_here(target.kind, target.id)
