@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 from channels.db import database_sync_to_async
 
 from channels_app import store
+from channels_app.remote_chat import RemoteChatUnavailable
+from channels_app.room import RemoteSession, elsewhere
 from core.errors import DomainError
 from core.runtime import current
 from sessions_app import prompt_queue
@@ -19,10 +21,12 @@ if TYPE_CHECKING:
 
 AT_ONCE = frozenset(
     {"cancel", "status", "help", "start", "handover", "pair", "queue", "unqueue", "now"}
+    | {"machines"}
 )
 HELP = (
     "Send a message to prompt the agent of this chat's session.\n"
-    "/new [agent] [workspace] – a new session\n"
+    "/new [agent] [workspace] [@machine] – a new session (@machine: on that one of the fleet)\n"
+    "/machines – the fleet's machines\n"
     "/sessions – this chat's sessions · /switch <n | id> – change to one\n"
     "/resume [n | id] – start an ended session's agent again, same session\n"
     "/cancel – stop the running turn · /status – what is running\n"
@@ -41,6 +45,7 @@ async def run(channel: Channel, room: Room, text: str) -> None:
         "start": cmd_help,
         "new": cmd_new,
         "sessions": cmd_sessions,
+        "machines": cmd_machines,
         "switch": cmd_switch,
         "resume": cmd_resume,
         "cancel": cmd_cancel,
@@ -66,9 +71,42 @@ async def cmd_help(channel: Channel, room: Room, _: str) -> None:
 
 
 async def cmd_new(channel: Channel, room: Room, rest: str) -> None:
-    agent, _, workspace = rest.partition(" ")
-    session = await room.new_session(agent.strip(), workspace.strip())
-    await room.say(f"New session {str(session.id)[:8]}: {session.agent} in {session.workspace}")
+    words = rest.split()
+    named = [w[1:] for w in words if w.startswith("@") and len(w) > 1]
+    agent, workspace = ([w for w in words if not w.startswith("@")] + ["", ""])[:2]
+    machine = await _machine(named[-1]) if named else None
+    try:
+        session = await room.new_session(agent, workspace, machine or "")
+    except RemoteChatUnavailable as exc:
+        await room.say(f"Could not start it there: {exc}")
+        return
+    where = f" on {session.machine}" if isinstance(session, RemoteSession) else ""
+    await room.say(
+        f"New session {str(session.id)[:8]}{where}: {session.agent} in {session.workspace}"
+    )
+
+
+async def _machine(given: str) -> str | None:
+    """Another machine of the fleet named in a chat (None: this one). DomainError: none such."""
+    fleet = current().fleet_sockets
+    if fleet is None:
+        raise DomainError(f"svc here is not in a fleet: there is no machine {given!r}")
+    try:
+        return await fleet.resolve(given)
+    except LookupError as exc:
+        raise DomainError(str(exc)) from None
+
+
+async def cmd_machines(channel: Channel, room: Room, _: str) -> None:
+    from fleet_app.selectors import machine_list_dicts
+
+    rows = await database_sync_to_async(machine_list_dicts)()
+    lines = [
+        f"{'● ' if m['status'] == 'online' else '○ '}{m['name']} — {m['status']}, "
+        f"{m['sessions_running']} running" + (" (this one)" if m["self"] else "")
+        for m in rows
+    ]
+    await room.say("\n".join(lines) + "\n/new [agent] [workspace] @machine starts one there.")
 
 
 async def cmd_sessions(channel: Channel, room: Room, _: str) -> None:
@@ -76,6 +114,9 @@ async def cmd_sessions(channel: Channel, room: Room, _: str) -> None:
     if not rows:
         await room.say("No sessions yet: send a message or /new.")
         return
+    if room.remote is not None and room.session_id not in {r["id"] for r in rows}:
+        where = f"running on {room.remote.machine_name}"
+        rows.insert(0, {"id": room.session_id, "agent": room.remote.agent, "status": where})
     lines = [
         f"{i}. {r['id'][:8]} {r['agent']} ({r['status']})"
         + (" ← current" if r["id"] == room.session_id else "")
@@ -90,7 +131,8 @@ async def _chosen(channel: Channel, room: Room, rest: str) -> str | None:
     if rest.isdigit() and 0 < int(rest) <= len(rows):
         return rows[int(rest) - 1]["id"]
     if rest:
-        return next((r["id"] for r in rows if r["id"].startswith(rest)), None)
+        found = next((r["id"] for r in rows if r["id"].startswith(rest)), None)
+        return found or (rest if elsewhere(rest) else None)  # a session of another member
     return None
 
 
@@ -114,12 +156,30 @@ async def cmd_resume(channel: Channel, room: Room, rest: str) -> None:
         hint = "Say which: /resume <number from /sessions | id prefix>"
         await room.say(hint if rest else "No session to resume: send a message or /new.")
         return
+    if (owner := elsewhere(chosen)) is not None:
+        await _resume_elsewhere(room, owner, chosen)
+        return
     session = await services.asession_resume(host=channel.host, session_id=chosen)
     await room.attach(str(session.id))
     await room.say(
         f"Session {str(session.id)[:8]} ({session.agent}) is running again: "
         "send a message to continue."
     )
+
+
+async def _resume_elsewhere(room: Room, machine: str, session_id: str) -> None:
+    """Another member resumes its own session (its API, over the fleet's bus)."""
+    from fleet_app.outbound import Forwarded
+
+    path = f"/api/sessions/{session_id}/resume"
+    asked = Forwarded("POST", path, "", [], b"", surface="main")
+    reply = await current().fleet_forward.send(machine, asked)
+    if reply.status != 200:
+        problem = (reply.json() or {}).get("error", {}).get("message", f"HTTP {reply.status}")
+        await room.say(f"Could not resume it: {problem}")
+        return
+    await room.attach(session_id)
+    await room.say(f"Session {session_id[:8]} is running again: send a message to continue.")
 
 
 async def cmd_cancel(channel: Channel, room: Room, _: str) -> None:
@@ -135,18 +195,23 @@ async def cmd_status(channel: Channel, room: Room, _: str) -> None:
     if not room.session_id:
         await room.say("No session yet: send a message or /new.")
         return
-    session = await database_sync_to_async(session_row)(room.session_id)
     chat = room.live()
     state = "no longer running" if chat is None else ("busy" if chat.busy else "idle")
-    queued = await database_sync_to_async(prompt_queue.queued_count)(room.session_id)
+    queued = len(await _queued(room))
     waiting = f", {queued} message(s) waiting" if queued else ""
-    agent = session.agent if session else "?"
+    if room.remote is not None:
+        agent = f"{room.remote.agent} on {room.remote.machine_name}"
+    else:
+        session = await database_sync_to_async(session_row)(room.session_id)
+        agent = session.agent if session else "?"
     await room.say(f"Session {room.session_id[:8]}: {agent}, {state}{waiting}")
 
 
 async def _queued(room: Room) -> list[dict[str, Any]]:
     if not room.session_id:
         return []
+    if room.remote is not None:  # what its member last said waits there
+        return list(room.remote.queued)
     return await database_sync_to_async(prompt_queue.queued_list)(room.session_id)
 
 
@@ -183,6 +248,9 @@ async def cmd_handover(channel: Channel, room: Room, _: str) -> None:
 
     if not room.session_id:
         await room.say("No session to hand over.")
+        return
+    if room.remote is not None:
+        await room.say(f"This session runs on {room.remote.machine_name}: hand it over there.")
         return
     code = await database_sync_to_async(handover.handover_issue)(session_id=room.session_id)
     await room.say(

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
@@ -15,10 +16,29 @@ from channels_app import store
 from channels_app.answer import EditClock, StreamedAnswer, end_line, tool_line
 from channels_app.config import ChannelConfig
 from channels_app.platform import Platform
+from channels_app.remote_chat import RemoteChat
 from core.errors import DomainError
 from sessions_app import prompt_queue
 
 logger = logging.getLogger("channels_app.conversation")
+
+
+@dataclass(frozen=True)
+class RemoteSession:
+    """A session started on another fleet member, as `/new` tells of it."""
+
+    id: str
+    agent: str
+    workspace: str
+    machine: str
+
+
+def elsewhere(session_id: str) -> str | None:
+    """The other fleet member whose session this is (None: this member's, or not a fleet)."""
+    from core.runtime import current_or_none
+
+    fleet = getattr(current_or_none(), "fleet_sockets", None)
+    return fleet.session_owner(session_id) if fleet is not None and session_id else None
 
 
 class ChannelSide(Protocol):
@@ -50,6 +70,7 @@ class Room:
         self.answer: StreamedAnswer | None = None
         self.requests: dict[str, dict[str, Any]] = {}  # short id → the request and its message
         self._subscription: Any = None
+        self.remote: RemoteChat | None = None  # the session is another fleet member's
         self._worker = asyncio.ensure_future(self._work())
 
     @property
@@ -70,26 +91,50 @@ class Room:
         )
         chat = self.channel.host.chat(session_id)
         if chat is None:
-            return False
+            owner = elsewhere(session_id)
+            return owner is not None and bool(await self.follow(owner, session_id=session_id))
         # A channel's room is not a dashboard: it never counts as showing the chat, so a turn
         # that ends with no dashboard tab on it is still notified (contract §15).
         self._subscription = await chat.subscribe(self._on_event, showing=False)
         self._subscription.start()
         return True
 
+    async def follow(self, machine: str, **fields: Any) -> str:
+        """Follow a session of another fleet member (contract §18), or start one there
+        (`agent`, `workspace`): its id. RemoteChatUnavailable when that member cannot."""
+        from core.runtime import current
+
+        self.detach()
+        remote = RemoteChat(current().fleet_sockets, machine, self.channel.config.kind)
+        self.session_id = await remote.open(self._on_event, **fields)
+        self.remote = remote
+        await database_sync_to_async(store.chat_session_set)(
+            self.channel.config.name, self.chat, self.session_id
+        )
+        return self.session_id
+
     def detach(self) -> None:
         if self._subscription is not None:
             self._subscription.close()
             self._subscription = None
+        if self.remote is not None:
+            self.channel.spawn(self.remote.close())
+            self.remote = None
         self.answer = None
 
     def live(self) -> Any:
+        if self.remote is not None and self.remote.session_id == self.session_id:
+            return self.remote
         return self.channel.host.chat(self.session_id) if self.session_id else None
 
-    async def new_session(self, agent: str = "", workspace: str = "") -> Any:
+    async def new_session(self, agent: str = "", workspace: str = "", machine: str = "") -> Any:
         from sessions_app import services
 
         config = self.channel.config
+        if machine:  # another fleet member's agent and folder (contract §18)
+            agent, workspace = agent or config.agent, workspace or config.workspace
+            session_id = await self.follow(machine, agent=agent, workspace=workspace)
+            return RemoteSession(session_id, agent, workspace, self.remote.machine_name)
         session = await services.asession_create(
             host=self.channel.host,
             agent=agent or config.agent,
@@ -130,9 +175,12 @@ class Room:
         if chat is None:
             await self.new_session()
             chat = self.live()
+        name = self.channel.config.name
+        if isinstance(chat, RemoteChat):
+            await self._prompt_elsewhere(chat, text, event_id)
+            return
         # Sent at once when the chat is idle, else queued behind the running turn (contract
         # §17); the inbox event is marked handed over in the step that records the prompt.
-        name = self.channel.config.name
         waiting = await prompt_queue.submit(
             chat,
             text,
@@ -143,6 +191,20 @@ class Room:
         self.channel.holding.discard(event_id)
         if waiting:
             await self.show_queued(chat, waiting)
+
+    async def _prompt_elsewhere(self, chat: RemoteChat, text: str, event_id: str) -> None:
+        """To another member's agent; the inbox event is handed over once the prompt is on its
+        way (a restart of this member between the two sends it again: it may arrive twice)."""
+        busy = chat.busy
+        kind = self.channel.config.kind
+        await chat.prompt(text, who=f"{kind} chat {self.chat}")
+        await database_sync_to_async(store.event_done)(self.channel.config.name, event_id)
+        self.channel.holding.discard(event_id)
+        if busy:
+            await self.say(
+                f"⏳ Queued on {chat.machine_name}: it goes to the agent when the running turn "
+                "ends. /queue lists what waits."
+            )
 
     async def show_queued(self, chat: Any, waiting: int) -> None:
         """Say the message waits, with buttons to send it now or take it back."""
@@ -161,6 +223,14 @@ class Room:
         chat = self.live()
         if chat is None:
             await self.say("The agent of this chat's session is no longer running.")
+            return
+        if isinstance(chat, RemoteChat):
+            await chat.queue_action(queued_id, action)
+            await self.say(
+                "Sent now: the running turn is cancelled."
+                if action == "now"
+                else "Removed from the queue."
+            )
             return
         try:
             if action == "now":

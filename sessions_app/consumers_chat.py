@@ -27,6 +27,8 @@ from sessions_app.remote_sockets import RemoteChats
 
 logger = logging.getLogger(__name__)
 
+CHANNEL_SURFACES = ("telegram", "slack")  # what another member's chat may say it passes on
+
 
 def error(message: str, session_id: str | None = None) -> dict[str, Any]:
     return {"kind": "error", "session_id": session_id, "message": message}
@@ -98,6 +100,19 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return False
         await self.remote.send(machine, message)
         return True
+
+    def _on_behalf(self, message: dict[str, Any], surface: str) -> tuple[str, str]:
+        """(surface, who) for the record. Another fleet member's chat channel (Telegram, Slack)
+        says whose message it passes on (`as`); only a member may (contract §18), and the
+        record names that member too."""
+        who = approvals.caller(self.scope)
+        said = message.get("as")
+        if not (self.scope.get("svc_fleet") and isinstance(said, dict)):
+            return surface, who
+        if said.get("surface") in CHANNEL_SURFACES and said.get("who"):
+            via = who.partition(" via ")[2]
+            return str(said["surface"]), (f"{said['who']} via {via}" if via else said["who"])
+        return surface, who
 
     async def on_open(self, message: dict[str, Any]) -> None:
         session_id = message.get("session_id")
@@ -179,8 +194,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return
         # Sent now when the chat is idle, else queued (contract §17): the turn runs on its own,
         # so this socket can still cancel it, answer permissions or change the queue.
-        who = approvals.caller(self.scope)
-        await self._queue_call(chat, prompt_queue.submit(chat, text, source="dashboard", who=who))
+        source, who = self._on_behalf(message, "dashboard")
+        await self._queue_call(chat, prompt_queue.submit(chat, text, source=source, who=who))
 
     async def on_unqueue(self, message: dict[str, Any]) -> None:
         chat = self._chat_for(message)
@@ -236,7 +251,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         request_id, option_id = message.get("request_id"), message.get("option_id")
         problem = f"no pending permission request {request_id!r} to answer"
         # A /ws/chat client is the dashboard, on the main port or a paired device (contract §17).
-        by = approvals.decided_by("dashboard", approvals.caller(self.scope))
+        by = approvals.decided_by(*self._on_behalf(message, "dashboard"))
         for chat, _ in self.subscriptions.values():
             answer = chat.answer_permission(str(request_id), str(option_id), dict(by))
             if answer is None:

@@ -1,0 +1,125 @@
+"""A chat channel across the fleet (contract §18 "Act anywhere"): a person's one Telegram bot, run
+by member a, starts a chat on member b, prompts it, and answers its permission request with a
+button; b records the decision as made on Telegram by that person, through a. Against two live
+members, one PostgreSQL, one Redis and the fake Bot API."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from harness.daemon import Daemon
+from harness.fakes.telegram_api import FakeTelegram
+from harness.fleet import Fleet, running_fleet
+from harness.termclient import hosting_settings
+
+OWNER = 4242
+
+
+@pytest.fixture(scope="module")
+def tg() -> Iterator[FakeTelegram]:
+    fake = FakeTelegram().start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory, tg: FakeTelegram) -> Iterator[Fleet]:
+    root = tmp_path_factory.mktemp("fleet-chat")
+    with running_fleet(root, ("a", "b"), settings=hosting_settings()) as running:
+        for name, member in running.members.items():
+            (root / f"work-{name}").mkdir()
+            api(member.daemon, "POST", "/api/workspaces", json={"path": str(root / f"work-{name}")})
+        for member in running.members.values():
+            wait_for(lambda m=member: names_online(m.daemon), lambda n: n == {"a", "b"})
+        a = running.daemon("a")
+        settings = json.loads((a.home / "settings.json").read_text())
+        settings["channels"] = {
+            "telegram": {
+                "bot_token": tg.token,
+                "api_base": tg.api_base,
+                "allowed_users": [OWNER],
+                "agent": "fake",
+                "workspace": str(root / "work-a"),
+            }
+        }
+        (a.home / "settings.json").write_text(json.dumps(settings, indent=2))
+        wait_for(lambda: channel_status(a), lambda s: s == "online")
+        yield running
+
+
+def api(daemon: Daemon, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    return httpx.request(
+        method, f"{daemon.url}{path}", headers=daemon.owner_headers(), timeout=30, **kwargs
+    )
+
+
+def names_online(daemon: Daemon) -> set[str]:
+    rows = api(daemon, "GET", "/api/machines").json()
+    return {m["name"] for m in rows if m["status"] == "online"}
+
+
+def channel_status(daemon: Daemon) -> str:
+    rows = api(daemon, "GET", "/api/channels").json()
+    return next((c["status"] for c in rows if c["name"] == "telegram"), "")
+
+
+def wait_for(read: Callable[[], Any], wanted: Callable[[Any], bool], timeout: float = 20) -> Any:
+    deadline = time.monotonic() + timeout
+    while not wanted(value := read()):
+        assert time.monotonic() < deadline, f"never: {value}"
+        time.sleep(0.1)
+    return value
+
+
+def said(tg: FakeTelegram, needle: str) -> dict[str, Any]:
+    """The bot's message holding `needle` (waits for it)."""
+    return wait_for(
+        lambda: next((m for m in tg.sent(OWNER) if needle in m.get("text", "")), None),
+        lambda m: m is not None,
+    )
+
+
+def test_a_bot_on_a_drives_a_chat_on_b_and_answers_its_permission(
+    fleet: Fleet, tg: FakeTelegram
+) -> None:
+    a, b = fleet.daemon("a"), fleet.daemon("b")
+    tg.send_text(OWNER, "/machines")
+    listed = said(tg, "this one")["text"]
+    assert "● a — online" in listed and "● b — online" in listed, listed
+
+    tg.send_text(OWNER, f"/new fake {fleet.root / 'work-b'} @b")
+    started = said(tg, "New session")["text"]
+    assert " on b: fake in " in started, started
+    prefix = started.split()[2].rstrip(":")
+    sid = wait_for(
+        lambda: [r["id"] for r in api(b, "GET", "/api/sessions").json() if r["id"][:8] == prefix],
+        bool,
+    )[0]  # b hosts it; a does not
+    assert api(a, "GET", f"/api/sessions/{sid}").json()["machine_name"] == "b"
+
+    tg.send_text(OWNER, "echo hello from b over telegram")
+    said(tg, "hello from b over telegram")
+
+    tg.send_text(OWNER, "permission")
+    asked = said(tg, "The agent asks to")
+    button = asked["reply_markup"]["inline_keyboard"][0][0]
+    tg.tap(OWNER, asked["message_id"], button["callback_data"])
+    said(tg, "permission: ")  # the agent heard the answer and said which
+
+    rows = wait_for(
+        lambda: api(b, "GET", "/api/approvals", params={"machine": "b"}).json(),
+        lambda rows: any(r["session_id"] == sid for r in rows),
+    )
+    decided = next(r for r in rows if r["session_id"] == sid)["decided_by"]
+    assert decided["surface"] == "telegram", decided
+    assert decided["who"].endswith("via a") and str(OWNER) in decided["who"], decided
+
+    tg.send_text(OWNER, "/status")
+    assert "on b, idle" in said(tg, f"Session {sid[:8]}: fake on b")["text"]
+    api(a, "DELETE", f"/api/sessions/{sid}", params={"wait": "1"})
