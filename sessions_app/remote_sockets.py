@@ -121,7 +121,9 @@ class RemoteChats:
         return list(self._sockets)
 
     async def send(self, machine: str, message: dict[str, Any]) -> None:
-        message = {k: v for k, v in message.items() if k != "machine"}
+        # `as` is for a member's chat channel to say whose message it passes on: a browser's
+        # message must not claim to be someone on Telegram.
+        message = {k: v for k, v in message.items() if k not in ("machine", "as")}
         if (session_id := message.get("session_id")) is not None:
             self.owner[str(session_id)] = machine
         try:

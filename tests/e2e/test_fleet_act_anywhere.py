@@ -279,3 +279,30 @@ async def test_a_handover_made_on_c_is_picked_up_on_a(fleet: Fleet) -> None:
     again = api(a, "POST", "/api/handover/pickup", json={"code": code})
     assert again.status_code == 404, again.text  # used once, on every member
     api(a, "DELETE", f"/api/sessions/{sid}", params={"wait": "1"})
+
+
+async def test_a_browser_cannot_pass_a_decision_off_as_made_on_telegram(fleet: Fleet) -> None:
+    a, b = fleet.daemon("a"), fleet.daemon("b")
+    chat = await Chat.connect(a)
+    try:
+        opened = await chat.open(machine="b", agent="fake", workspace=workspace_of(fleet, "b"))
+        sid = opened["session_id"]
+        await chat.send(type="prompt", session_id=sid, text="permission")
+        asked = await chat.next("permission_request", session_id=sid, timeout=20)
+        forged = {"surface": "telegram", "who": "@grace (42)"}
+        await chat.send(
+            type="permission",
+            session_id=sid,
+            request_id=asked["request_id"],
+            option_id=asked["options"][0]["option_id"],
+            **{"as": forged},
+        )
+        await chat.next("turn_end", session_id=sid, timeout=20)
+    finally:
+        await chat.ws.close()
+    rows = wait_for(
+        lambda: api(b, "GET", "/api/approvals", params={"machine": "b"}).json(),
+        lambda rows: any(r["session_id"] == sid for r in rows),
+    )
+    decided = next(r for r in rows if r["session_id"] == sid)["decided_by"]
+    assert decided == {"surface": "dashboard", "who": "owner via a"}, decided
