@@ -214,6 +214,10 @@ def report(
         )
     for name, each in rates.items():
         print(f"  {name} rounds MB/s: " + " ".join(f"{r:.1f}" for r in each))
+    # Each round's two floods ran back to back: their ratio sees the same load on the machine.
+    paired = [held / direct for held, direct in zip(rates["svc"], rates["direct"], strict=True)]
+    print("  svc / direct by round: " + " ".join(f"{r:.2f}" for r in paired)
+          + f" (median {statistics.median(paired):.2f})")  # fmt: skip
     ratio = statistics.median(rates["svc"]) / statistics.median(rates["terminado"])
     echo_p50 = statistics.median(echo["svc"])
     echo_ratio = echo_p50 / statistics.median(echo["terminado"])

@@ -15,4 +15,6 @@ serving the next (the protocol carries a version).
 - conn.py: one connection (control, or a session's stream);
 - client.py: svc's asyncio side: start a holder if none runs, spawn, list, attach, forget.
 - streams.py: svc's end of an attached session (frames, the stream, keys into a PTY).
+- lease.py: both halves of the lease, under which svc reads an attached terminal's PTY itself,
+  each read journaled before svc sees it.
 """

@@ -23,7 +23,7 @@ from typing import Any
 
 from holder import paths
 from holder import protocol as p
-from holder.streams import Frames, Stream
+from holder.streams import Attached, Frames, Stream
 
 logger = logging.getLogger(__name__)
 
@@ -196,14 +196,26 @@ class HolderClient:
         except FileNotFoundError:
             return b""
 
-    async def attach(self, session_id: str, offset: int) -> Stream:
-        """The session's stream from `offset` (-1: from what svc last acknowledged)."""
+    async def attach(self, session_id: str, offset: int, *, lease: bool = True) -> Stream:
+        """The session's stream from `offset` (-1: from what svc last acknowledged). `lease`: svc
+        reads a terminal's PTY itself whenever the holder lets it (holder/lease.py)."""
+
+        async def again(at: int, wants_lease: bool) -> Attached | None:
+            try:
+                return await self._attach(session_id, at, wants_lease)
+            except (HolderError, OSError) as exc:
+                logger.warning("could not attach to %s again: %s", session_id, exc)
+                return None
+
+        return Stream(await self._attach(session_id, offset, lease), again)
+
+    async def _attach(self, session_id: str, offset: int, lease: bool) -> Attached:
         loop = asyncio.get_running_loop()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.setblocking(False)
         try:
             await loop.sock_connect(sock, os.fspath(paths.socket_path(self.dir)))
-            request = {"op": "attach", "id": session_id, "offset": offset}
+            request = {"op": "attach", "id": session_id, "offset": offset, "lease": lease}
             await loop.sock_sendall(sock, p.json_frame(p.JSON, request))
             # The first read may carry the PTY (SCM_RIGHTS), which asyncio's transports drop.
             data, fds = await _recv_fds(sock)
@@ -212,25 +224,13 @@ class HolderClient:
             raise
         frames = Frames()
         transport, _ = await loop.create_unix_connection(lambda: frames, sock=sock)
-        frames.data_received(data)
-        if not data:
-            frames.connection_lost(None)
-        first = await frames.next()
-        # A holder of an older svc may send an exit notice first: skipped, it is not the answer.
-        while first is not None and first[0] == p.JSON and "event" in json.loads(first[1]):
-            first = await frames.next()
-        hello = json.loads(first[1]) if first is not None and first[0] == p.JSON else {}
-        if not hello.get("ok"):
+        try:
+            return Attached(transport, frames, await _hello(frames, data, session_id), fds)
+        except BaseException:  # refused, or cancelled: neither the connection nor a lease stays
             transport.close()
             for fd in fds:
                 os.close(fd)
-            why = hello.get("error") or (
-                "the holder closed the connection"
-                if first is None
-                else "the holder's answer was not a hello"
-            )
-            raise HolderError(f"could not attach to {session_id}: {why}")
-        return Stream(transport, frames, hello, pty=fds[0] if fds else None)
+            raise
 
     async def forget(self, session_id: str) -> None:
         with contextlib.suppress(HolderError):
@@ -243,6 +243,26 @@ class HolderClient:
             self._reading.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._reading
+
+
+async def _hello(frames: Frames, data: bytes, session_id: str) -> dict[str, Any]:
+    """The holder's answer to an attach, its first frame (`data` is what came with the PTY)."""
+    frames.data_received(data)
+    if not data:
+        frames.connection_lost(None)
+    first = await frames.next()
+    # A holder of an older svc may send an exit notice first: skipped, it is not the answer.
+    while first is not None and first[0] == p.JSON and "event" in json.loads(first[1]):
+        first = await frames.next()
+    hello = json.loads(first[1]) if first is not None and first[0] == p.JSON else {}
+    if not hello.get("ok"):
+        why = hello.get("error") or (
+            "the holder closed the connection"
+            if first is None
+            else "the holder's answer was not a hello"
+        )
+        raise HolderError(f"could not attach to {session_id}: {why}")
+    return hello
 
 
 async def _recv_fds(sock: socket.socket) -> tuple[bytes, list[int]]:

@@ -16,13 +16,13 @@ from typing import Any, Protocol
 
 from holder import paths, procs
 from holder import protocol as p
+from holder.lease import READ_SIZE, Lease
 from holder.loop import Owner
 
 logger = logging.getLogger("holder")
 
 SCROLLBACK = 2 << 20
 TRIM_AT = 8 * SCROLLBACK  # a terminal's journal is cut back to its scrollback past this
-READ_SIZE = 64 << 10
 READS_PER_WAKE = 16
 BACKLOG = 256 << 10  # output queued for svc before a terminal waits for it
 INPUT_LIMIT = 4 << 20  # keys typed ahead into a terminal that does not read them
@@ -55,6 +55,7 @@ class Held:
         self.base = self.end = self.acked = 0  # offsets in the output since the start
         self.generation = 0
         self.stream: Stream | None = None
+        self.lease: Lease | None = None  # svc reads the PTY itself (holder/lease.py)
         self.sent = 0
         self.exit_sent = False
         self.pending = bytearray()  # input the process has not read yet
@@ -83,7 +84,8 @@ class Held:
                 os.close(slave)
             self.out_fd = self.in_fd = master
         else:
-            proc = self._spawn_pipes(argv, env, cwd, request.get("stderr") or os.devnull)
+            stderr = request.get("stderr") or os.devnull
+            proc, self.out_fd, self.in_fd = procs.spawn_pipes(argv, env, cwd, stderr)
         self.proc, self.pid = proc, proc.pid
         self.base = self.end = self.acked = self.sent = int(request.get("offset", 0))
         if preface := base64.b64decode(request.get("preface") or ""):
@@ -96,33 +98,6 @@ class Held:
         self.rewatch()
         return self.pid
 
-    def _spawn_pipes(
-        self, argv: list[str], env: dict[str, str], cwd: str, stderr_path: str
-    ) -> subprocess.Popen[bytes]:
-        stdin_r, stdin_w = os.pipe()
-        stdout_r, stdout_w = os.pipe()
-        try:
-            with open(stderr_path, "ab") as stderr:
-                proc = subprocess.Popen(
-                    argv,
-                    stdin=stdin_r,
-                    stdout=stdout_w,
-                    stderr=stderr,
-                    cwd=cwd,
-                    env=env,
-                    close_fds=True,
-                    start_new_session=True,  # its own session: a stop reaches every descendant
-                )
-        except OSError:
-            os.close(stdin_w)
-            os.close(stdout_r)
-            raise
-        finally:
-            os.close(stdin_r)
-            os.close(stdout_w)
-        self.out_fd, self.in_fd = stdout_r, stdin_w
-        return proc
-
     # --- output ----------------------------------------------------------------------------
 
     def reading(self) -> bool:
@@ -130,6 +105,8 @@ class Held:
             return False
         if self.kind != "pty" or self.stream is None:
             return True
+        if self.lease is not None:
+            return False
         return len(self.stream.out) < BACKLOG and self.end - self.sent < BACKLOG
 
     def rewatch(self) -> None:
@@ -264,9 +241,10 @@ class Held:
 
     # --- streams ---------------------------------------------------------------------------
 
-    def attach(self, conn: Stream, offset: int) -> dict[str, Any]:
+    def attach(self, conn: Stream, offset: int, *, lease: bool = False) -> dict[str, Any]:
+        """`lease`: svc asked to read the PTY itself, and its answer can carry the PTY."""
         if self.stream is not None and self.stream is not conn:
-            self.stream.close()  # an svc that went away without its socket closing yet
+            self.stream.close()  # an svc that went away, or one attaching again from its lease
         self.stream, conn.session = conn, self
         self.generation += 1
         start = self.acked if offset < 0 else offset
@@ -274,18 +252,42 @@ class Held:
             start = max(start, self.end - SCROLLBACK)
         self.sent = min(max(start, self.base), self.end)
         self.exit_sent = False
-        return {
+        answer = {
             "ok": True,
             "offset": self.sent,
             "generation": self.generation,
             "pid": self.pid,
             "exit_code": self.exit_code if self.finished else None,
         }
+        if lease and self.kind == "pty" and self.exit_code is None and not self.eof:
+            # From `end` on svc reads the PTY: the holder sends what is before it, then stops.
+            self.lease = Lease(self.journal_path)
+            answer["lease"] = {"end": self.end, "at": self.end - self.base, "until": TRIM_AT}
+            self.rewatch()
+        return answer
 
     def detach(self) -> None:
         self.stream = None
+        self.end_lease()
         if not self.finished:
             self.rewatch()
+
+    def end_lease(self) -> None:
+        """svc no longer reads the PTY. It had the journal up to its end; what it left in the
+        pipe (moved out of the PTY, not into the journal: it died between its two splices, or
+        the second failed) is journaled now, and sent to it should it go on in frames."""
+        if self.lease is None:
+            return
+        lease, self.lease = self.lease, None
+        self.end = self.sent = self.base + os.fstat(self.journal).st_size
+        if left := lease.drain():
+            _write_all(self.journal, left)
+            self.end += len(left)
+        self.trim()
+
+    def lease_back(self) -> None:
+        self.end_lease()
+        self.pump()
 
     # --- end -------------------------------------------------------------------------------
 
@@ -293,6 +295,9 @@ class Held:
         self.holder.loop.watch(self.pidfd, None, None)
         os.close(self.pidfd)
         self.exit_code = procs.exit_code_of(self.proc.wait())
+        if self.lease is not None and self.stream is not None:
+            # Once svc gives it back, the holder reads what is left and sends the exit.
+            self.stream.send(p.frame(p.LEASE_END, b""))
         # The leader is gone: hang up what it left behind (a terminal's jobs, an agent's helpers).
         if procs.signal_session(self.pid, signal.SIGHUP):
             procs.signal_session(self.pid, signal.SIGCONT)
@@ -304,6 +309,9 @@ class Held:
 
     def give_up_on_eof(self) -> None:
         """A process that left the session (`setsid cmd &`) may hold the PTY open forever."""
+        if self.lease is not None:  # svc still reads it: ask again once it has given it back
+            self.holder.loop.later(EOF_GRACE_S, self.give_up_on_eof)
+            return
         if not self.eof:
             self.on_output()  # what is still buffered
             if not self.eof:
@@ -331,6 +339,7 @@ class Held:
         if self.stream is not None:
             self.stream.session = None
             self.stream.close()
+        self.end_lease()
         os.close(self.journal)
         for name in ("out", "out.new"):
             with contextlib.suppress(FileNotFoundError):
@@ -346,7 +355,8 @@ class Held:
             "exit_code": self.exit_code if self.finished else None,
             "finished": self.finished,
             "base": self.base,
-            "end": self.end,
+            # Under a lease svc lengthens the journal itself.
+            "end": self.base + os.fstat(self.journal).st_size if self.lease else self.end,
             "acked": self.acked,
             "attached": self.stream is not None,
         }

@@ -1,10 +1,12 @@
 """Process sessions: every hosted child leads its own session, so the session id finds all of its
-descendants, including background jobs that job control moved into other process groups."""
+descendants, including background jobs that job control moved into other process groups. And an
+agent started on pipes."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 
 
 def exit_code_of(returncode: int) -> int:
@@ -46,3 +48,31 @@ def signal_session(sid: int, sig: int) -> int:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, sig)
     return len(members)
+
+
+def spawn_pipes(
+    argv: list[str], env: dict[str, str], cwd: str, stderr_path: str
+) -> tuple[subprocess.Popen[bytes], int, int]:
+    """An agent on pipes: the process, the read end of its stdout, the write end of its stdin."""
+    stdin_r, stdin_w = os.pipe()
+    stdout_r, stdout_w = os.pipe()
+    try:
+        with open(stderr_path, "ab") as stderr:
+            proc = subprocess.Popen(
+                argv,
+                stdin=stdin_r,
+                stdout=stdout_w,
+                stderr=stderr,
+                cwd=cwd,
+                env=env,
+                close_fds=True,
+                start_new_session=True,  # its own session: a stop reaches every descendant
+            )
+    except OSError:
+        os.close(stdin_w)
+        os.close(stdout_r)
+        raise
+    finally:
+        os.close(stdin_r)
+        os.close(stdout_w)
+    return proc, stdout_r, stdin_w

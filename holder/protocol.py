@@ -2,6 +2,11 @@
 
 Control messages are JSON (`J`); a session's stream carries its output as raw bytes (`O`), so a
 terminal flood costs five bytes of framing per read, not an encoding.
+
+An attach may ask for a lease (`"lease": true`, terminals only: holder/lease.py): the answer then
+carries `lease` and three more descriptors after the PTY, and svc reads the PTY itself. Both sides
+may lack it: a holder that does not know it answers without one (and svc reads frames), an svc
+that does not ask never gets one. So the version stays 1.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ INPUT = b"I"  # svc → holder: bytes for the process's stdin / the PTY
 RESIZE = b"R"  # svc → holder: {"cols", "rows"}
 END_INPUT = b"E"  # svc → holder: close the process's stdin once the input before it is written
 ACK = b"A"  # svc → holder: {"offset": n}: everything before n is svc's own now (pipes)
+LEASE_END = b"L"  # holder → svc: the process ended: give the PTY back (holder/lease.py)
+LEASE_BACK = b"B"  # svc → holder: svc no longer reads the PTY; its output goes on in frames
 
 
 def frame(kind: bytes, payload: bytes) -> bytes:

@@ -3,10 +3,11 @@
 Each held process writes to a journal (`sessions/<id>/out`, 0600): a terminal's last 2 MiB (its
 scrollback: older output is cut away once the file holds 16 MiB), an ACP agent's every byte
 until svc acknowledges it has stored what they said (then the file is emptied). svc attaches to
-a session's stream from an offset and gets the journal from there, then the live output. While
-svc is attached a terminal is read only as fast as svc takes its output, as a real terminal
-follows its reader; while no svc is attached it is read freely into its scrollback. An agent is
-always read: its messages must not wait on svc.
+a session's stream from an offset and gets the journal from there, then the live output (or,
+for a terminal, reads its PTY itself under a lease: holder/lease.py). While svc is attached a
+terminal is read only as fast as svc takes its output, as a real terminal follows its reader;
+while no svc is attached it is read freely into its scrollback. An agent is always read: its
+messages must not wait on svc.
 
 Run: `python -m holder <dir>`. It exits by itself a few seconds after it holds nothing and
 nobody is connected; SIGTERM hangs up every held process and exits.
@@ -121,6 +122,8 @@ class Holder:
             held.ack(int(json.loads(payload)["offset"]))
         elif kind == p.END_INPUT:
             held.end_input()
+        elif kind == p.LEASE_BACK:
+            held.lease_back()
 
     def handle(self, conn: Conn, request: dict[str, Any]) -> dict[str, Any] | None:
         op = request.get("op")
@@ -135,15 +138,7 @@ class Holder:
         if held is None:
             return {"ok": False, "error": f"no held session {request.get('id')!r}"}
         if op == "attach":
-            answer = {**held.attach(conn, int(request.get("offset", 0))), "rid": request.get("rid")}
-            hello = p.json_frame(p.JSON, answer)  # before the first output frame
-            if held.kind == "pty" and not held.finished and not conn.out:
-                # The PTY itself goes with it: svc types and resizes straight into it (a
-                # keystroke's echo then crosses the holder once, not twice).
-                socket.send_fds(conn.sock, [hello], [held.in_fd])
-            else:
-                conn.send(hello)
-            held.pump()
+            self.attach(conn, held, request)
             return None
         if op == "forget":
             if not held.finished:
@@ -155,6 +150,27 @@ class Holder:
             held.hang_up()
             return {"ok": True}
         return {"ok": False, "error": f"unknown op {op!r}"}
+
+    def attach(self, conn: Conn, held: Held, request: dict[str, Any]) -> None:
+        passes_pty = held.kind == "pty" and not held.finished and not conn.out
+        wants_lease = passes_pty and request.get("lease") is True
+        answer = held.attach(conn, int(request.get("offset", 0)), lease=wants_lease)
+        hello = p.json_frame(p.JSON, {**answer, "rid": request.get("rid")})  # before any output
+        if passes_pty:
+            # The PTY itself goes with it: svc types and resizes straight into it (a keystroke's
+            # echo then crosses the holder once, not twice), and under a lease reads it too.
+            lease = held.lease
+            try:
+                socket.send_fds(conn.sock, [hello], [held.in_fd, *(lease.handed if lease else ())])
+            except OSError:
+                conn.close()  # svc went away meanwhile: the lease, if any, ends with it
+                return
+            finally:
+                if lease is not None:
+                    lease.handed_over()
+        else:
+            conn.send(hello)
+        held.pump()
 
     def spawn(self, request: dict[str, Any]) -> dict[str, Any]:
         sid, kind = str(request["id"]), str(request.get("kind"))

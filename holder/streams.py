@@ -1,17 +1,23 @@
 """svc's end of one attached session (holder/client.py attaches): the frames read from the
 holder's connection, the stream svc reads and writes, and the keys written straight into a PTY
-svc was handed."""
+svc was handed. Under a lease (holder/lease.py) the stream reads a terminal's PTY itself."""
 
 from __future__ import annotations
 
 import asyncio
 import collections
 import contextlib
+import logging
 import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from holder import protocol as p
 from holder.held import INPUT_LIMIT, set_size
+from holder.lease import LeasedPty
+
+logger = logging.getLogger(__name__)
 
 
 class Frames(asyncio.Protocol):
@@ -51,6 +57,10 @@ class Frames(asyncio.Protocol):
         self.ended = True
         self._wake()
 
+    def ready(self) -> bool:
+        """Whether a frame waits to be read, or the connection ended."""
+        return bool(self.frames or self.output) or self.ended
+
     def _flush_output(self) -> None:
         if self.output:
             self.frames.append((p.OUTPUT, b"".join(self.output)))
@@ -77,29 +87,115 @@ class Frames(asyncio.Protocol):
         return kind, payload
 
 
+@dataclass
+class Attached:
+    """One answered attach: its connection, the holder's answer and the descriptors it passed."""
+
+    transport: asyncio.Transport
+    frames: Frames
+    hello: dict[str, Any]
+    fds: list[int]
+
+
+Again = Callable[[int, bool], Awaitable[Attached | None]]  # (offset, lease); None: it failed
+
+
 class Stream:
     """One session's output from `offset` on, and the way to its input."""
 
     held = True  # the holder keeps the process when svc lets go of the stream
 
-    def __init__(
-        self,
-        transport: asyncio.Transport,
-        frames: Frames,
-        hello: dict[str, Any],
-        pty: int | None = None,
-    ) -> None:
-        self.transport, self.frames = transport, frames
+    def __init__(self, attached: Attached, again: Again | None = None) -> None:
+        hello = attached.hello
         self.offset: int = hello["offset"]  # where the first output frame starts
-        self.generation: int = hello["generation"]
+        self.position = self.offset  # where the next output svc reads starts
         self.pid: int = hello["pid"]
         self.exit_code: int | None = hello["exit_code"]
         # A terminal's PTY, passed by the holder: keys and sizes go straight into it.
-        self.pty = PtyInput(pty) if pty is not None else None
+        self.pty = PtyInput(attached.fds[0]) if attached.fds else None
+        self.lease: LeasedPty | None = None
+        self._again = again
+        self._take(attached)
+
+    def _take(self, attached: Attached) -> None:
+        self.transport, self.frames = attached.transport, attached.frames
+        self.generation: int = attached.hello["generation"]
+        terms, fds = attached.hello.get("lease"), attached.fds[1:]
+        if terms and self.pty is not None and len(fds) == 3:
+            self.lease = LeasedPty(self.pty.fd, fds, terms)
+        else:
+            for fd in fds:
+                os.close(fd)
 
     async def read(self) -> tuple[bytes, bytes] | None:
         """The next frame (OUTPUT, GAP or EXIT), or None once the holder closed the stream."""
-        return await self.frames.next()
+        while True:
+            lease = self.lease
+            if lease is not None and lease.ending and self.position >= lease.start:
+                self._give_back()
+            elif lease is None or not lease.reads(self.position) or self.frames.ready():
+                frame = await self.frames.next()
+                if lease is None or frame is None or frame[0] != p.LEASE_END:
+                    if frame is not None and frame[0] == p.OUTPUT:
+                        self.position += len(frame[1])
+                    return frame
+                lease.ending = True  # given back once svc has what the holder sent before it
+            elif data := await self._read_leased(lease):
+                self.position += len(data)
+                return p.OUTPUT, data
+
+    async def _read_leased(self, lease: LeasedPty) -> bytes:
+        """The PTY's output under `lease`; b"" once the lease was renewed or given back, or
+        after a wait for output or for a frame."""
+        if lease.due:
+            if not await self._lease_again():
+                self._give_back()
+            return b""
+        try:
+            data = lease.read()
+        except OSError as exc:  # a kernel that cannot splice a PTY: frames, then
+            logger.warning("reading the PTY of pid %d under a lease failed: %s", self.pid, exc)
+            self._give_back()
+            return b""
+        if not data:
+            await self._output_or_frame(lease)
+        return data
+
+    async def _output_or_frame(self, lease: LeasedPty) -> None:
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
+        self.frames.waiting = waiter  # a frame from the holder (LEASE_END), or its end
+        watching = not lease.eof
+        if watching:
+            loop.add_reader(lease.pty, _resolve, waiter)
+        try:
+            await waiter
+        finally:
+            if watching:
+                loop.remove_reader(lease.pty)
+
+    def _give_back(self) -> None:
+        """svc stops reading the PTY; the holder reads it again and sends, as frames, what svc
+        has not had (from the journal's end: all svc read itself is in it)."""
+        assert self.lease is not None
+        self.lease.close()
+        self.lease = None
+        self.transport.write(p.frame(p.LEASE_BACK, b""))
+
+    async def _lease_again(self) -> bool:
+        """A new lease on a new connection, from `position`: the holder takes the journal back
+        and cuts it first. False when svc could not attach again (the old one still serves)."""
+        attached = await self._again(self.position, True) if self._again else None
+        if attached is None:
+            return False
+        assert self.lease is not None
+        self.lease.close()
+        self.transport.close()
+        for fd in attached.fds[:1]:
+            os.close(fd)  # the same PTY again: svc's own descriptor stays
+        self._take(attached)
+        self.position = attached.hello["offset"]
+        return True
 
     def write(self, data: bytes) -> None:
         if self.pty is not None:
@@ -122,8 +218,16 @@ class Stream:
 
     def close(self) -> None:
         self.transport.close()
+        if self.lease is not None:
+            self.lease.close()
+            self.lease = None
         if self.pty is not None:
             self.pty.close()
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 class PtyInput:

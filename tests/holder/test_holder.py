@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import signal
 import stat
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -19,18 +17,6 @@ from holder import protocol as p
 from holder.client import HolderClient, Stream
 
 pytestmark = pytest.mark.django_db(databases=[])  # no database: the holder is not Django's
-
-
-@pytest.fixture
-async def holder(tmp_path: Path) -> AsyncIterator[HolderClient]:
-    exits: list[tuple[str, int]] = []
-    client = HolderClient(tmp_path / "holder", lambda sid, code: exits.append((sid, code)))
-    client.exits = exits  # type: ignore[attr-defined]
-    await client.connect(start=True)
-    yield client
-    await client.close()
-    with contextlib.suppress(ProcessLookupError):  # it may have left already, holding nothing
-        os.kill(int((tmp_path / "holder" / "holder.pid").read_text()), signal.SIGTERM)
 
 
 async def read_until(stream: Stream, marker: bytes, timeout: float = 10) -> bytes:
