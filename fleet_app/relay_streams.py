@@ -45,6 +45,7 @@ ACK_EVERY = 64 * 1024
 ACK_IDLE_S = 0.25  # a caught-up reader's ack waits this long for a frame of its own to ride on
 MAX_ENTRY = 256 * 1024  # coalesced bytes per stream entry
 TRIM_EVERY = 256 * 1024  # acknowledged bytes left in the stream before a trim is worth a command
+TRIM_ENTRIES = 128  # … or acknowledged entries (keystrokes are one byte each)
 BLOCK_MS = 5000  # one blocking read; the client's socket timeout must be longer (bus.redis_client)
 TTL_S = 60.0
 DATA = ("bytes", "text")
@@ -86,6 +87,7 @@ class Relay:
         self._in_flight: deque[tuple[bytes, int]] = deque()  # (entry id, end offset) not acked
         self._trim_to: str | None = None
         self._untrimmed = 0
+        self._untrimmed_entries = 0  # a typist's stream is many small entries
         self._send_lock = asyncio.Lock()
         self._wake = asyncio.Event()  # the flusher has something to write
         self._idle = asyncio.Event()  # nothing pending, nothing in flight
@@ -258,7 +260,8 @@ class Relay:
             await asyncio.wait_for(self._wake.wait(), timeout)
 
     def _trim_due(self) -> bool:
-        return self._trim_to is not None and self._untrimmed >= TRIM_EVERY
+        enough = self._untrimmed >= TRIM_EVERY or self._untrimmed_entries >= TRIM_ENTRIES
+        return self._trim_to is not None and enough
 
     async def _write_batch(self) -> None:
         batch: list[tuple[str, bytes, int]] = []
@@ -281,15 +284,18 @@ class Relay:
             self._entry(kind, data, offset, ack if i == 0 else None)
             for i, (kind, data, offset) in enumerate(batch)
         ]
-        if len(entries) == 1 and self._trim_to is None:
+        # Trimmed once enough was acknowledged to be worth a command (TRIM_EVERY), not on
+        # every write: a keystroke's entry goes alone, without a pipeline around it.
+        trim = self._trim_due()
+        if len(entries) == 1 and not trim:
             results = [await self._redis.xadd(self.out_key, entries[0], nomkstream=True)]
         else:
             async with self._redis.pipeline(transaction=False) as pipe:
                 for entry in entries:
                     pipe.xadd(self.out_key, entry, nomkstream=True)
-                if self._trim_to is not None:
+                if trim:
                     pipe.xtrim(self.out_key, minid=self._trim_to, approximate=False)
-                    self._trim_to, self._untrimmed = None, 0
+                    self._trim_to, self._untrimmed, self._untrimmed_entries = None, 0, 0
                 results = await pipe.execute()
         if ack is not None:
             self._ack_sent = max(self._ack_sent, ack)
@@ -311,6 +317,7 @@ class Relay:
         last = None
         while self._in_flight and self._in_flight[0][1] <= offset:
             last = self._in_flight.popleft()[0]
+            self._untrimmed_entries += 1
         if last is not None:
             ms, _, seq = last.partition(b"-")
             self._trim_to = f"{int(ms)}-{int(seq) + 1}"  # MINID keeps ids ≥ this: drops ≤ last

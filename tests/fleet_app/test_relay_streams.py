@@ -20,7 +20,7 @@ import pytest
 from redis.asyncio import Redis
 
 from fleet_app.bus import redis_client
-from fleet_app.relay_streams import ACK_IDLE_S, WINDOW, Relay, RelayClosed
+from fleet_app.relay_streams import ACK_IDLE_S, TRIM_ENTRIES, WINDOW, Relay, RelayClosed
 from fleet_app.signing import sign
 from harness.services import redis_env
 
@@ -290,3 +290,19 @@ async def test_a_trickle_is_acknowledged_on_the_way_back_or_soon_after(
         await owner.recv()
     await asyncio.sleep(ACK_IDLE_S + 0.3)
     assert viewer.unacked == 0
+
+
+async def test_a_typists_stream_stays_short_in_redis(
+    open_pair: OpenPair, redis: tuple[Redis, str]
+) -> None:
+    """A thousand one-byte keys, each echoed: what was acknowledged is trimmed by entries too,
+    so a relay open all day holds a few hundred entries at most, not one per key."""
+    client, _ = redis
+    owner, viewer = await open_pair()
+    for _ in range(1000):
+        await viewer.send("bytes", b"k")
+        await owner.recv()
+        await owner.send("bytes", b"e")
+        await viewer.recv()
+    assert await client.xlen(viewer.out_key) <= 2 * TRIM_ENTRIES
+    assert await client.xlen(owner.out_key) <= 2 * TRIM_ENTRIES
