@@ -50,8 +50,7 @@ UNREACHABLE = "unreachable"
 REPLY = "reply"
 HELLO = "hello"
 BACKOFF_FIRST_S = 1.0
-# Low: a member is back in the fleet (its lists converged) within seconds of Redis returning, and
-# a refused connection costs Redis and the member next to nothing.
+# Low: a member is back (its lists converged) within seconds of Redis returning.
 BACKOFF_MAX_S = 2.0
 QUIET_PING_S = 3.0  # a silent subscription is pinged this often…
 SILENT_DEAD_S = 10.0  # …and given up when Redis has said nothing for this long (a half-open link)
@@ -65,11 +64,10 @@ class FleetUnreachable(Exception):
 
     def __init__(self, machine_id: str, reason: str) -> None:
         super().__init__(f"machine {machine_id} is unreachable: {reason}")
-        self.machine_id = machine_id
-        self.reason = reason
+        self.machine_id, self.reason = machine_id, reason
 
 
-class _ConnectionLost(Exception):
+class _ConnectionLost(Exception):  # a subscription that went silent
     pass
 
 

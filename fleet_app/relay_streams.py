@@ -4,11 +4,8 @@ A terminal or chat opened on another member needs what the channel layer cannot 
 dropped, in order, with backpressure. One relay is two streams, `<prefix>:fleet:s:<id>:down`
 (owner → viewer) and `…:up` (viewer → owner); each side writes one and reads the other.
 
-- Entries are signed like bus messages: fields `m` (JSON meta: relay, direction, seq, byte offset,
-  kind, ts), `d` (the raw bytes) and `s` (hex HMAC of `m + "\\n" + d`). A forged entry is dropped
-  and logged, the relay goes on. Replays are refused by the sequence number (each stream's seq
-  counts up by one); staleness is measured against the entry's Redis id (the server's clock when
-  it was added), so an entry that waits for a slow reader is not "stale", a re-added one is.
+- Entries are signed like bus messages (fleet_app.relay_entries). A forged or stale entry is
+  dropped and logged, the relay goes on; a replayed one is refused by its sequence number.
 - Acknowledgements travel as `ack` entries on the reader's own outgoing stream, not in a key: the
   other side already blocks on that stream (XREAD), so an ack wakes a waiting writer in the same
   round trip that carries data, with no polling and no second connection per relay. The reader
@@ -27,16 +24,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from collections import deque
-from typing import Any
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from .signing import SKEW_S, RefusalLog, Refused, claimed_sender, sign, verify
+from . import relay_entries
+from .relay_entries import DATA, Stream
+from .signing import RefusalLog, Refused
 
 logger = logging.getLogger(__name__)
 
@@ -48,8 +45,6 @@ TRIM_EVERY = 256 * 1024  # acknowledged bytes left in the stream before a trim i
 TRIM_ENTRIES = 128  # … or acknowledged entries (keystrokes are one byte each)
 BLOCK_MS = 5000  # one blocking read; the client's socket timeout must be longer (bus.redis_client)
 TTL_S = 60.0
-DATA = ("bytes", "text")
-KINDS = (*DATA, "ack", "open", "close")
 Frame = tuple[str, bytes | str]
 
 
@@ -73,6 +68,8 @@ class Relay:
             raise ValueError("side is 'owner' or 'viewer'")
         base = f"{prefix}:fleet:s:{relay_id}"
         self.out_dir, self.in_dir = ("down", "up") if side == "owner" else ("up", "down")
+        self._out = Stream(relay_id, self.out_dir, machine_id)
+        self._in = Stream(relay_id, self.in_dir, machine_id)  # its writer: the other side
         self.out_key, self.in_key = f"{base}:{self.out_dir}", f"{base}:{self.in_dir}"
         self.relay_id, self.side, self.machine_id = relay_id, side, machine_id
         self._redis, self._secret, self._ttl = redis, secret, ttl
@@ -111,29 +108,18 @@ class Relay:
         self._tasks: list[asyncio.Task[None]] = []
 
     @classmethod
-    async def open(
-        cls,
-        redis: Redis,
-        prefix: str,
-        relay_id: str,
-        *,
-        side: str,
-        secret: bytes | str,
-        machine_id: str,
-        ttl: float = TTL_S,
-    ) -> Relay:
-        """Open one side. `redis` needs a socket timeout longer than BLOCK_MS (Bus.redis has)."""
-        relay = cls(
-            redis, prefix, relay_id, side=side, secret=secret, machine_id=machine_id, ttl=ttl
-        )
+    async def open(cls, redis: Redis, prefix: str, relay_id: str, **keys: object) -> Relay:
+        """Open one side (`keys`: the constructor's `side`, `secret`, `machine_id`, `ttl`).
+        `redis` needs a socket timeout longer than BLOCK_MS (Bus.redis has)."""
+        relay = cls(redis, prefix, relay_id, **keys)  # type: ignore[arg-type]
         async with redis.pipeline(transaction=True) as pipe:
             # Only this entry may create the stream: later ones use NOMKSTREAM, so a write after
             # the other side deleted it (closed) is refused instead of leaving a key behind.
             pipe.xadd(relay.out_key, relay._entry("open", b"", 0))
-            pipe.pexpire(relay.out_key, int(ttl * 1000))
+            pipe.pexpire(relay.out_key, int(relay._ttl * 1000))
             await pipe.execute()
         relay._tasks = [
-            asyncio.create_task(coro, name=f"relay {relay_id} {side} {what}")
+            asyncio.create_task(coro, name=f"relay {relay_id} {relay.side} {what}")
             for what, coro in (
                 ("reader", relay._read_loop()),
                 ("flusher", relay._flush_loop()),
@@ -228,12 +214,7 @@ class Relay:
         self, kind: str, data: bytes, offset: int, ack: int | None = None
     ) -> dict[bytes, bytes]:
         self._seq += 1
-        fields = {"v": 1, "from": self.machine_id, "relay": self.relay_id, "dir": self.out_dir}
-        fields |= {"seq": self._seq, "off": offset, "kind": kind, "ts": time.time()}
-        if ack is not None and kind != "ack":
-            fields["ack"] = ack  # what this side has read of the other's stream
-        meta = json.dumps(fields, separators=(",", ":")).encode()
-        return {b"m": meta, b"d": data, b"s": sign(self._secret, meta + b"\n" + data)}
+        return relay_entries.seal(self._secret, self._out, self._seq, kind, data, offset, ack)
 
     async def _flush_loop(self) -> None:
         try:
@@ -345,7 +326,7 @@ class Relay:
 
     def _take(self, entry_id: bytes, fields: dict[bytes, bytes]) -> None:
         try:
-            meta, data = self._verified(entry_id, fields)
+            meta, data = relay_entries.opened(self._secret, self._in, entry_id, fields)
         except Refused as refused:
             self._refusals.note(refused, self._where)
             return
@@ -372,29 +353,6 @@ class Relay:
         elif kind == "close":
             self._peer_gone = True
             self._end("the other side closed the relay", writing_too=True)
-
-    def _verified(
-        self, entry_id: bytes, fields: dict[bytes, bytes]
-    ) -> tuple[dict[str, Any], bytes]:
-        meta_raw, data, signature = fields.get(b"m"), fields.get(b"d", b""), fields.get(b"s")
-        if not meta_raw or not signature:
-            raise Refused("malformed", verified=False)
-        if not verify(self._secret, meta_raw + b"\n" + data, signature):
-            raise Refused("bad signature", claimed_sender(meta_raw), verified=False)
-        try:
-            meta = json.loads(meta_raw)
-            sender, seq, off = meta["from"], meta["seq"], meta["off"]
-            kind, ts = meta["kind"], float(meta["ts"])
-        except (ValueError, KeyError, TypeError):
-            raise Refused("malformed") from None
-        if not (isinstance(seq, int) and isinstance(off, int) and kind in KINDS):
-            raise Refused("malformed", str(sender))
-        if meta.get("relay") != self.relay_id or meta.get("dir") != self.in_dir:
-            raise Refused("wrong recipient", str(sender))
-        added = int(entry_id.partition(b"-")[0]) / 1000  # Redis's clock when the entry was added
-        if abs(added - ts) > SKEW_S:
-            raise Refused("stale", str(sender))
-        return meta, data
 
     # --- keeping alive, ending ----------------------------------------------------------------
 

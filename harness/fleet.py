@@ -17,12 +17,15 @@ import json
 import secrets
 import socket
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import httpx
 import psycopg
 
 from harness.daemon import Daemon, manage
@@ -215,3 +218,28 @@ class TcpProxy:
 
     def close(self) -> None:
         self.cut()
+
+
+# --- what the fleet's tests ask of a member -------------------------------------------------------
+
+
+def api(
+    daemon: Daemon, method: str, path: str, headers: dict | None = None, **kwargs: Any
+) -> httpx.Response:
+    """A request with the member's owner token (and any other `headers`)."""
+    headers = {**daemon.owner_headers(), **(headers or {})}
+    return httpx.request(method, f"{daemon.url}{path}", headers=headers, timeout=60, **kwargs)
+
+
+def statuses(daemon: Daemon) -> dict[str, str]:
+    """Each machine's status as this member sees it, by name."""
+    return {m["name"]: m["status"] for m in api(daemon, "GET", "/api/machines").json()}
+
+
+def wait_for(read: Callable[[], Any], wanted: Callable[[Any], Any], timeout: float = 20) -> Any:
+    """Read until `wanted(value)` (a fleet's news takes a heartbeat or a publication); the value."""
+    deadline = time.monotonic() + timeout
+    while not wanted(value := read()):
+        assert time.monotonic() < deadline, f"never: {value}"
+        time.sleep(0.1)
+    return value

@@ -11,15 +11,13 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
 
 from harness.daemon import ROOT, Daemon
-from harness.fleet import Fleet, running_fleet
+from harness.fleet import Fleet, api, running_fleet, wait_for
 from harness.git import feature_repo, git
 from harness.mcp import tool
 from harness.termclient import Chat, Term, hosting_settings
@@ -41,23 +39,8 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
         yield running
 
 
-def api(
-    daemon: Daemon, method: str, path: str, headers: dict | None = None, **kwargs: Any
-) -> httpx.Response:
-    headers = {**daemon.owner_headers(), **(headers or {})}
-    return httpx.request(method, f"{daemon.url}{path}", headers=headers, timeout=60, **kwargs)
-
-
 def all_online(rows: list[dict]) -> bool:
     return {row["name"]: row["status"] for row in rows} == ALL_ONLINE
-
-
-def wait_for(read: Callable[[], Any], wanted: Callable[[Any], bool], timeout: float = 15) -> Any:
-    deadline = time.monotonic() + timeout
-    while not wanted(value := read()):
-        assert time.monotonic() < deadline, f"never: {value}"
-        time.sleep(0.1)
-    return value
 
 
 def workspace_of(fleet: Fleet, name: str) -> str:

@@ -6,16 +6,14 @@ members, one PostgreSQL, one Redis and the fake Bot API."""
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
 from harness.daemon import Daemon
 from harness.fakes.telegram_api import FakeTelegram
-from harness.fleet import Fleet, running_fleet
+from harness.fleet import Fleet, api, running_fleet, wait_for
 from harness.termclient import hosting_settings
 
 OWNER = 4242
@@ -53,12 +51,6 @@ def fleet(tmp_path_factory: pytest.TempPathFactory, tg: FakeTelegram) -> Iterato
         yield running
 
 
-def api(daemon: Daemon, method: str, path: str, **kwargs: Any) -> httpx.Response:
-    return httpx.request(
-        method, f"{daemon.url}{path}", headers=daemon.owner_headers(), timeout=30, **kwargs
-    )
-
-
 def names_online(daemon: Daemon) -> set[str]:
     rows = api(daemon, "GET", "/api/machines").json()
     return {m["name"] for m in rows if m["status"] == "online"}
@@ -67,14 +59,6 @@ def names_online(daemon: Daemon) -> set[str]:
 def channel_status(daemon: Daemon) -> str:
     rows = api(daemon, "GET", "/api/channels").json()
     return next((c["status"] for c in rows if c["name"] == "telegram"), "")
-
-
-def wait_for(read: Callable[[], Any], wanted: Callable[[Any], bool], timeout: float = 20) -> Any:
-    deadline = time.monotonic() + timeout
-    while not wanted(value := read()):
-        assert time.monotonic() < deadline, f"never: {value}"
-        time.sleep(0.1)
-    return value
 
 
 def said(tg: FakeTelegram, needle: str) -> dict[str, Any]:

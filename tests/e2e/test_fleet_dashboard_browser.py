@@ -10,17 +10,13 @@ violation)."""
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
-import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from harness.daemon import Daemon
 from harness.dashboard import show
-from harness.fleet import Fleet, running_fleet
+from harness.fleet import Fleet, api, running_fleet, statuses, wait_for
 from harness.own_redis import OwnRedis
 from harness.termclient import hosting_settings
 from tests.e2e.test_approvals_browser import PHONE, serious_violations
@@ -55,24 +51,6 @@ def fleet(tmp_path_factory: pytest.TempPathFactory, redis: OwnRedis) -> Iterator
                 lambda row: row["workspaces"],
             )
         yield running
-
-
-def api(daemon: Daemon, method: str, path: str, **kwargs: Any) -> httpx.Response:
-    return httpx.request(
-        method, f"{daemon.url}{path}", headers=daemon.owner_headers(), timeout=60, **kwargs
-    )
-
-
-def statuses(daemon: Daemon) -> dict[str, str]:
-    return {m["name"]: m["status"] for m in api(daemon, "GET", "/api/machines").json()}
-
-
-def wait_for(read: Callable[[], Any], wanted: Callable[[Any], Any], timeout: float = 20) -> Any:
-    deadline = time.monotonic() + timeout
-    while not wanted(value := read()):
-        assert time.monotonic() < deadline, f"never: {value}"
-        time.sleep(0.1)
-    return value
 
 
 def workspace_of(fleet: Fleet, name: str) -> str:

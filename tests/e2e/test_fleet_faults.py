@@ -6,15 +6,12 @@ converge by themselves; a member with another secret never joins and can act on 
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
-import httpx
 import pytest
 
 from harness.daemon import Daemon
-from harness.fleet import Fleet, TcpProxy, running_fleet
+from harness.fleet import Fleet, TcpProxy, api, running_fleet, statuses, wait_for
 from harness.own_redis import OwnRedis
 from harness.termclient import Term, hosting_settings
 
@@ -40,24 +37,6 @@ def fleet(tmp_path_factory: pytest.TempPathFactory, redis: OwnRedis) -> Iterator
         yield running
 
 
-def api(daemon: Daemon, method: str, path: str, **kwargs: Any) -> httpx.Response:
-    return httpx.request(
-        method, f"{daemon.url}{path}", headers=daemon.owner_headers(), timeout=60, **kwargs
-    )
-
-
-def statuses(daemon: Daemon) -> dict[str, str]:
-    return {m["name"]: m["status"] for m in api(daemon, "GET", "/api/machines").json()}
-
-
-def wait_for(read: Callable[[], Any], wanted: Callable[[Any], bool], timeout: float = 20) -> Any:
-    deadline = time.monotonic() + timeout
-    while not wanted(value := read()):
-        assert time.monotonic() < deadline, f"never: {value}"
-        time.sleep(0.1)
-    return value
-
-
 def status_on(daemon: Daemon, sid: str) -> str | None:
     rows = api(daemon, "GET", "/api/sessions").json()
     return next((r["status"] for r in rows if r["id"] == sid), None)
@@ -81,12 +60,10 @@ async def test_a_killed_member_is_unreachable_with_its_sessions_and_back_with_th
     sid = shell_on(fleet, "b", via="a")
     wait_for(lambda: status_on(a, sid), lambda s: s == "running")
 
-    fleet.kill("b")
-    killed = time.monotonic()
+    fleet.kill("b")  # unreachable within 15 s of its last beat: waited for 20 s at most
     for daemon in (a, c):
-        wait_for(lambda d=daemon: status_on(d, sid), lambda s: s == "unreachable")
+        wait_for(lambda d=daemon: status_on(d, sid), lambda s: s == "unreachable", timeout=20)
         assert statuses(daemon)["b"] == "unreachable"
-    assert time.monotonic() - killed < 20
     refused = api(a, "DELETE", f"/api/sessions/{sid}")
     assert refused.status_code == 503, refused.text
     assert refused.json()["error"]["code"] == "machine_unreachable"
@@ -124,11 +101,8 @@ async def test_without_redis_members_serve_their_own_and_converge_once_it_is_bac
         during = shell_on(fleet, "b", via="b")
         assert status_on(b, during) == "running"
 
-        redis.start()
-        back = time.monotonic()
+        redis.start()  # the lists converge within 10 s of Redis returning
         wait_for(lambda: status_on(a, during), lambda s: s == "running", timeout=10)
-        converged = time.monotonic() - back
-        assert converged <= 10, converged
         for daemon in (a, b):
             assert api(daemon, "GET", "/api/status").json()["fleet"]["status"] == "online"
     finally:

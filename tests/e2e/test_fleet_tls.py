@@ -13,14 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import dj_database_url
-import httpx
 import psycopg
 import pytest
 import redis
@@ -32,7 +29,7 @@ from fleet_app.bus import Bus
 from fleet_app.conf import FleetConfig
 from fleet_app.relay_streams import Relay
 from harness.daemon import Daemon, manage
-from harness.fleet import Fleet
+from harness.fleet import Fleet, api, wait_for
 from harness.termclient import Term
 from harness.tls_services import TlsPostgres, TlsRedis, certificates, tls_postgres, tls_redis
 from svcproject.settings import channel_layers
@@ -71,12 +68,6 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsFleet]:
             fleet.stop()
 
 
-def api(daemon: Daemon, method: str, path: str, **kwargs: Any) -> httpx.Response:
-    return httpx.request(
-        method, f"{daemon.url}{path}", headers=daemon.owner_headers(), timeout=60, **kwargs
-    )
-
-
 def machines(daemon: Daemon) -> list[dict]:
     response = api(daemon, "GET", "/api/machines")
     assert response.status_code == 200, response.text
@@ -96,14 +87,6 @@ def fleet_status(daemon: Daemon) -> dict[str, str]:
     response = api(daemon, "GET", "/api/status")
     assert response.status_code == 200, response.text
     return response.json()["fleet"]
-
-
-def wait_for(read: Callable[[], Any], wanted: Callable[[Any], bool], timeout: float = 15) -> Any:
-    deadline = time.monotonic() + timeout
-    while not wanted(got := read()):
-        assert time.monotonic() < deadline, f"never: {got}"
-        time.sleep(0.2)
-    return got
 
 
 def test_two_members_see_each_other_online_over_tls(tls: TlsFleet) -> None:
