@@ -77,12 +77,29 @@ function SessionHead({ session }) {
   </div>`;
 }
 
-// One open session. When it is shown again it takes the focus (its terminal refits first). Its
-// terminal or chat is keyed by the session's process: a resumed session (from this pane, the
-// table, a chat app or the CLI) gets a new one, with a socket that follows it.
+// Which process of the session the pane shows, as a number that changes when a new one starts:
+// a resumed session (from this pane, the table, a chat app or the CLI) gets a new terminal or chat,
+// with a socket that follows it. A pid that merely appears — the list's row from before the
+// process started, then the running one — is the same process: remounting then threw away what
+// was being typed, and a prompt sent with Enter at that moment went nowhere.
+function useProcess(session) {
+  const row = useComputed(() => rowOf(session)).value;
+  const seen = useRef({ pid: session.pid ?? null, ended: false, generation: 0 });
+  const known = seen.current;
+  const pid = row.pid ?? null;
+  if (pid !== null && pid !== known.pid && (known.pid !== null || known.ended)) {
+    known.generation += 1;
+    known.ended = false;
+  }
+  if (pid !== null) known.pid = pid;
+  if (!isLive(row)) known.ended = true;
+  return known.generation;
+}
+
+// One open session. When it is shown again it takes the focus (its terminal refits first).
 function SessionView({ tab }) {
   const { id, session } = tab;
-  const pid = useComputed(() => String(rowOf(session).pid ?? ""));
+  const process = useProcess(session);
   const active = current.value === id;
   const onShown = useRef(null);
   const count = activations.value;
@@ -93,8 +110,8 @@ function SessionView({ tab }) {
       aria-label=${labelOf(session)} aria-labelledby=${`tab-${id}`} data-session-id=${id}>
     <${SessionHead} session=${session} />
     <div class="session-body">
-      ${session.kind === "terminal" ? html`<${Terminal} key=${pid.value} session=${session} onShown=${onShown} />`
-        : html`<${Chat} key=${pid.value} tab=${tab} onShown=${onShown} />`}
+      ${session.kind === "terminal" ? html`<${Terminal} key=${process} session=${session} onShown=${onShown} />`
+        : html`<${Chat} key=${process} tab=${tab} onShown=${onShown} />`}
     </div>
   </div>`;
 }

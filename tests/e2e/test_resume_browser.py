@@ -155,3 +155,33 @@ def test_messages_sent_during_a_turn_are_shown_queued_and_can_be_removed_or_sent
     expect(users).to_have_text(["count 600 50", "echo urgent", "echo later"])
     expect(agent.nth(1)).to_have_text("urgent")
     expect(page.locator(f"{ACTIVE} .chat-turn-end", has_text="turn cancelled")).to_have_count(1)
+
+
+def test_a_chat_keeps_what_is_typed_while_its_process_id_appears(
+    page: Page, workspace: Path
+) -> None:
+    """The live list may show a new chat once before its process started (no pid) and then
+    running: the pane must stay the same chat. It was rebuilt, so text being typed vanished and
+    an Enter pressed just then sent nothing (a CI flake of the queued-messages test)."""
+    page.select_option("#new-agent", "fake")
+    page.select_option("#new-workspace", str(workspace))
+    page.select_option("#new-kind", "chat")
+    page.click("#new-session button[type=submit]")
+    box = page.locator(f"{ACTIVE} .chat-input textarea")
+    box.fill("half typed")
+    sid = page.locator(ACTIVE).get_attribute("data-session-id")
+    page.evaluate(
+        """async (sid) => {
+          const store = await import("/static/svc/store.js");
+          const now = store.sessions.peek();
+          const before = (r) => ({ ...r, pid: null, status: "starting" });
+          store.sessions.value = now.map((r) => (r.id === sid ? before(r) : r));
+          await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
+          store.sessions.value = now;
+        }""",
+        sid,
+    )
+    expect(box).to_have_value("half typed")
+    box.fill("echo still-here")
+    box.press("Enter")
+    expect(page.locator(f"{ACTIVE} .chat-agent").last).to_have_text("still-here")
