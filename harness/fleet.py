@@ -243,3 +243,26 @@ def wait_for(read: Callable[[], Any], wanted: Callable[[Any], Any], timeout: flo
         assert time.monotonic() < deadline, f"never: {value}"
         time.sleep(0.1)
     return value
+
+
+def workspace_of(fleet: Fleet, name: str) -> str:
+    """The folder `hosting_fleet` registered as member `name`'s workspace."""
+    return str(fleet.root / f"work-{name}")
+
+
+@contextlib.contextmanager
+def hosting_fleet(
+    root: Path, names: tuple[str, ...] = ("a", "b", "c"), redis: dict[str, str] | None = None
+) -> Iterator[Fleet]:
+    """A running fleet that hosts the fake agent, a workspace `work-<name>` registered on each
+    member, every member seeing every other online."""
+    from harness.termclient import hosting_settings
+
+    with running_fleet(root, names, settings=hosting_settings(), redis=redis) as fleet:
+        for name, member in fleet.members.items():
+            Path(workspace_of(fleet, name)).mkdir()
+            api(member.daemon, "POST", "/api/workspaces", json={"path": workspace_of(fleet, name)})
+        everyone = dict.fromkeys(names, "online")
+        for member in fleet.members.values():
+            wait_for(lambda m=member: statuses(m.daemon), lambda seen: seen == everyone)
+        yield fleet

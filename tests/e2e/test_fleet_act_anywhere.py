@@ -17,34 +17,17 @@ from pathlib import Path
 import pytest
 
 from harness.daemon import ROOT, Daemon
-from harness.fleet import Fleet, api, running_fleet, wait_for
+from harness.fleet import Fleet, api, hosting_fleet, wait_for, workspace_of
 from harness.git import feature_repo, git
 from harness.mcp import tool
-from harness.termclient import Chat, Term, hosting_settings
+from harness.termclient import Chat, Term
 from harness.ws import connect, recv_json
-
-ALL_ONLINE = {"a": "online", "b": "online", "c": "online"}
 
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
-    root = tmp_path_factory.mktemp("fleet-act")
-    with running_fleet(root, settings=hosting_settings()) as running:
-        for name, member in running.members.items():
-            workspace = root / f"work-{name}"
-            workspace.mkdir()
-            api(member.daemon, "POST", "/api/workspaces", json={"path": str(workspace)})
-        for member in running.members.values():
-            wait_for(lambda m=member: api(m.daemon, "GET", "/api/machines").json(), all_online)
+    with hosting_fleet(tmp_path_factory.mktemp("fleet-act")) as running:
         yield running
-
-
-def all_online(rows: list[dict]) -> bool:
-    return {row["name"]: row["status"] for row in rows} == ALL_ONLINE
-
-
-def workspace_of(fleet: Fleet, name: str) -> str:
-    return str(fleet.root / f"work-{name}")
 
 
 def sessions_of(daemon: Daemon) -> list[dict]:

@@ -13,8 +13,7 @@ import pytest
 
 from harness.daemon import Daemon
 from harness.fakes.telegram_api import FakeTelegram
-from harness.fleet import Fleet, api, running_fleet, wait_for
-from harness.termclient import hosting_settings
+from harness.fleet import Fleet, api, hosting_fleet, wait_for, workspace_of
 
 OWNER = 4242
 
@@ -28,13 +27,7 @@ def tg() -> Iterator[FakeTelegram]:
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory, tg: FakeTelegram) -> Iterator[Fleet]:
-    root = tmp_path_factory.mktemp("fleet-chat")
-    with running_fleet(root, ("a", "b"), settings=hosting_settings()) as running:
-        for name, member in running.members.items():
-            (root / f"work-{name}").mkdir()
-            api(member.daemon, "POST", "/api/workspaces", json={"path": str(root / f"work-{name}")})
-        for member in running.members.values():
-            wait_for(lambda m=member: names_online(m.daemon), lambda n: n == {"a", "b"})
+    with hosting_fleet(tmp_path_factory.mktemp("fleet-chat"), ("a", "b")) as running:
         a = running.daemon("a")
         settings = json.loads((a.home / "settings.json").read_text())
         settings["channels"] = {
@@ -43,17 +36,12 @@ def fleet(tmp_path_factory: pytest.TempPathFactory, tg: FakeTelegram) -> Iterato
                 "api_base": tg.api_base,
                 "allowed_users": [OWNER],
                 "agent": "fake",
-                "workspace": str(root / "work-a"),
+                "workspace": workspace_of(running, "a"),
             }
         }
         (a.home / "settings.json").write_text(json.dumps(settings, indent=2))
         wait_for(lambda: channel_status(a), lambda s: s == "online")
         yield running
-
-
-def names_online(daemon: Daemon) -> set[str]:
-    rows = api(daemon, "GET", "/api/machines").json()
-    return {m["name"] for m in rows if m["status"] == "online"}
 
 
 def channel_status(daemon: Daemon) -> str:

@@ -16,15 +16,13 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from harness.dashboard import show
-from harness.fleet import Fleet, api, running_fleet, statuses, wait_for
+from harness.fleet import Fleet, api, hosting_fleet, wait_for, workspace_of
 from harness.own_redis import OwnRedis
-from harness.termclient import hosting_settings
 from tests.e2e.test_approvals_browser import PHONE, serious_violations
 
 ACTIVE = "#session-panel .session-view.active"
 DESKTOP = {"viewport": {"width": 1280, "height": 800}}
 SIZES = {"desktop": DESKTOP, "phone": PHONE}
-ALL_ONLINE = {"a": "online", "b": "online", "c": "online"}
 
 
 @pytest.fixture(scope="module")
@@ -36,25 +34,14 @@ def redis() -> Iterator[OwnRedis]:
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory, redis: OwnRedis) -> Iterator[Fleet]:
-    root = tmp_path_factory.mktemp("fleet-dashboard")
-    with running_fleet(root, settings=hosting_settings(), redis=redis.env()) as running:
-        for name, member in running.members.items():
-            (root / f"work-{name}").mkdir()
-            api(
-                member.daemon, "POST", "/api/workspaces", json={"path": workspace_of(running, name)}
-            )
+    with hosting_fleet(tmp_path_factory.mktemp("fleet-dashboard"), redis=redis.env()) as running:
         for member in running.members.values():
-            wait_for(lambda m=member: statuses(m.daemon), lambda s: s == ALL_ONLINE)
             # Each member's row names its workspace (the form offers another machine's from it).
             wait_for(
                 lambda m=member: api(m.daemon, "GET", f"/api/machines/{m.name}").json(),
                 lambda row: row["workspaces"],
             )
         yield running
-
-
-def workspace_of(fleet: Fleet, name: str) -> str:
-    return str(fleet.root / f"work-{name}")
 
 
 def open_page(browser: Browser, fleet: Fleet, size: str) -> Page:

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 import pytest
 
 from harness.daemon import Daemon
-from harness.fleet import Fleet, TcpProxy, api, running_fleet, statuses, wait_for
+from harness.fleet import Fleet, TcpProxy, api, hosting_fleet, statuses, wait_for
 from harness.own_redis import OwnRedis
-from harness.termclient import Term, hosting_settings
+from harness.termclient import Term
 
 ALL_ONLINE = {"a": "online", "b": "online", "c": "online"}
 
@@ -27,13 +27,7 @@ def redis() -> Iterator[OwnRedis]:
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory, redis: OwnRedis) -> Iterator[Fleet]:
-    root = tmp_path_factory.mktemp("fleet-faults")
-    with running_fleet(root, settings=hosting_settings(), redis=redis.env()) as running:
-        for name, member in running.members.items():
-            (root / f"work-{name}").mkdir()
-            api(member.daemon, "POST", "/api/workspaces", json={"path": str(root / f"work-{name}")})
-        for member in running.members.values():
-            wait_for(lambda m=member: statuses(m.daemon), lambda s: s == ALL_ONLINE)
+    with hosting_fleet(tmp_path_factory.mktemp("fleet-faults"), redis=redis.env()) as running:
         yield running
 
 
