@@ -10,6 +10,10 @@ and the machine's Redis, 50 shell sessions on each.
 - Lists: a rename of one of b's sessions (PATCH on b) until the frame of a's /ws/sessions that
   shows it, with 3 × 50 sessions in the fleet; 100 changes, p50/p99. Bar: p99 ≤ 100 ms.
 - RSS of each member with its 50 sessions held.
+- The floor under the echo bar: a bare XADD → blocking XREAD ping-pong between two processes
+  with redis-py's asyncio client (what the relays use), no svc code at all. An echo across
+  crosses it once on top of everything a local echo does, so local + floor is the best ratio
+  any relay over Redis could reach on this machine.
 
 Run: `.venv/bin/python bench/fleet.py` (make bench sets SVC_HOME to a temporary directory).
 """
@@ -20,6 +24,7 @@ import asyncio
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -95,6 +100,42 @@ async def echo_and_flood(a: Any, c: Any, session_id: str) -> dict[str, Any]:
     # 30 MB of zeros, base64: 40.5 MB of output per round.
     mb_across = FLOOD_ROUNDS * 40.5
     return {"echo": echo, "flood": flood, "redis_cpu_per_mb": redis_cpu_s / mb_across}
+
+
+PING_PONGS = 2000
+
+
+async def redis_ping_pong(key: str, *, answer: bool) -> list[float]:
+    """One side of the floor: the answering side echoes each entry of `key`:up onto `key`:down;
+    the asking side adds one and waits for its echo, PING_PONGS times (ms each, the first 10 %
+    dropped as warm-up)."""
+    from redis.asyncio import Redis
+
+    redis = Redis.from_url(os.environ.get("SVC_BENCH_REDIS", "redis://127.0.0.1:6379/0"))
+    up, down = f"{key}:up", f"{key}:down"
+    mine, theirs = (down, up) if answer else (up, down)
+    last, took = b"0-0", []
+    for i in range(PING_PONGS + (1 if answer else 0)):
+        start = time.perf_counter()
+        if not answer or i:
+            await redis.xadd(mine, {"n": str(i)})
+        if answer and i == PING_PONGS:
+            break
+        entries = await redis.xread({theirs: last}, count=1, block=5000)
+        last = entries[0][1][-1][0]
+        took.append((time.perf_counter() - start) * 1000)
+    await redis.delete(mine)
+    await redis.aclose()
+    return took[PING_PONGS // 10 :]
+
+
+def redis_floor() -> list[float]:
+    key = f"svc-bench-floor:{os.getpid()}"
+    answering = subprocess.Popen([sys.executable, __file__, "--answer-ping-pong", key], cwd=ROOT)
+    try:
+        return asyncio.run(redis_ping_pong(key, answer=False))
+    finally:
+        answering.wait(30)
 
 
 def redis_cpu() -> float:
@@ -180,6 +221,7 @@ def main() -> int:
         *lists, redis_per_change = asyncio.run(list_latency(a, b, made["b"]))
         snapshot = len(json.dumps(httpx_rows(b)))
         rss = {name: rss_mib(fleet.daemon(name).proc.pid) for name in "abc"}
+        measured["floor"] = redis_floor()
         report(measured, lists, rss)
         estimate(measured, redis_per_change, snapshot)
     return 0
@@ -218,6 +260,12 @@ def report(measured: dict[str, Any], lists: list[float], rss: dict[str, float]) 
         )
     ratio50, ratio99 = e50["across"] / e50["local"], e99["across"] / e99["local"]
     print(f"  echo across ÷ local: p50 {ratio50:.2f}× (bar ≤ 2×), p99 {ratio99:.2f}× (bar ≤ 3×)")
+    floor = statistics.median(measured["floor"])
+    print(
+        f"  floor: a bare XADD → XREAD ping-pong between two processes p50 {floor:.2f} ms, "
+        f"p99 {pct(measured['floor'], 99):.2f} ms; local + floor = "
+        f"{(e50['local'] + floor) / e50['local']:.2f}× local, before any svc code"
+    )
     print(f"  flood across ÷ local: {f['across'] / f['local']:.2f}× (bar ≥ 0.5×)")
     print(
         f"  list change on b → frame on a: p50 {statistics.median(lists):.1f} ms, "
@@ -227,4 +275,7 @@ def report(measured: dict[str, Any], lists: list[float], rss: dict[str, float]) 
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--answer-ping-pong"]:
+        asyncio.run(redis_ping_pong(sys.argv[2], answer=True))
+        raise SystemExit(0)
     raise SystemExit(main())

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from channels.db import database_sync_to_async
 
-from channels_app import store
+from channels_app import remote_handover, store
 from channels_app.remote_chat import RemoteChatUnavailable
 from channels_app.room import RemoteSession, elsewhere
 from core.errors import DomainError
@@ -250,11 +250,13 @@ async def cmd_handover(channel: Channel, room: Room, _: str) -> None:
         await room.say("No session to hand over.")
         return
     if room.remote is not None:
-        await room.say(f"This session runs on {room.remote.machine_name}: hand it over there.")
-        return
-    code = await database_sync_to_async(handover.handover_issue)(session_id=room.session_id)
+        offer = await remote_handover.handover_there(room.remote.machine, room.session_id)
+    else:
+        offer = await database_sync_to_async(handover.handover_offer)(
+            session_id=room.session_id, host=current().host
+        )
     await room.say(
-        f"Handover code: {code.code} (valid 120 s, once). Pick it up with "
+        f"Handover code: {offer['code']} (valid {offer['expires_in']} s, once). Pick it up with "
         "/pickup in a chat, the dashboard, or `manage.py pickup`."
     )
 
@@ -262,6 +264,14 @@ async def cmd_handover(channel: Channel, room: Room, _: str) -> None:
 async def cmd_pickup(channel: Channel, room: Room, rest: str) -> None:
     from sessions_app import handover
 
+    if (there := await remote_handover.picked_up_elsewhere(rest)) is not None:
+        live = await room.attach(str(there["id"]))
+        await room.say(
+            f"Picked up session {str(there['id'])[:8]} ({there.get('agent', '')}) on "
+            f"{there['machine_name']}."
+            + ("" if live else " Its agent has exited: /resume starts it again, /new another.")
+        )
+        return
     session = await database_sync_to_async(handover.handover_redeem)(
         code=rest, failures=current().handover_failures
     )

@@ -222,22 +222,15 @@ class FleetRequest:
         return merge.newest_first(self.path, answers, limit)
 
     def _pickup(self) -> HttpResponse:
-        """A handover code may have been issued on any member: the others are asked first, one
-        at a time (a code is used once); only when none has it does this member answer — and
-        count the failure, so guessing costs the same here as anywhere."""
+        """A handover code may have been issued on any member: the others are asked first;
+        only when none has it does this member answer — and count the failure."""
         failures = getattr(current_or_none(), "handover_failures", None)
         from django.utils import timezone
 
         if failures is None or failures.locked(timezone.now()):
             return self.get_response(self.request)
-        for machine in self.forwarder.others_online():
-            try:
-                reply = async_to_sync(self.forwarder.send)(machine, self._forwarded())
-            except FleetUnreachable:
-                continue
-            if reply.status == 200:
-                return self._relayed(machine, reply)
-        return self.get_response(self.request)
+        found = async_to_sync(self.forwarder.picked_up_elsewhere)(self._forwarded())
+        return self._relayed(*found) if found else self.get_response(self.request)
 
 
 def _int(value: str | None, default: int) -> int:

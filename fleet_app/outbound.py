@@ -131,6 +131,19 @@ class Forwarder:
             out[machine] = reply  # type: ignore[assignment]
         return out
 
+    async def picked_up_elsewhere(self, request: Forwarded) -> tuple[str, Reply] | None:
+        """A handover pickup (`request`) asked of the other members, one at a time (a code is
+        used once): the member whose code it was and its answer, or None when none had it.
+        The caller counts a failure once, here, so guessing costs the same on every member."""
+        for machine in self.others_online():
+            try:
+                reply = await self.send(machine, request)
+            except FleetUnreachable:
+                continue
+            if reply.status == 200:
+                return machine, reply
+        return None
+
     async def whose(self, kind: str, given: str) -> str | None:
         """The other member that has this subagent run or turn, if one answers that it does."""
         machines = self.others_online()

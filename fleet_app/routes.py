@@ -22,7 +22,7 @@ FORWARDABLE: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = tuple(
         ("GET POST", r"^/api/sessions$"),
         ("POST", r"^/api/sessions/stop_all$"),
         ("GET PATCH DELETE", rf"^/api/sessions/{_ID}$"),
-        ("POST", rf"^/api/sessions/{_ID}/resume$"),
+        ("POST", rf"^/api/sessions/{_ID}/(resume|handover)$"),
         ("GET", rf"^/api/sessions/{_ID}/log$"),
         ("GET POST", rf"^/api/sessions/{_ID}/permissions$"),
         ("GET", rf"^/api/sessions/{_ID}/diff$"),

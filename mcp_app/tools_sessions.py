@@ -55,15 +55,4 @@ def prepare_handover(
     session = _caller(
         session_id=session_id, header_session_id=header_session_id, agent=None, cwd=cwd
     )
-    code = handover.handover_issue(session_id=str(session.id))
-    handover.handover_announce(code, current().host)
-    return {
-        "code": code.code,
-        "expires_at": code.expires_at.isoformat(),
-        "expires_in": handover.CODE_SECONDS,
-        "pickup": (
-            f"Within {handover.CODE_SECONDS} s, once: enter {code.code} in the svc dashboard's "
-            f"Pick up box, or run `python manage.py pickup {code.code}`, or type "
-            f"`/pickup {code.code}` in an svc chat."
-        ),
-    }
+    return handover.handover_offer(session_id=str(session.id), host=current().host)

@@ -56,6 +56,8 @@ _REMOTE_WRITES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("POST", r"/api/sessions/[^/]+/diff/comments"),
         ("POST", r"/api/subagents/[^/]+/(diff/comments|merge|discard)"),
         ("DELETE", r"/api/subagent-turns/[^/]+"),
+        # A code to continue a session elsewhere: picking it up still takes the owner's key.
+        ("POST", r"/api/sessions/[^/]+/handover"),
         ("POST", r"/api/handover/pickup"),
         ("POST", r"/api/workspaces"),
         ("PATCH", r"/api/workspaces/\d+"),

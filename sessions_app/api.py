@@ -198,6 +198,15 @@ class SessionResumeView(APIView):
         return Response(session.to_dict())
 
 
+class SessionHandoverView(APIView):
+    @extend_schema(request=None)
+    def post(self, request: Request, session_id: str) -> Response:
+        """A handover code for this session (contract §4's, as the MCP tool `prepare_handover`
+        gives): 201 `{code, expires_at, expires_in, pickup}`; the session's chat shows it too."""
+        offer = handover.handover_offer(session_id=_session_id(session_id), host=current().host)
+        return Response(offer, status=status.HTTP_201_CREATED)
+
+
 LOG_KIB_MAX = 1024
 LOG_MAIN_PORT_ONLY = (
     "an agent's log may hold secrets (what it printed of its environment): read it on svc's "

@@ -63,6 +63,23 @@ def handover_issue(*, session_id: str, clock: Clock = timezone.now) -> HandoverC
     raise DomainError("could not draw a free handover code; try again", status=503)
 
 
+def handover_offer(*, session_id: str, host: ProcessHost) -> dict[str, object]:
+    """A fresh code for a session, shown in its chat, and how to use it: what the MCP tool
+    `prepare_handover`, `POST /api/sessions/<id>/handover` and a chat's /handover answer."""
+    code = handover_issue(session_id=session_id)
+    handover_announce(code, host)
+    return {
+        "code": code.code,
+        "expires_at": code.expires_at.isoformat(),
+        "expires_in": CODE_SECONDS,
+        "pickup": (
+            f"Within {CODE_SECONDS} s, once: enter {code.code} in the svc dashboard's "
+            f"Pick up box, or run `python manage.py pickup {code.code}`, or type "
+            f"`/pickup {code.code}` in an svc chat."
+        ),
+    }
+
+
 def handover_announce(code: HandoverCode, host: ProcessHost) -> None:
     """A code prepared for a hosted chat shows in that chat (the dashboard and every /ws/chat
     client see it), so the person watching the agent sees the code without asking for it."""

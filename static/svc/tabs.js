@@ -56,8 +56,10 @@ function SessionMachine({ session }) {
   return html`<span class="session-machine" data-machine=${row.machine}>on ${machineNameOf(row)}${isAway(row) ? " · unreachable" : ""}</span>`;
 }
 
-// Stop while it runs, Resume once it has ended (when it can be resumed): the row decides. A session
-// of a machine that is away offers neither until the machine is back.
+// Stop and Hand over while it runs, Resume once it has ended (when it can be resumed): the row
+// decides. A session of a machine that is away offers none of them until the machine is back.
+// Hand over asks the session's own machine for a code (contract §4): another device picks the
+// session up with it; a chat shows the code in its log as well.
 function SessionHead({ session }) {
   const state = useComputed(() => {
     const row = rowOf(session);
@@ -65,11 +67,16 @@ function SessionHead({ session }) {
   });
   const [text, run] = useStatus();
   const resume = () => run(async () => { await api("POST", `sessions/${session.id}/resume`); }, "resuming…");
+  const handOver = () => run(async () => {
+    const offer = await api("POST", `sessions/${session.id}/handover`);
+    return `Handover code ${offer.code}: pick this session up on another device within ${offer.expires_in} s`;
+  }, "…");
   return html`<div class="session-head">
     <${SessionName} session=${session} />
     <${SessionMachine} session=${session} />
     <button type="button" title="What this session changed in its git workspace"
       onClick=${() => { location.hash = `#view=diff&of=sessions/${session.id}`; }}>Changes</button>
+    ${state.value === "live" && html`<button type="button" class="session-handover" title="A code to continue this session on another device" onClick=${handOver}>Hand over</button>`}
     ${state.value === "live" && html`<button type="button" class="danger session-stop" onClick=${() => api("DELETE", `sessions/${session.id}`)}>Stop</button>`}
     ${state.value === "resumable" && html`<button type="button" class="session-resume" onClick=${resume}>Resume</button>`}
     <${Status} text=${text} />

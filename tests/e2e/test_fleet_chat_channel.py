@@ -95,3 +95,49 @@ def test_a_bot_on_a_drives_a_chat_on_b_and_answers_its_permission(
     tg.send_text(OWNER, "/status")
     assert "on b, idle" in said(tg, f"Session {sid[:8]}: fake on b")["text"]
     api(a, "DELETE", f"/api/sessions/{sid}", params={"wait": "1"})
+
+
+def said_next(tg: FakeTelegram, needle: str, after: int) -> str:
+    """The text of the bot's first message after the first `after` that holds `needle`."""
+    found = wait_for(
+        lambda: next((m for m in tg.sent(OWNER)[after:] if needle in m.get("text", "")), None),
+        lambda m: m is not None,
+    )
+    return str(found["text"])
+
+
+def test_handover_and_pickup_reach_sessions_of_other_members(
+    fleet: Fleet, tg: FakeTelegram
+) -> None:
+    a, b = fleet.daemon("a"), fleet.daemon("b")
+    seen = len(tg.sent(OWNER))
+    tg.send_text(OWNER, f"/new fake {workspace_of(fleet, 'b')} @b")
+    prefix = said_next(tg, "New session", seen).split()[2].rstrip(":")
+    sid = next(r["id"] for r in api(b, "GET", "/api/sessions").json() if r["id"][:8] == prefix)
+
+    # /handover of b's session, in a's chat: b issues the code, and it is b's to redeem.
+    seen = len(tg.sent(OWNER))
+    tg.send_text(OWNER, "/handover")
+    code = said_next(tg, "Handover code:", seen).split("Handover code: ", 1)[1][:4]
+    picked = api(a, "POST", "/api/handover/pickup", json={"code": code})
+    assert picked.status_code == 200, picked.text
+    assert (picked.json()["id"], picked.json()["machine_name"]) == (sid, "b")
+
+    # A code for b's session asked of a's API, picked up in a chat that was on a's own session.
+    made = api(a, "POST", f"/api/sessions/{sid}/handover")
+    assert made.status_code == 201, made.text
+    seen = len(tg.sent(OWNER))
+    tg.send_text(OWNER, "/new")
+    said_next(tg, "New session", seen)
+    seen = len(tg.sent(OWNER))
+    tg.send_text(OWNER, f"/pickup {made.json()['code'].lower()}")
+    assert f"Picked up session {sid[:8]} (fake) on b." in said_next(tg, "Picked up", seen)
+    tg.send_text(OWNER, "echo picked up from b")
+    said_next(tg, "picked up from b", seen + 1)
+    tg.send_text(OWNER, "/status")
+    assert "on b, idle" in said_next(tg, f"Session {sid[:8]}: fake on b", seen + 1)
+
+    seen = len(tg.sent(OWNER))
+    tg.send_text(OWNER, f"/pickup {made.json()['code']}")  # used: no member has it any more
+    assert "No live handover code" in said_next(tg, "handover code", seen)
+    api(a, "DELETE", f"/api/sessions/{sid}", params={"wait": "1"})

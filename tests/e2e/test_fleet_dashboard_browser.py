@@ -165,6 +165,16 @@ def test_a_chat_on_b_started_from_a_answers_and_takes_a_permission_answer(
         page.locator(f"{ACTIVE} .chat-permission button:text('Allow once')").click()
         expect(page.locator(f"{ACTIVE} .chat-agent").last).to_have_text("permission: allow")
         expect(page.locator(f"{ACTIVE} .chat-decision")).to_contain_text("Allow once")
+
+        # Hand over: b issues the code (its chat log shows it too); a picks it up from b.
+        page.locator(f"{ACTIVE} .session-head button", has_text="Hand over").click()
+        status = page.locator(f"{ACTIVE} .session-head [role=status]")
+        expect(status).to_contain_text("Handover code")
+        code = re.search(r"Handover code ([A-Z2-9]{4}):", status.inner_text())
+        assert code, status.inner_text()
+        expect(page.locator(f"{ACTIVE} .chat-log")).to_contain_text(f"Handover code {code[1]}")
+        picked = api(fleet.daemon("a"), "POST", "/api/handover/pickup", json={"code": code[1]})
+        assert (picked.json()["id"], picked.json()["machine_name"]) == (sid, "b"), picked.text
         assert serious_violations(page) == []
     finally:
         page.context.close()

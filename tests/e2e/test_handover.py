@@ -1,4 +1,5 @@
-"""Handover end to end: an agent prepares a code over MCP, a person picks it up (API, CLI)."""
+"""Handover end to end: an agent prepares a code over MCP (or a person over the API), a person
+picks it up (API, CLI)."""
 
 from __future__ import annotations
 
@@ -79,6 +80,23 @@ async def test_an_agent_gets_a_code_for_its_own_session(host: Daemon, tmp_path: 
     wrong = pickup(host, "ZZZZ" if made["code"] != "ZZZZ" else "YYYY")
     assert again.status_code == wrong.status_code == 404
     assert again.json()["error"]["message"] == wrong.json()["error"]["message"]
+    stop_session(host, session["id"])
+
+
+def test_a_person_gets_a_code_from_the_api_and_a_stranger_does_not(
+    host: Daemon, tmp_path: Path
+) -> None:
+    session = create_session(host, tmp_path)
+    url = f"{host.url}/api/sessions/{session['id'][:8]}/handover"  # a prefix names it too
+    made = httpx.post(url, headers=host.owner_headers())
+    assert made.status_code == 201, made.text
+    assert set(made.json()) == {"code", "expires_at", "expires_in", "pickup"}
+    assert pickup(host, made.json()["code"]).json()["id"] == session["id"]
+    assert httpx.post(url).status_code == 401  # no key: no code
+    mcp_key = {"Authorization": f"Bearer {host.mcp_token}"}
+    assert httpx.post(url, headers=mcp_key).status_code == 401  # an agent uses its MCP tool
+    none = httpx.post(f"{host.url}/api/sessions/ffffffff/handover", headers=host.owner_headers())
+    assert none.status_code == 404 and "no session" in none.json()["error"]["message"]
     stop_session(host, session["id"])
 
 

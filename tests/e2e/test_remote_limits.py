@@ -111,6 +111,8 @@ def test_a_paired_device_cannot_change_what_svc_runs_or_who_may_reach_it(
             json={"agent": "shell", "workspace": str(daemon.home.parent)},
         )
         assert started.status_code == 201, started.text
+        code = client.post(f"/api/sessions/{started.json()['id']}/handover", headers=headers)
+        assert code.status_code == 201 and len(code.json()["code"]) == 4, code.text
         client.delete(f"/api/sessions/{started.json()['id']}", headers=headers)
         assert client.get("/pair/session").json() == {"paired": True}  # finding 8
         gone = client.delete(f"/api/pairings/{paired['device']['id']}", headers=headers)
