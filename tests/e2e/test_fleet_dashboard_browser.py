@@ -3,8 +3,10 @@ three members on this machine (one real PostgreSQL database, a Redis of this mod
 machines view shows a, b and c online at a desktop and a phone size; a shell started on c from
 a's new-session form opens from a's sidebar (desktop) or sessions list (phone), is typed into and
 really runs on c; a chat on b started from a's form answers and takes a permission answer; the
-sessions table has a machine column and filter; with Redis gone a's dashboard says the fleet is
-unreachable, and stops saying so once it is back. Every page is axe-clean (no serious or critical
+sessions table has a machine column and filter; with c killed its card, its session in the sidebar
+and its open pane read unreachable (nothing offers Stop), and once c is back the same terminal is
+typed into; with Redis gone a's dashboard says the fleet is unreachable, and stops saying so once
+it is back. Every page is axe-clean (no serious or critical
 violation)."""
 
 from __future__ import annotations
@@ -219,6 +221,57 @@ def test_the_sessions_table_has_a_machine_column_and_filter(browser: Browser, fl
         page.context.close()
         for sid in made.values():
             stop(fleet, sid)
+
+
+def test_a_member_killed_reads_unreachable_and_its_terminal_comes_back(
+    browser: Browser, fleet: Fleet
+) -> None:
+    """c is SIGKILLed: a's machines view, sidebar and open pane say so (nothing offers Stop or
+    Hand over), then c starts again and the same terminal is typed into from a."""
+    a = fleet.daemon("a")
+    made = api(
+        a,
+        "POST",
+        "/api/sessions",
+        json={"machine": "c", "agent": "shell", "workspace": workspace_of(fleet, "c")},
+    )
+    sid = made.json()["id"]
+    page = open_page(browser, fleet, "desktop")
+    try:
+        page.goto(f"{a.url}/#session={sid}")
+        head = page.locator(f"{ACTIVE} .session-head")
+        expect(head.locator("button", has_text="Hand over")).to_have_count(1)
+        show(page, "machines")
+        card = page.locator("#machines li[data-name='c']")
+        expect(card).to_have_attribute("data-status", "online")
+        fleet.kill("c")
+        expect(card).to_have_attribute("data-status", "unreachable", timeout=25_000)
+        expect(card.locator(".machine-status")).to_have_text("○ unreachable")
+        expect(card.locator(".machine-away")).to_contain_text("its sessions read unreachable")
+        item = page.locator(f"#sidebar-tree li[data-session-id='{sid}']")
+        expect(item).to_have_class(re.compile(r"\bstatus-unreachable\b"))
+        expect(item.locator(".side-resume")).to_have_count(0)
+        assert serious_violations(page) == []
+        item.locator("a").click()
+        expect(head.locator(".session-machine")).to_have_text("on c · unreachable")
+        acts = head.locator("button", has_text=re.compile("Stop|Hand over|Resume"))
+        expect(acts).to_have_count(0)
+        assert serious_violations(page) == []
+
+        fleet.start("c")
+        expect(head.locator(".session-machine")).to_have_text("on c", timeout=25_000)
+        expect(card).to_have_attribute("data-status", "online")
+        page.reload()  # the pane's socket closed with c: a fresh page opens it again
+        expect(page.locator(ACTIVE)).to_have_attribute("data-session-id", sid)
+        expect(page.locator(f"{ACTIVE} .xterm-helper-textarea")).to_be_focused()
+        page.keyboard.type("echo back-$((40+2))")
+        page.keyboard.press("Enter")
+        expect(page.locator(f"{ACTIVE} .xterm-rows")).to_contain_text("back-42")
+    finally:
+        page.context.close()
+        if fleet.daemon("c").proc is None or fleet.daemon("c").proc.poll() is not None:
+            fleet.start("c")
+        stop(fleet, sid)
 
 
 def test_with_redis_gone_the_dashboard_says_the_fleet_is_unreachable(
