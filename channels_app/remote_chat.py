@@ -5,7 +5,9 @@ It stands in for the process host's live chat in a Room: the owning member serve
 `/ws/chat` consumer over a relay (fleet_app.sockets), and this speaks that socket's messages —
 prompts (queued there while a turn runs), cancel, permission answers, the queue's buttons — each
 saying which chat platform and person it passes on (`as`), so the owner records the decision
-as made on Telegram or Slack by that person, through this member."""
+as made on Telegram or Slack by that person, through this member. A prompt goes under a key
+(this member, the channel, the platform's event) and counts as handed over only once the owner
+says it has it: sent again after a restart, the owner takes it once."""
 
 from __future__ import annotations
 
@@ -16,9 +18,12 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from core.errors import DomainError
+
 logger = logging.getLogger(__name__)
 
 OPEN_TIMEOUT_S = 15.0
+RECEIVED_TIMEOUT_S = 15.0  # the owner records a prompt in a database write or two
 Listener = Callable[[dict[str, Any]], None]
 
 
@@ -38,6 +43,7 @@ class RemoteChat:
         self._pump: asyncio.Task[None] | None = None
         self._opened: asyncio.Future[dict[str, Any]] | None = None
         self._sending: set[asyncio.Future[None]] = set()
+        self._receipts: dict[str, asyncio.Future[dict[str, Any]]] = {}  # prompt key → its answer
 
     @property
     def machine_name(self) -> str:
@@ -76,6 +82,9 @@ class RemoteChat:
                 self._heard(event)
         if self._opened is not None and not self._opened.done():
             self._opened.set_exception(RemoteChatUnavailable("the relay ended"))
+        for waiting in self._receipts.values():
+            if not waiting.done():
+                waiting.set_exception(RemoteChatUnavailable("the relay ended"))
 
     def _heard(self, event: dict[str, Any]) -> None:
         kind = event.get("kind")
@@ -87,6 +96,13 @@ class RemoteChat:
             return
         if event.get("replay"):
             return  # its history: a chat following a session shows what happens from now on
+        waiting = self._receipts.get(str(event.get("key") or ""))
+        if waiting is not None and kind in ("prompt_received", "error") and not waiting.done():
+            if kind == "error":
+                waiting.set_exception(DomainError(str(event.get("message", ""))))
+            else:
+                waiting.set_result(event)
+            return
         if kind == "queue":
             self.queued = list(event.get("items") or [])
         elif kind == "user_message_chunk":
@@ -104,10 +120,21 @@ class RemoteChat:
     def _as(self, who: str) -> dict[str, str]:
         return {"surface": self.surface, "who": who}
 
-    async def prompt(self, text: str, who: str) -> None:
-        await self._send(
-            {"type": "prompt", "session_id": self.session_id, "text": text, "as": self._as(who)}
-        )
+    async def prompt(self, text: str, who: str, key: str) -> dict[str, Any]:
+        """Send a prompt under `key` and wait until the owner has it recorded: its answer
+        (`again`: it had it already; `waiting`: how many wait there). DomainError: the owner
+        refused it; RemoteChatUnavailable: no answer (it may still have it)."""
+        waiting = asyncio.get_running_loop().create_future()
+        self._receipts[key] = waiting
+        message = {"type": "prompt", "session_id": self.session_id, "text": text, "key": key}
+        try:
+            await self._send(message | {"as": self._as(who)})
+            return await asyncio.wait_for(waiting, RECEIVED_TIMEOUT_S)
+        except TimeoutError:
+            problem = f"machine {self.machine_name} did not say it has the message"
+            raise RemoteChatUnavailable(problem) from None
+        finally:
+            self._receipts.pop(key, None)
 
     async def cancel(self) -> None:
         await self._send({"type": "cancel", "session_id": self.session_id})

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -193,17 +194,26 @@ class Room:
             await self.show_queued(chat, waiting)
 
     async def _prompt_elsewhere(self, chat: RemoteChat, text: str, event_id: str) -> None:
-        """To another member's agent; the inbox event is handed over once the prompt is on its
-        way (a restart of this member between the two sends it again: it may arrive twice)."""
-        busy = chat.busy
-        kind = self.channel.config.kind
-        await chat.prompt(text, who=f"{kind} chat {self.chat}")
-        await database_sync_to_async(store.event_done)(self.channel.config.name, event_id)
+        """To another member's agent. The inbox event is handed over once that member says it
+        has the prompt recorded; a restart of this member before then sends it again under the
+        same key, and the owner takes it once (sessions_app/prompt_queue.py)."""
+        from core.runtime import current
+
+        name, kind = self.channel.config.name, self.channel.config.kind
+        key = f"{current().fleet_forward.machine_id}:{name}:{event_id or secrets.token_hex(8)}"
+        try:
+            received = await chat.prompt(text, who=f"{kind} chat {self.chat}", key=key)
+        except DomainError as exc:  # refused there (its agent exited): a final answer
+            await database_sync_to_async(store.event_done)(name, event_id)
+            self.channel.holding.discard(event_id)
+            await self.say(f"{chat.machine_name}: {exc.message}")
+            return
+        await database_sync_to_async(store.event_done)(name, event_id)
         self.channel.holding.discard(event_id)
-        if busy:
+        if received.get("waiting") and not received.get("again"):
             await self.say(
                 f"⏳ Queued on {chat.machine_name}: it goes to the agent when the running turn "
-                "ends. /queue lists what waits."
+                f"ends ({received['waiting']} waiting). /queue lists what waits."
             )
 
     async def show_queued(self, chat: Any, waiting: int) -> None:

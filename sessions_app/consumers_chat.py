@@ -30,8 +30,9 @@ logger = logging.getLogger(__name__)
 CHANNEL_SURFACES = ("telegram", "slack")  # what another member's chat may say it passes on
 
 
-def error(message: str, session_id: str | None = None) -> dict[str, Any]:
-    return {"kind": "error", "session_id": session_id, "message": message}
+def error(message: str, session_id: str | None = None, key: str = "") -> dict[str, Any]:
+    said = {"kind": "error", "session_id": session_id, "message": message}
+    return said | {"key": key} if key else said  # a keyed prompt's refusal names its key
 
 
 class ChatConsumer(AsyncWebsocketConsumer):
@@ -195,7 +196,28 @@ class ChatConsumer(AsyncWebsocketConsumer):
         # Sent now when the chat is idle, else queued (contract §17): the turn runs on its own,
         # so this socket can still cancel it, answer permissions or change the queue.
         source, who = self._on_behalf(message, "dashboard")
-        await self._queue_call(chat, prompt_queue.submit(chat, text, source=source, who=who))
+        if message.get("key") is None:
+            await self._queue_call(chat, prompt_queue.submit(chat, text, source=source, who=who))
+            return
+        await self._keyed_prompt(chat, message.get("key"), text, source, who)
+
+    async def _keyed_prompt(
+        self, chat: AcpSession, key: Any, text: str, source: str, who: str
+    ) -> None:
+        """A prompt with its client's key: recorded once under it, and answered
+        `prompt_received` (`again`: it had come before; `waiting`: prompts queued after it)
+        once it is in the record — or an error naming the key."""
+        again, waiting = False, 0
+        try:
+            key = prompt_queue.checked_key(key)
+            waiting = await prompt_queue.submit(chat, text, source=source, who=who, key=key)
+        except prompt_queue.AlreadyReceived:
+            again = True
+        except DomainError as exc:
+            self.outbox.put_nowait(error(exc.message, chat.session_id, str(key)[:200]))
+            return
+        received = {"session_id": chat.session_id, "key": key, "again": again, "waiting": waiting}
+        self.outbox.put_nowait({"kind": "prompt_received", **received})
 
     async def on_unqueue(self, message: dict[str, Any]) -> None:
         chat = self._chat_for(message)

@@ -349,3 +349,22 @@ class QueuedPrompt(models.Model):
             "who": self.who,
             "created_at": self.created_at.isoformat(),
         }
+
+
+class PromptKey(models.Model):
+    """A prompt's key, as its client gave it (`key` of a /ws/chat prompt): the same key again
+    for the same session is not sent again. A fleet member passing on a chat app's message
+    sends it until the owner confirms it; one that restarts before hearing so sends it again
+    (sessions_app/prompt_queue.py). Kept KEY_DAYS."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="prompt_keys")
+    key = models.CharField(max_length=200)
+    received_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "key"], name="prompt_key_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}: {self.key}"

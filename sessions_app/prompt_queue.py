@@ -11,6 +11,11 @@ takes back (or resumes) is idle. A prompt leaves the record in the step that sta
 so it is sent once: a restart between the two would lose the prompt (one database write and
 one message to the holder apart), never send it twice.
 
+A prompt may carry its client's `key`: the same key again for the same session is recorded and
+sent once (AlreadyReceived). A fleet member passing on a chat app's message marks it handed over
+only once the owner said it has it, and a member that restarted before hearing so sends it again
+under the same key.
+
 Programmatic turns (MCP multi-agent turns, the local-agent API, a diff comment) do not queue:
 they have their own ways of waiting and of saying "busy".
 """
@@ -22,14 +27,16 @@ import contextvars
 import logging
 import weakref
 from collections.abc import Callable
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from channels.db import database_sync_to_async
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Max, Min
+from django.utils import timezone
 
 from core.errors import DomainError, NotFound
-from sessions_app.models import QueuedPrompt
+from sessions_app.models import PromptKey, QueuedPrompt
 
 if TYPE_CHECKING:
     from sessions_app.host.acp import AcpSession
@@ -37,6 +44,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 TEXT_MAX = 100_000  # characters; what a chat message may carry (contract §6)
+KEY_MAX = 200
+KEY_DAYS = 2  # a member that restarts sends what it passed on again within minutes
 
 # One drain at a time per chat: two could both find it idle and both start a turn.
 _draining: weakref.WeakKeyDictionary[AcpSession, asyncio.Lock] = weakref.WeakKeyDictionary()
@@ -54,8 +63,38 @@ def queued_count(session_id: str) -> int:
     return QueuedPrompt.objects.filter(session_id=session_id).count()
 
 
+class AlreadyReceived(Exception):
+    """A prompt under a key this session already has: recorded before, not again."""
+
+
 def _add(
-    session_id: str, text: str, source: str, who: str, recorded: Callable[[], None] | None = None
+    session_id: str,
+    text: str,
+    source: str,
+    who: str,
+    recorded: Callable[[], None] | None = None,
+    key: str = "",
+) -> QueuedPrompt:
+    try:
+        with transaction.atomic():
+            if key:
+                _keep_key(session_id, key)
+            return _append(session_id, text, source, who, recorded)
+    except IntegrityError:
+        if key and PromptKey.objects.filter(session_id=session_id, key=key).exists():
+            raise AlreadyReceived(key) from None  # the same key, sent twice at once
+        raise
+
+
+def _keep_key(session_id: str, key: str) -> None:
+    if PromptKey.objects.filter(session_id=session_id, key=key).exists():
+        raise AlreadyReceived(key)
+    PromptKey.objects.filter(received_at__lt=timezone.now() - timedelta(days=KEY_DAYS)).delete()
+    PromptKey.objects.create(session_id=session_id, key=key)
+
+
+def _append(
+    session_id: str, text: str, source: str, who: str, recorded: Callable[[], None] | None
 ) -> QueuedPrompt:
     with transaction.atomic():
         if recorded is not None:  # the caller's own record of the hand-over, in one step
@@ -89,6 +128,15 @@ def _to_front(session_id: str, queued_id: int) -> bool:
         return rows.filter(pk=queued_id).update(position=first - 1) > 0
 
 
+def checked_key(key: Any) -> str:
+    """A client's key for a prompt ("" when it gave none)."""
+    if key is None or key == "":
+        return ""
+    if not isinstance(key, str) or len(key) > KEY_MAX:
+        raise DomainError(f"a prompt's `key` is a string of at most {KEY_MAX} characters")
+    return key
+
+
 def _check(text: Any) -> str:
     if not isinstance(text, str) or not text.strip():
         raise DomainError("a prompt needs a non-empty `text`")
@@ -114,15 +162,16 @@ async def submit(
     source: str,
     who: str = "",
     recorded: Callable[[], None] | None = None,
+    key: str = "",
 ) -> int:
     """Record the prompt and send what may be sent now; returns how many prompts wait after
     this call (0: this one went to the agent at once). `recorded` runs in the transaction that
     records it: a chat channel marks its inbox event handed over there, so a restart can
-    neither lose the message nor queue it twice."""
+    neither lose the message nor queue it twice. AlreadyReceived: `key` was sent before."""
     text = _check(text)
     if chat.exited.is_set():
         raise DomainError("the agent has exited; resume the session or open a new one")
-    await database_sync_to_async(_add)(chat.session_id, text, source, who, recorded)
+    await database_sync_to_async(_add)(chat.session_id, text, source, who, recorded, key)
     await drain(chat)
     waiting = await database_sync_to_async(queued_count)(chat.session_id)
     if waiting:

@@ -1,11 +1,15 @@
 """A chat channel across the fleet (contract §18 "Act anywhere"): a person's one Telegram bot, run
 by member a, starts a chat on member b, prompts it, and answers its permission request with a
-button; b records the decision as made on Telegram by that person, through a. Against two live
-members, one PostgreSQL, one Redis and the fake Bot API."""
+button; b records the decision as made on Telegram by that person, through a. /handover and
+/pickup reach b's sessions. A message a passed on is taken once by b when a is killed before b
+said it has it. Against two live members, one PostgreSQL, one Redis and the fake Bot API."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -140,4 +144,57 @@ def test_handover_and_pickup_reach_sessions_of_other_members(
     seen = len(tg.sent(OWNER))
     tg.send_text(OWNER, f"/pickup {made.json()['code']}")  # used: no member has it any more
     assert "No live handover code" in said_next(tg, "handover code", seen)
+    api(a, "DELETE", f"/api/sessions/{sid}", params={"wait": "1"})
+
+
+def prompts_on(fleet: Fleet, member: str, sid: str) -> list[str]:
+    """The prompts b's agent was sent in session `sid`, from b's own table."""
+    rows = fleet.sql(
+        f"SELECT payload->>'text' FROM {fleet.members[member].schema}.sessions_app_sessionevent "
+        "WHERE session_id = %s AND kind = 'user_message_chunk' ORDER BY seq",
+        sid,
+    )
+    return [text for (text,) in rows]
+
+
+def inbox(fleet: Fleet, member: str, needle: str = "", event_id: str = "") -> list[tuple]:
+    """(event id, status) of the member's inbox events that hold `needle` (while taken: a
+    handed-over event keeps no payload) or have `event_id`."""
+    table = f"{fleet.members[member].schema}.channels_app_handledevent"
+    if event_id:
+        return fleet.sql(f"SELECT event_id, status FROM {table} WHERE event_id = %s", event_id)
+    return fleet.sql(
+        f"SELECT event_id, status FROM {table} WHERE payload::text LIKE %s", f"%{needle}%"
+    )
+
+
+def test_a_message_passed_on_is_taken_once_when_its_member_dies_before_hearing_back(
+    fleet: Fleet, tg: FakeTelegram
+) -> None:
+    """b is stopped (SIGSTOP) so that it cannot say it has the prompt; a is SIGKILLed while it
+    waits to hear so. b, continued, runs the prompt; a, started again, sends it again under the
+    same key: b answers that it has it, and its agent was sent it once."""
+    a, b = fleet.daemon("a"), fleet.daemon("b")
+    seen = len(tg.sent(OWNER))
+    tg.send_text(OWNER, f"/new fake {workspace_of(fleet, 'b')} @b")
+    prefix = said_next(tg, "New session", seen).split()[2].rstrip(":")
+    sid = next(r["id"] for r in api(b, "GET", "/api/sessions").json() if r["id"][:8] == prefix)
+
+    os.kill(b.proc.pid, signal.SIGSTOP)
+    try:
+        tg.send_text(OWNER, "echo taken-once")
+        # a took it in (its inbox holds it, not handed over) and sent it on: kill it now.
+        taken = wait_for(lambda: inbox(fleet, "a", "taken-once"), lambda rows: len(rows) == 1)
+        assert taken[0][1] == "taken"
+        time.sleep(0.5)  # the prompt is in Redis before a waits for b's answer
+        fleet.kill("a")
+    finally:
+        os.kill(b.proc.pid, signal.SIGCONT)
+    wait_for(lambda: prompts_on(fleet, "b", sid), lambda p: p == ["echo taken-once"])
+
+    fleet.start("a")  # replays what it took in and never handed over
+    event_id = taken[0][0]
+    wait_for(lambda: inbox(fleet, "a", event_id=event_id)[0][1], lambda s: s == "done", 30)
+    time.sleep(1)  # a second turn, were one started, would have its prompt recorded by now
+    assert prompts_on(fleet, "b", sid) == ["echo taken-once"]
     api(a, "DELETE", f"/api/sessions/{sid}", params={"wait": "1"})

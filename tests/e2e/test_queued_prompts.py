@@ -158,3 +158,31 @@ async def test_prompts_queued_when_the_chat_was_stopped_are_sent_once_it_is_resu
     assert history[-1]["kind"] == "turn_end" and history[-1]["stop_reason"] == "end_turn"
     said = [e["text"] for e in history if e["kind"] == "agent_message_chunk"]
     assert said[-1] == "after-resume"
+
+
+async def test_a_prompt_sent_again_under_its_key_is_recorded_and_sent_once(
+    fresh_daemon: Daemon, tmp_path: Path
+) -> None:
+    """What a fleet member that restarted before hearing back does: the same key again, while
+    the first is queued and after it ran. Each is answered; the agent gets it once."""
+    daemon = start(fresh_daemon)
+    session_id = create_session(daemon, tmp_path, agent="fake", kind="chat")["id"]
+    chat = await Chat.connect(daemon)
+    await chat.open(session_id=session_id)
+    await chat.send(type="prompt", session_id=session_id, text="count 60 50")
+    await chat.next("agent_message_chunk", timeout=15)
+    keyed = {"type": "prompt", "session_id": session_id, "text": "echo once", "key": "m:tg:7"}
+    await chat.send(**keyed)
+    first = await chat.next("prompt_received", timeout=15)
+    assert (first["key"], first["again"], first["waiting"]) == ("m:tg:7", False, 1)
+    await chat.send(**keyed)  # queued still
+    assert (await chat.next("prompt_received", timeout=15))["again"] is True
+    await stored(daemon, session_id, turns=2)
+    await chat.send(**keyed)  # sent and answered already
+    assert (await chat.next("prompt_received", timeout=15))["again"] is True
+    await chat.send(**(keyed | {"key": "k" * 201}))
+    refused = await chat.next("error", timeout=15)
+    assert "`key` is a string of at most 200" in refused["message"] and refused["key"]
+    await asyncio.sleep(1)  # time for a third turn, were one started
+    history = await stored(daemon, session_id, turns=2)
+    assert prompts(history) == ["count 60 50", "echo once"]
