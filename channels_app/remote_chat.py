@@ -84,7 +84,8 @@ class RemoteChat:
             self._opened.set_exception(RemoteChatUnavailable("the relay ended"))
         for waiting in self._receipts.values():
             if not waiting.done():
-                waiting.set_exception(RemoteChatUnavailable("the relay ended"))
+                ended = f"the connection to machine {self.machine_name} ended"
+                waiting.set_exception(RemoteChatUnavailable(ended))
 
     def _heard(self, event: dict[str, Any]) -> None:
         kind = event.get("kind")

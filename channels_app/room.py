@@ -17,7 +17,7 @@ from channels_app import store
 from channels_app.answer import EditClock, StreamedAnswer, end_line, tool_line
 from channels_app.config import ChannelConfig
 from channels_app.platform import Platform
-from channels_app.remote_chat import RemoteChat
+from channels_app.remote_chat import RemoteChat, RemoteChatUnavailable
 from core.errors import DomainError
 from sessions_app import prompt_queue
 
@@ -203,6 +203,12 @@ class Room:
         key = f"{current().fleet_forward.machine_id}:{name}:{event_id or secrets.token_hex(8)}"
         try:
             received = await chat.prompt(text, who=f"{kind} chat {self.chat}", key=key)
+        except RemoteChatUnavailable as exc:  # not handed over: the next start sends it again
+            await self.say(
+                f"{exc}: it may still reach the agent there. svc sends it again when it next "
+                "starts, and it is taken once."
+            )
+            return
         except DomainError as exc:  # refused there (its agent exited): a final answer
             await database_sync_to_async(store.event_done)(name, event_id)
             self.channel.holding.discard(event_id)

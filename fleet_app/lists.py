@@ -35,6 +35,7 @@ logger = logging.getLogger(__name__)
 SHARED = ("sessions", "agents_runtime", "notifications", "channels", "tunnels")
 LIVE_STATUSES = ("starting", "running")
 REPUBLISH_S = 2.0  # a list that could not be read (the database away) is tried again this often
+PERSIST_EVERY_S = 1.0  # a list's FleetList row is written at most this often
 Rows = list[dict[str, Any]]
 
 
@@ -55,6 +56,8 @@ class FleetLists:
         self._boot, self._seq = secrets.token_hex(6), 0
         self._dirty: set[str] = set(SHARED)
         self._wake = asyncio.Event()
+        self._unsaved: dict[str, Rows] = {}  # list → the rows published last, not yet in FleetList
+        self._save = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
 
     # --- reading -------------------------------------------------------------------------------
@@ -140,6 +143,7 @@ class FleetLists:
         self._tasks = [
             asyncio.create_task(self._hear_own_changes(layer, channel), name="fleet lists: hear"),
             asyncio.create_task(self._publish_loop(), name="fleet lists: publish"),
+            asyncio.create_task(self._persist_loop(), name="fleet lists: persist"),
         ]
         await self._tell_clients(SHARED)
 
@@ -147,6 +151,7 @@ class FleetLists:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._persist_unsaved()  # what changed in the last second, for who starts next
 
     def _load_published(self) -> None:
         """What the others last published, from the shared schema: a member that starts (or
@@ -190,10 +195,35 @@ class FleetLists:
         self._seq += 1
         body = {"name": name, "rows": rows, "boot": self._boot, "seq": self._seq}
         body["machine_name"] = self.own_name()
-        with contextlib.suppress(FleetUnreachable):  # Redis gone: the row below still says it
+        with contextlib.suppress(FleetUnreachable):  # Redis gone: FleetList still says it
             await self.bus.broadcast("list", body)
-        with contextlib.suppress(DatabaseError):  # PostgreSQL gone: the bus said it
-            await database_sync_to_async(self._persist)(name, rows)
+        self._unsaved[name] = rows
+        self._save.set()
+
+    async def _persist_loop(self) -> None:
+        """The rows published last, into FleetList: at once after a quiet second, else at most
+        once a second. Written on every change, each write held up the member's next request
+        (one thread does a member's database work), and the rows of members listening now
+        travel on the bus anyway: FleetList is for those that start later or were away."""
+        while True:
+            await self._save.wait()
+            self._save.clear()
+            if not await self._persist_unsaved():  # PostgreSQL gone: the bus said it
+                asyncio.get_running_loop().call_later(REPUBLISH_S, self._save.set)
+            await asyncio.sleep(PERSIST_EVERY_S)
+
+    async def _persist_unsaved(self) -> bool:
+        unsaved, self._unsaved = self._unsaved, {}
+        while unsaved:
+            name, rows = next(iter(unsaved.items()))
+            try:
+                await database_sync_to_async(self._persist)(name, rows)
+            except DatabaseError as exc:
+                logger.info("fleet: could not keep %s in the shared schema: %s", name, exc)
+                self._unsaved = unsaved | self._unsaved  # newer rows, if any came meanwhile
+                return False
+            del unsaved[name]
+        return True
 
     def _persist(self, name: str, rows: Rows) -> None:
         alias = conf.FLEET_ALIAS

@@ -173,7 +173,8 @@ def test_a_message_passed_on_is_taken_once_when_its_member_dies_before_hearing_b
 ) -> None:
     """b is stopped (SIGSTOP) so that it cannot say it has the prompt; a is SIGKILLed while it
     waits to hear so. b, continued, runs the prompt; a, started again, sends it again under the
-    same key: b answers that it has it, and its agent was sent it once."""
+    same key: b answers that it has it, and its agent was sent it once. (What a says when b
+    never answers: tests/channels_app/test_remote_chat.py.)"""
     a, b = fleet.daemon("a"), fleet.daemon("b")
     seen = len(tg.sent(OWNER))
     tg.send_text(OWNER, f"/new fake {workspace_of(fleet, 'b')} @b")
@@ -185,8 +186,8 @@ def test_a_message_passed_on_is_taken_once_when_its_member_dies_before_hearing_b
         tg.send_text(OWNER, "echo taken-once")
         # a took it in (its inbox holds it, not handed over) and sent it on: kill it now.
         taken = wait_for(lambda: inbox(fleet, "a", "taken-once"), lambda rows: len(rows) == 1)
-        assert taken[0][1] == "taken"
-        time.sleep(0.5)  # the prompt is in Redis before a waits for b's answer
+        time.sleep(0.5)  # the prompt is in Redis, and a waits for b's answer
+        assert inbox(fleet, "a", event_id=taken[0][0])[0][1] == "taken"
         fleet.kill("a")
     finally:
         os.kill(b.proc.pid, signal.SIGCONT)
