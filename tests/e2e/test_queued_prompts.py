@@ -169,7 +169,7 @@ async def test_a_prompt_sent_again_under_its_key_is_recorded_and_sent_once(
     session_id = create_session(daemon, tmp_path, agent="fake", kind="chat")["id"]
     chat = await Chat.connect(daemon)
     await chat.open(session_id=session_id)
-    await chat.send(type="prompt", session_id=session_id, text="count 60 50")
+    await chat.send(type="prompt", session_id=session_id, text="count 40 50")
     await chat.next("agent_message_chunk", timeout=15)
     keyed = {"type": "prompt", "session_id": session_id, "text": "echo once", "key": "m:tg:7"}
     await chat.send(**keyed)
@@ -183,6 +183,6 @@ async def test_a_prompt_sent_again_under_its_key_is_recorded_and_sent_once(
     await chat.send(**(keyed | {"key": "k" * 201}))
     refused = await chat.next("error", timeout=15)
     assert "`key` is a string of at most 200" in refused["message"] and refused["key"]
-    await asyncio.sleep(1)  # time for a third turn, were one started
+    await asyncio.sleep(0.5)  # time for a third turn, were one started
     history = await stored(daemon, session_id, turns=2)
-    assert prompts(history) == ["count 60 50", "echo once"]
+    assert prompts(history) == ["count 40 50", "echo once"]
