@@ -122,9 +122,12 @@ async def redis_ping_pong(key: str, *, answer: bool) -> list[float]:
         if answer and i == PING_PONGS:
             break
         entries = await redis.xread({theirs: last}, count=1, block=5000)
+        if not entries:
+            raise SystemExit(f"floor: no answer on {theirs} within 5 s")
         last = entries[0][1][-1][0]
         took.append((time.perf_counter() - start) * 1000)
-    await redis.delete(mine)
+    if not answer:  # the asking side read last: the answering one may still be writing
+        await redis.delete(up, down)
     await redis.aclose()
     return took[PING_PONGS // 10 :]
 

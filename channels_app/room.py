@@ -212,7 +212,10 @@ class Room:
         except DomainError as exc:  # refused there (its agent exited): a final answer
             await database_sync_to_async(store.event_done)(name, event_id)
             self.channel.holding.discard(event_id)
-            await self.say(f"{chat.machine_name}: {exc.message}")
+            await self.say(
+                f"Machine {chat.machine_name} did not take the message ({exc.message}). If its "
+                "agent has ended, /resume starts it again, /new starts another."
+            )
             return
         await database_sync_to_async(store.event_done)(name, event_id)
         self.channel.holding.discard(event_id)

@@ -208,7 +208,12 @@ class FleetLists:
         while True:
             await self._save.wait()
             self._save.clear()
-            if not await self._persist_unsaved():  # PostgreSQL gone: the bus said it
+            try:
+                kept = await self._persist_unsaved()
+            except Exception:  # not the database being away: said, and tried again all the same
+                logger.exception("fleet: keeping the lists in the shared schema failed")
+                kept = False
+            if not kept:  # PostgreSQL gone: the bus said it
                 asyncio.get_running_loop().call_later(REPUBLISH_S, self._save.set)
             await asyncio.sleep(PERSIST_EVERY_S)
 
@@ -222,6 +227,9 @@ class FleetLists:
                 logger.info("fleet: could not keep %s in the shared schema: %s", name, exc)
                 self._unsaved = unsaved | self._unsaved  # newer rows, if any came meanwhile
                 return False
+            except BaseException:  # stopped (cancelled) mid-write: stop() writes what is left
+                self._unsaved = unsaved | self._unsaved
+                raise
             del unsaved[name]
         return True
 

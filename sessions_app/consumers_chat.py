@@ -30,9 +30,10 @@ logger = logging.getLogger(__name__)
 CHANNEL_SURFACES = ("telegram", "slack")  # what another member's chat may say it passes on
 
 
-def error(message: str, session_id: str | None = None, key: str = "") -> dict[str, Any]:
+def error(message: str, session_id: str | None = None, key: Any = "") -> dict[str, Any]:
     said = {"kind": "error", "session_id": session_id, "message": message}
-    return said | {"key": key} if key else said  # a keyed prompt's refusal names its key
+    # A keyed prompt's refusal names its key: its client waits for one answer or the other.
+    return said | {"key": str(key)[: prompt_queue.KEY_MAX]} if key else said
 
 
 class ChatConsumer(AsyncWebsocketConsumer):
@@ -87,7 +88,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
             # A malformed field must cost the client an error event, never the socket (and with
             # it every subscription this consumer holds).
             logger.exception("chat event %r failed", kind)
-            self.outbox.put_nowait(error(f"could not handle this {kind!r} event; check its fields"))
+            problem = f"could not handle this {kind!r} event; check its fields"
+            self.outbox.put_nowait(error(problem, key=message.get("key")))
 
     async def _sent_elsewhere(self, message: dict[str, Any]) -> bool:
         """A message for another member's session (or to start one there) goes to it."""
@@ -179,7 +181,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
         session_id = str(message.get("session_id") or "")
         chat = current().host.chat(session_id)
         if chat is None:
-            self.outbox.put_nowait(error(f"no live chat session {session_id!r}", session_id))
+            problem = f"no live chat session {session_id!r}"
+            self.outbox.put_nowait(error(problem, session_id, message.get("key")))
         return chat
 
     async def on_prompt(self, message: dict[str, Any]) -> None:
@@ -191,7 +194,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if chat is None:
             return
         if not isinstance(text, str) or not text.strip():
-            self.outbox.put_nowait(error("prompt needs a non-empty `text`", chat.session_id))
+            problem = "prompt needs a non-empty `text`"
+            self.outbox.put_nowait(error(problem, chat.session_id, message.get("key")))
             return
         # Sent now when the chat is idle, else queued (contract §17): the turn runs on its own,
         # so this socket can still cancel it, answer permissions or change the queue.
@@ -206,15 +210,21 @@ class ChatConsumer(AsyncWebsocketConsumer):
     ) -> None:
         """A prompt with its client's key: recorded once under it, and answered
         `prompt_received` (`again`: it had come before; `waiting`: prompts queued after it)
-        once it is in the record — or an error naming the key."""
+        once it is in the record — or an error naming the key. Kept under who sent it: a
+        fleet member's keys (its chat channels' messages) and a client's own never meet, so no
+        browser can claim a key a member will send."""
         again, waiting = False, 0
+        fleet = self.scope.get("svc_fleet")
+        sender = f"member {fleet['machine']}" if fleet else "client"
         try:
             key = prompt_queue.checked_key(key)
-            waiting = await prompt_queue.submit(chat, text, source=source, who=who, key=key)
+            waiting = await prompt_queue.submit(
+                chat, text, source=source, who=who, key=f"{sender}:{key}"
+            )
         except prompt_queue.AlreadyReceived:
             again = True
         except DomainError as exc:
-            self.outbox.put_nowait(error(exc.message, chat.session_id, str(key)[:200]))
+            self.outbox.put_nowait(error(exc.message, chat.session_id, key))
             return
         received = {"session_id": chat.session_id, "key": key, "again": again, "waiting": waiting}
         self.outbox.put_nowait({"kind": "prompt_received", **received})

@@ -358,7 +358,7 @@ class PromptKey(models.Model):
     (sessions_app/prompt_queue.py). Kept KEY_DAYS."""
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="prompt_keys")
-    key = models.CharField(max_length=200)
+    key = models.CharField(max_length=300)  # who sent it (a member's id, or "client"), the key
     received_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

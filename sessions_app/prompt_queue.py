@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 TEXT_MAX = 100_000  # characters; what a chat message may carry (contract §6)
-KEY_MAX = 200
+KEY_MAX = 200  # a client's own; stored with who sent it (consumers_chat)
 KEY_DAYS = 2  # a member that restarts sends what it passed on again within minutes
 
 # One drain at a time per chat: two could both find it idle and both start a turn.

@@ -122,8 +122,9 @@ class RemoteChats:
 
     async def send(self, machine: str, message: dict[str, Any]) -> None:
         # `as` is for a member's chat channel to say whose message it passes on: a browser's
-        # message must not claim to be someone on Telegram.
-        message = {k: v for k, v in message.items() if k not in ("machine", "as")}
+        # message must not claim to be someone on Telegram; nor use a key, kept there under
+        # this member as its chat channels' are (sessions_app/consumers_chat.py).
+        message = {k: v for k, v in message.items() if k not in ("machine", "as", "key")}
         if (session_id := message.get("session_id")) is not None:
             self.owner[str(session_id)] = machine
         try:

@@ -16,7 +16,7 @@ class Migration(migrations.Migration):
             name='PromptKey',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(max_length=200)),
+                ('key', models.CharField(max_length=300)),
                 ('received_at', models.DateTimeField(default=django.utils.timezone.now)),
                 ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='prompt_keys', to='sessions_app.session')),
             ],

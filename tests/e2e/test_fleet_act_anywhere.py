@@ -248,12 +248,14 @@ async def test_a_handover_made_on_c_is_picked_up_on_a(fleet: Fleet) -> None:
 
 
 async def test_a_browser_cannot_pass_a_decision_off_as_made_on_telegram(fleet: Fleet) -> None:
+    """Nor use a prompt key across members: b keeps a's keys for a's chat channels, so a key a
+    browser could send through a would let it drop a Telegram message to come."""
     a, b = fleet.daemon("a"), fleet.daemon("b")
     chat = await Chat.connect(a)
     try:
         opened = await chat.open(machine="b", agent="fake", workspace=workspace_of(fleet, "b"))
         sid = opened["session_id"]
-        await chat.send(type="prompt", session_id=sid, text="permission")
+        await chat.send(type="prompt", session_id=sid, text="permission", key="x:telegram:u1")
         asked = await chat.next("permission_request", session_id=sid, timeout=20)
         forged = {"surface": "telegram", "who": "@grace (42)"}
         await chat.send(
@@ -272,3 +274,10 @@ async def test_a_browser_cannot_pass_a_decision_off_as_made_on_telegram(fleet: F
     )
     decided = next(r for r in rows if r["session_id"] == sid)["decided_by"]
     assert decided == {"surface": "dashboard", "who": "owner via a"}, decided
+    assert not [e for e in chat.events if e["kind"] == "prompt_received"]  # the key went no further
+    keys = fleet.sql(
+        f"SELECT count(*) FROM {fleet.members['b'].schema}.sessions_app_promptkey "
+        "WHERE session_id = %s",
+        sid,
+    )
+    assert keys == [(0,)]

@@ -198,4 +198,11 @@ def test_a_message_passed_on_is_taken_once_when_its_member_dies_before_hearing_b
     wait_for(lambda: inbox(fleet, "a", event_id=event_id)[0][1], lambda s: s == "done", 30)
     time.sleep(1)  # a second turn, were one started, would have its prompt recorded by now
     assert prompts_on(fleet, "b", sid) == ["echo taken-once"]
+    keys = fleet.sql(
+        f"SELECT key FROM {fleet.members['b'].schema}.sessions_app_promptkey WHERE session_id = %s",
+        sid,
+    )
+    # Kept under the member that sent it: no browser's key is ever one of these.
+    a_id = fleet.members["a"].machine_id  # a's key: its machine, its channel, the update
+    assert [k for (k,) in keys] == [f"member {a_id}:{a_id}:telegram:{event_id}"]
     api(a, "DELETE", f"/api/sessions/{sid}", params={"wait": "1"})

@@ -183,6 +183,10 @@ async def test_a_prompt_sent_again_under_its_key_is_recorded_and_sent_once(
     await chat.send(**(keyed | {"key": "k" * 201}))
     refused = await chat.next("error", timeout=15)
     assert "`key` is a string of at most 200" in refused["message"] and refused["key"]
+    # Any refusal of a keyed prompt names its key: its client waits for one answer or the other.
+    await chat.send(**(keyed | {"session_id": "no-such-session", "key": "k9"}))
+    gone = await chat.next("error", timeout=15)
+    assert gone["key"] == "k9" and "no live chat session" in gone["message"]
     await asyncio.sleep(0.5)  # time for a third turn, were one started
     history = await stored(daemon, session_id, turns=2)
     assert prompts(history) == ["count 40 50", "echo once"]
