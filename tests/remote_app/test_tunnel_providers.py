@@ -92,7 +92,7 @@ def gone(pid: int) -> bool:
     """No such process, or a zombie (nothing reaps orphans in some containers)."""
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone before the read, or during it
         return True
 
 
