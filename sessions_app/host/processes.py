@@ -56,6 +56,8 @@ async def _session_taken(sid: int) -> bool:
         if session_members(sid):
             return True
         if not leading_soon(sid):
-            return False
+            # Or it took its session between the two looks (seen under load: the stop then
+            # signalled nobody and the session ran on): one more look tells.
+            return bool(session_members(sid))
         await asyncio.sleep(0.005)
     return False
