@@ -23,7 +23,7 @@ from core.runtime import Runtime
 from harness.fakes.telegram_api import FakeTelegram
 from harness.runtime import running, settings_file, wait_status
 from svcproject.assembly import build as build_runtime
-from tests.channels_app.test_telegram_channel import OWNER, settings, texts, until_sent
+from tests.channels_app.telegram_chat import OWNER, settings, texts, until_sent
 
 pytestmark = pytest.mark.django_db(transaction=True)
 FOREVER = 10**6

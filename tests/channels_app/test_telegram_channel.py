@@ -1,17 +1,14 @@
 """The Telegram channel in-process (contract §14), driven through a fake Bot API server
 (harness/fakes/telegram_api.py) by the real python-telegram-bot: a conversation streamed into one
 edited message at Telegram's rate, long answers split, strangers, permission buttons, /pickup
-with the dashboard watching the same turns, the commands, files, a dead agent, queued messages,
-a wrong token, and the Bot API going away and back."""
+with the dashboard watching the same turns, the commands, files, a dead agent (queued messages:
+test_telegram_queue.py), a wrong token, and the Bot API going away and back."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-import sys
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
@@ -20,60 +17,19 @@ from core.runtime import Runtime, current
 from harness.fakes.telegram_api import FakeTelegram
 from harness.runtime import running, settings_file, wait_status
 from svcproject.assembly import build as build_runtime
+from tests.channels_app.telegram_chat import (
+    OWNER,
+    STRANGER,
+    only_session,
+    polled_again,
+    prompts_of,
+    sessions,
+    settings,
+    texts,
+    until_sent,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
-FAKE_ACP = str(Path(__file__).resolve().parents[2] / "harness" / "fakes" / "acp_agent.py")
-OWNER, STRANGER = 111, 999
-
-
-@pytest.fixture
-def tg() -> Iterator[FakeTelegram]:
-    fake = FakeTelegram().start()
-    yield fake
-    fake.stop()
-
-
-def settings(fake: FakeTelegram, workspace: Path, **extra: Any) -> dict[str, Any]:
-    return {
-        "agents": {"fake": {"acp_command": [sys.executable, FAKE_ACP]}},
-        "channels": {
-            "telegram": {
-                "bot_token": fake.token,
-                "api_base": fake.api_base,
-                "allowed_users": [OWNER],
-                "agent": "fake",
-                "workspace": str(workspace),
-                **extra,
-            }
-        },
-    }
-
-
-@pytest.fixture
-async def svc(tg: FakeTelegram, tmp_path: Path) -> AsyncIterator[Runtime]:
-    with settings_file(settings(tg, tmp_path)):
-        async with running(build_runtime(backoff_first_s=0.2)) as runtime:
-            await wait_status(runtime, "telegram", "online")
-            yield runtime
-
-
-def texts(fake: FakeTelegram, chat: int = OWNER) -> list[str]:
-    return [m.get("text", "") for m in fake.sent(chat)]
-
-
-async def until_sent(fake: FakeTelegram, needle: str, chat: int = OWNER, timeout: float = 30):
-    try:
-        return await fake.async_wait_for(
-            lambda: [m for m in fake.sent(chat) if needle in m.get("text", "")], timeout=timeout
-        )
-    except TimeoutError:
-        raise AssertionError(f"{needle!r} never sent; the chat shows {texts(fake, chat)}") from None
-
-
-async def sessions() -> list[Any]:
-    from sessions_app.models import Session
-
-    return await database_sync_to_async(lambda: list(Session.objects.all()))()
 
 
 async def test_the_answer_is_one_message_edited_at_most_every_one_and_a_half_seconds(
@@ -207,87 +163,11 @@ async def test_a_message_to_a_dead_agent_says_so_and_offers_new(
 ) -> None:
     tg.send_text(OWNER, "crash")
     await tg.async_wait_for(lambda: texts(tg), timeout=30)
-    crashed = await database_sync_to_async(_only)()
+    crashed = await database_sync_to_async(only_session)()
     await tg.async_wait_for(lambda: svc.host.chat(crashed) is None, timeout=10)
     tg.send_text(OWNER, "echo anyone there")
     told = await until_sent(tg, "no longer running")
     assert "/new" in told[0]["text"]
-
-
-async def polled_again(fake: FakeTelegram) -> None:
-    """Until svc asks for updates again after the last answer that handed some out: it has
-    finished with that batch (it takes one batch in before polling for the next). Its replies
-    go through the outbox, so they may be sent after that next poll began."""
-    since = max(c["t"] for c in fake.calls("getUpdates") if c.get("update_ids"))
-    await fake.async_wait_for(
-        lambda: any(c["t"] > since for c in fake.calls("getUpdates")), timeout=30
-    )
-
-
-def _prompts(text: str) -> int:
-    from sessions_app.models import SessionEvent
-
-    events = SessionEvent.objects.filter(kind="user_message_chunk")
-    return sum(e.payload.get("text") == text for e in events)
-
-
-def _only() -> str:
-    from channels_app.models import ChannelChat
-
-    return ChannelChat.objects.get().session_id
-
-
-async def test_messages_sent_while_the_agent_is_busy_are_answered_in_order(
-    tg: FakeTelegram, svc: Runtime
-) -> None:
-    tg.send_text(OWNER, "sleep 1")
-    tg.send_text(OWNER, "echo second")
-    tg.send_text(OWNER, "echo third")
-    await tg.async_wait_for(lambda: sum("— done" in t for t in texts(tg)) == 3, timeout=30)
-    shown = texts(tg)
-    order = [next(i for i, t in enumerate(shown) if n in t) for n in ("...", "second", "third")]
-    assert order == sorted(order)
-
-
-async def test_a_message_sent_during_a_turn_is_queued_shown_and_can_be_taken_back(
-    tg: FakeTelegram, svc: Runtime
-) -> None:
-    tg.send_text(OWNER, "count 30 100")
-    await until_sent(tg, "1 ")
-    for text in ("echo one", "echo dropped", "echo two"):
-        tg.send_text(OWNER, text)
-        await until_sent(tg, f"({('one', 'dropped', 'two').index(text[5:]) + 1} waiting)")
-    queued = [m for m in tg.sent(OWNER) if m.get("text", "").startswith("⏳ Queued")]
-    assert len(queued) == 3 and all(m.get("reply_markup") for m in queued)
-    remove = queued[1]["reply_markup"]["inline_keyboard"][1][0]  # a button per row
-    assert remove["text"] == "Remove"
-    # Someone else in the chat (a group member not in allowed_users) presses Send now: nothing.
-    now = queued[0]["reply_markup"]["inline_keyboard"][0][0]
-    tg.tap(STRANGER, queued[0]["message_id"], now["callback_data"], chat_id=OWNER)
-    tg.tap(OWNER, queued[1]["message_id"], remove["callback_data"])
-    await until_sent(tg, "Removed from the queue.")
-    tg.send_text(OWNER, "/queue")
-    listed = await until_sent(tg, "Waiting for the running turn")
-    assert listed[0]["text"].splitlines()[1:] == ["1. echo one", "2. echo two"]
-    # The dashboard's view of the same queue: the telegram chat is named as the source.
-    waiting = await database_sync_to_async(_queued)()
-    assert [(q["text"], q["source"]) for q in waiting] == [
-        ("echo one", "telegram"),
-        ("echo two", "telegram"),
-    ]
-    await tg.async_wait_for(lambda: sum("— done" in t for t in texts(tg)) == 3, timeout=30)
-    shown = texts(tg)
-    answers = [i for i, t in enumerate(shown) if "— done" in t]
-    assert "30" in shown[answers[0]] and "one" in shown[answers[1]] and "two" in shown[answers[2]]
-    assert await database_sync_to_async(_prompts)("echo dropped") == 0
-    assert not any("cancelled" in t for t in shown)  # the stranger's Send now did nothing
-    assert await database_sync_to_async(_prompts)("echo one") == 1
-
-
-def _queued() -> list[dict[str, Any]]:
-    from sessions_app.prompt_queue import queued_list
-
-    return queued_list(_only())
 
 
 async def test_a_wrong_token_is_an_error_naming_the_setting(
@@ -313,7 +193,7 @@ async def test_the_bot_api_going_away_and_back_loses_and_repeats_nothing(
     await wait_status(svc, "telegram", "online", limit=60)
     await until_sent(tg, "— done")
     assert sum("while away" in t for t in texts(tg)) == 1
-    asked = await database_sync_to_async(_prompts)("echo while away")
+    asked = await database_sync_to_async(prompts_of)("echo while away")
     assert asked == 1  # the agent was asked once: the redelivered update was not taken again
 
 
@@ -383,7 +263,7 @@ async def test_resume_brings_the_chats_stopped_session_back_and_a_stranger_canno
 
     tg.send_text(OWNER, "echo first")
     await until_sent(tg, "— done")
-    sid = await database_sync_to_async(_only)()
+    sid = await database_sync_to_async(only_session)()
     await services.asession_stop(host=svc.host, session_id=sid)  # e.g. the dashboard's Stop
     tg.send_text(OWNER, "echo lost")
     told = await until_sent(tg, "no longer running")
@@ -404,7 +284,7 @@ async def test_resume_brings_the_chats_stopped_session_back_and_a_stranger_canno
         lambda: [t for t in texts(tg) if "again" in t and "— done" in t], timeout=30
     )
     # The same session, its history once: the first prompt stored once, the lost one never.
-    counts = await database_sync_to_async(lambda: [_prompts(t) for t in PROMPTS])()
+    counts = await database_sync_to_async(lambda: [prompts_of(t) for t in PROMPTS])()
     assert counts == [1, 0, 1]
     assert len(await sessions()) == 1
     await services.asession_stop(host=svc.host, session_id=sid)

@@ -16,7 +16,7 @@ from core.runtime import Runtime
 from harness.fakes.telegram_api import FakeTelegram
 from harness.runtime import running, settings_file, wait_status
 from svcproject.assembly import build as build_runtime
-from tests.channels_app.test_telegram_channel import (
+from tests.channels_app.telegram_chat import (
     OWNER,
     STRANGER,
     polled_again,
