@@ -34,6 +34,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.support.notification_socket import Dashboard  # noqa: E402
+
 OWNER = 111
 TURNS = int(os.environ.get("BENCH_TURNS", "50"))
 # The first turns go back to back in one chat: each waits for the edit clock twice (~3 s).
@@ -180,51 +182,7 @@ def done_edits(tg: Any, chat: int, marker: str) -> list[dict[str, Any]]:
     return [e for e in tg.edits(chat) if e["ok"] and marker in e["text"] and "— done" in e["text"]]
 
 
-# --- 2. permission request → each target ----------------------------------------------------------
-
-
-class Dashboard:
-    """An open dashboard's /ws/notifications, each frame stamped on arrival."""
-
-    def __init__(self) -> None:
-        from channels.testing import WebsocketCommunicator
-
-        from core import config
-        from svcproject.asgi import application
-
-        token = config.current_auth().owner_token
-        self.ws = WebsocketCommunicator(application, f"/ws/notifications?token={token}")
-        self.frames: list[tuple[float, list[dict[str, Any]]]] = []
-
-    async def open(self) -> None:
-        assert (await self.ws.connect())[0], "the dashboard socket was refused"
-        self.reader = asyncio.ensure_future(self._read())
-
-    async def _read(self) -> None:
-        while True:
-            items = await self.ws.receive_json_from(timeout=3600)
-            self.frames.append((time.monotonic(), items))
-
-    def listed(self, since: int, known: set[str]) -> tuple[str, float] | None:
-        """The first frame from `since` listing a notification not in `known`: (its id, time)."""
-        for t, items in self.frames[since:]:
-            if items and items[0]["id"] not in known:
-                return items[0]["id"], t
-        return None
-
-    def delivered(self, since: int, nid: str) -> float | None:
-        """The first frame from `since` where `nid`'s dashboard delivery shows `sent`."""
-        for t, items in self.frames[since:]:
-            for item in items:
-                if item["id"] == nid and any(
-                    d["target"] == "dashboard" and d["status"] == "sent" for d in item["deliveries"]
-                ):
-                    return t
-        return None
-
-    async def close(self) -> None:
-        self.reader.cancel()
-        await self.ws.disconnect()
+# --- 2. permission request → each target (an open dashboard: bench/support/notification_socket.py)
 
 
 async def permissions(runtime: Any, tg: Any, push: Any, sink: Any, work: str) -> dict:
