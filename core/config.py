@@ -39,6 +39,7 @@ from core.settings_disk import (
     read_settings_file,
     refusal,
     replace_settings_file,
+    scrub_backup,
 )
 from core.settings_schema import (  # noqa: F401 (the typed settings, re-exported)
     ID_PATTERN,
@@ -187,6 +188,8 @@ class _SettingsCache:
                     read = read_settings_file(path)
                     self._value = dataclasses.replace(read, loaded_mtime_ns=mtime)
                     self.error = None
+                    if mtime != -1:  # a file deleted (by accident?) leaves the backup whole
+                        scrub_backup(path, read.raw)
                 except SettingsError as exc:
                     if self._value is None or self._value.path != path:
                         raise
