@@ -33,6 +33,7 @@ from cli.home import (
     is_port,
     is_token,
 )
+from core import secret_env
 from core.settings_disk import (
     atomic_write,
     error_report,
@@ -110,9 +111,9 @@ def knobs() -> Knobs:
         debug=env("SVC_DEBUG") == "1",
         log_level=env("SVC_LOG_LEVEL", "INFO"),
         print_login=env("SVC_PRINT_LOGIN") == "1",
-        redis_url=env("SVC_REDIS_URL", ""),
+        redis_url=secret_env.get("SVC_REDIS_URL"),  # held out of the environment (daemon)
         redis_prefix=env("SVC_REDIS_PREFIX", "svc"),
-        database_url=env("DATABASE_URL", ""),
+        database_url=secret_env.get("DATABASE_URL"),
         permission_timeout_s=_env_number("SVC_PERMISSION_TIMEOUT", 60.0),
         md_render_seconds=_env_number("SVC_MD_RENDER_SECONDS", 10.0),
         bridge_read_timeout_s=_env_number("SVC_BRIDGE_READ_TIMEOUT", 600.0),
