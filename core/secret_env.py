@@ -55,7 +55,8 @@ def _shown_by_kernel() -> set[str] | None:
         data = Path("/proc/self/environ").read_bytes()
     except OSError:
         return None
-    return {entry.split(b"=", 1)[0].decode(errors="replace") for entry in data.split(b"\0") if entry}
+    entries = (entry for entry in data.split(b"\0") if entry)
+    return {entry.split(b"=", 1)[0].decode(errors="replace") for entry in entries}
 
 
 def _argv() -> list[str]:
@@ -79,7 +80,7 @@ def _reexec(values: dict[str, str]) -> None:
     env = {k: v for k, v in os.environ.items() if k not in values} | {HANDOFF: str(read)}
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(sys.executable, _argv(), env)
+    os.execve(sys.executable, _argv(), env)  # noqa: S606 (this same program, its own argv)
 
 
 def _take_handoff() -> None:

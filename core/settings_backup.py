@@ -83,4 +83,3 @@ def without_removed_secrets(before: bytes, after: Any) -> bytes:
     except ValueError:
         pass
     return (json.dumps(wanted, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-
