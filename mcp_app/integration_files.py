@@ -48,19 +48,30 @@ def _write(path: Path, text: str, *, private: bool) -> None:
     config.atomic_write(real, text, mode=real.stat().st_mode & 0o777 if keep else OWNER_ONLY)
 
 
-def make_private(path: Path, folder: Path | None) -> list[str]:
+def _places(path: Path, folder: Path | None) -> list[Path]:
+    return [where for where in (_target(path), folder) if where is not None and where.exists()]
+
+
+def modes(path: Path, folder: Path | None) -> dict[Path, int]:
+    """The permission bits of the file `path` points at and of `folder` (those that exist)."""
+    return {where: where.stat().st_mode & 0o777 for where in _places(path, folder)}
+
+
+def make_private(path: Path, folder: Path | None, before: dict[Path, int]) -> list[str]:
     """Take the group's and other users' bits from `path` (the file it points at) and from the
-    agent's own `folder`; what changed, as "<path> 0644 → 0600". The folder matters too: Qwen
-    Code saves its settings.json as a new file with the default mode (0644), so only a private
-    folder keeps the token from other users between two of svc's syncs."""
+    agent's own `folder`; what changed since `before`, as "<path> 0644 → 0600". The folder
+    matters too: Qwen Code saves its settings.json as a new file with the default mode (0644),
+    so only a private folder keeps the token from other users between two of svc's syncs."""
     changed = []
-    for where in (_target(path), folder):
-        if where is None or not where.exists():
-            continue
+    for where in _places(path, folder):
         st = where.stat()
-        if st.st_mode & OTHERS and st.st_uid == os.getuid():
-            where.chmod(st.st_mode & 0o777 & ~OTHERS)
-            changed.append(f"{where} {st.st_mode & 0o777:04o} → {st.st_mode & 0o700:04o}")
+        now = st.st_mode & 0o777
+        if now & OTHERS and st.st_uid == os.getuid():
+            now &= ~OTHERS
+            where.chmod(now)
+        was = before.get(where, st.st_mode & 0o777)
+        if was != now:
+            changed.append(f"{where} {was:04o} → {now:04o}")
     return changed
 
 

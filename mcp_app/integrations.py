@@ -157,18 +157,14 @@ def _part(state: str, path: Path, reason: str = "") -> Part:
 def _sync_mcp(target: Target, entry: dict[str, Any] | None) -> Part:
     reason = "" if entry is not None else "integrations.mcp_auto_install is off"
     path = target.config_path
-    # The file holds the token: private before svc writes (an older svc, or the agent, may have
-    # left it 0644, up to date or not) and after (a folder the write just created).
-    private = entry is not None
     try:
-        changed = _make_private(path, target.folder) if private else []
+        before = files.modes(path, target.folder)
         if target.toml:
             state = files.toml_set(path, target.keys[0], "svc", entry)
         else:
             state = files.json_set(path, target.keys, "svc", entry, lock=target.agent == "claude")
-        changed += _make_private(path, target.folder) if private else []
-        if changed:
-            reason = f"made private, as it holds svc's token: {', '.join(changed)}"
+        if entry is not None:  # up to date too: an older svc, or the agent, may have loosened it
+            reason = _make_private(path, target.folder, before)
     except files.CannotEdit as exc:
         return _part("skipped", path, str(exc))
     except OSError as exc:
@@ -179,11 +175,13 @@ def _sync_mcp(target: Target, entry: dict[str, Any] | None) -> Part:
     return _part(state, path, reason)
 
 
-def _make_private(path: Path, folder: Path | None) -> list[str]:
+def _make_private(path: Path, folder: Path | None, before: dict[Path, int]) -> str:
+    """The file holds the MCP token: only the owner may read it (docs/agents.md)."""
     try:
-        return files.make_private(path, folder)
-    except OSError as exc:  # a folder of another owner's, a read-only mount: said, not fatal
-        return [f"could not make it private ({exc})"]
+        changed = files.make_private(path, folder, before)
+    except OSError as exc:  # a read-only mount: said, not fatal
+        return f"could not make it private ({exc})"
+    return f"made private, as it holds svc's token: {', '.join(changed)}" if changed else ""
 
 
 def _sync_skills(target: Target, on: bool) -> tuple[Part, dict[str, str]]:

@@ -110,3 +110,14 @@ def test_a_file_svc_took_its_entry_out_of_keeps_its_mode(shared_home: Path) -> N
     integrations.integrations_sync()
     assert "svc" not in json.loads(path.read_text())["mcp"]
     assert path.stat().st_mode & 0o777 == 0o640
+
+
+def test_a_file_svc_cannot_parse_is_left_untouched_mode_included(shared_home: Path) -> None:
+    """Contract §9: svc does not edit a file it cannot parse (JSONC here) — nor its mode."""
+    path = shared_home / CONFIGS["gemini"]
+    path.write_text('{\n  // my comment\n  "mcpServers": {}\n}\n')
+    path.chmod(0o644)
+    report = {a["agent"]: a for a in integrations.integrations_sync()["agents"]}
+    assert report["gemini"]["mcp"]["state"] == "skipped"
+    assert path.stat().st_mode & 0o777 == 0o644
+    assert config.current_auth().mcp_token not in path.read_text()
