@@ -5,7 +5,19 @@ import os
 import sys
 
 
+def serves(argv: list[str]) -> bool:
+    """The daemon itself: `run`, or `runserver` without Django's reloader (whose child would be
+    started with this process's environment, the variables svc holds gone from it)."""
+    return argv[1:2] == ["run"] or (argv[1:2] == ["runserver"] and "--noreload" in argv)
+
+
 def main() -> None:
+    if serves(sys.argv):
+        from core import secret_env
+
+        # First: the database's and Redis's passwords and the fleet secret leave the environment
+        # the agents svc hosts could read in /proc/<pid>/environ (svc may exec itself again).
+        secret_env.hold()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "svcproject.settings")
     from django.core.management import execute_from_command_line
 

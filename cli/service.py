@@ -120,7 +120,33 @@ def launchd_plist(spec: Spec) -> str:
     return plistlib.dumps(agent).decode()
 
 
+class UnsafeValue(ValueError):
+    """A value the unit cannot carry as it is."""
+
+
+def check_values(spec: Spec) -> None:
+    """A control character — a newline above all — would end a value's line in a unit file, and
+    what follows it would be read as directives (`ExecStartPre=` runs a command at every start);
+    a plist cannot hold one at all. Such a SVC_HOME, PATH, path or host is refused, not escaped:
+    none is a real one."""
+    values = {
+        "SVC_HOME": str(spec.home),
+        "PATH": spec.path_env,
+        "the clone's path": str(spec.root),
+        "the interpreter's path": str(spec.python),
+        "--host": spec.host,
+    }
+    for name, value in values.items():
+        bad = next((c for c in value if ord(c) < 32 or ord(c) == 127), None)
+        if bad is not None:
+            raise UnsafeValue(
+                f"{name} holds a control character ({bad!r}), which a service unit cannot "
+                f"carry: {value!r}. Install from a shell whose {name} has none."
+            )
+
+
 def unit_text(kind: str, spec: Spec) -> str:
+    check_values(spec)
     return launchd_plist(spec) if kind == "launchd" else systemd_unit(spec)
 
 

@@ -33,12 +33,14 @@ from cli.home import (
     is_port,
     is_token,
 )
+from core import secret_env
 from core.settings_disk import (
     atomic_write,
     error_report,
     read_settings_file,
     refusal,
     replace_settings_file,
+    scrub_backup,
 )
 from core.settings_schema import (  # noqa: F401 (the typed settings, re-exported)
     ID_PATTERN,
@@ -109,9 +111,9 @@ def knobs() -> Knobs:
         debug=env("SVC_DEBUG") == "1",
         log_level=env("SVC_LOG_LEVEL", "INFO"),
         print_login=env("SVC_PRINT_LOGIN") == "1",
-        redis_url=env("SVC_REDIS_URL", ""),
+        redis_url=secret_env.get("SVC_REDIS_URL"),  # held out of the environment (daemon)
         redis_prefix=env("SVC_REDIS_PREFIX", "svc"),
-        database_url=env("DATABASE_URL", ""),
+        database_url=secret_env.get("DATABASE_URL"),
         permission_timeout_s=_env_number("SVC_PERMISSION_TIMEOUT", 60.0),
         md_render_seconds=_env_number("SVC_MD_RENDER_SECONDS", 10.0),
         bridge_read_timeout_s=_env_number("SVC_BRIDGE_READ_TIMEOUT", 600.0),
@@ -187,6 +189,8 @@ class _SettingsCache:
                     read = read_settings_file(path)
                     self._value = dataclasses.replace(read, loaded_mtime_ns=mtime)
                     self.error = None
+                    if mtime != -1:  # a file deleted (by accident?) leaves the backup whole
+                        scrub_backup(path, read.raw)
                 except SettingsError as exc:
                     if self._value is None or self._value.path != path:
                         raise

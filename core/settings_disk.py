@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import DomainError
+from core.settings_backup import without_removed_secrets
 from core.settings_schema import Settings, SettingsError, parse_settings
 
 BACKUP_SUFFIX = ".bak"
@@ -80,8 +81,23 @@ def replace_settings_file(path: Path, text: str) -> None:
             parse_settings(path, parse_text(path, before))
         except SettingsError as exc:
             raise refusal(exc) from exc
-        atomic_write(backup_path(path), before, mode=0o600)
+        # Kept for a hand edit svc writes over, but without a secret this write takes out.
+        kept = without_removed_secrets(before, json.loads(text))
+        atomic_write(backup_path(path), kept, mode=0o600)
     atomic_write(path, text, mode=0o600)
+
+
+def scrub_backup(path: Path, settings: Any) -> None:
+    """settings.json, now `settings`, was read again (an edit by hand): the backup loses any
+    secret it took out, as svc's own writes do."""
+    backup = backup_path(path)
+    try:
+        before = backup.read_bytes()
+        kept = without_removed_secrets(before, settings)
+    except (OSError, ValueError):  # no backup, or one that is not JSON: nothing svc can scrub
+        return
+    if kept != before:
+        atomic_write(backup, kept, mode=0o600)
 
 
 def atomic_write(path: Path, content: str | bytes, mode: int = 0o600) -> None:

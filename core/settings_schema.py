@@ -14,6 +14,8 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
+from core import secret_env
+
 ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 PROVIDERS = ("openai-chat", "openai-responses", "anthropic", "gemini")
 HOST_ON_EXIT = ("keep", "stop")
@@ -89,7 +91,7 @@ class FleetSettings:
 
     def resolved_secret(self) -> str:
         """The inline secret, else the one in the environment variable `secret_env` names."""
-        return self.secret or os.environ.get(self.secret_env, "")
+        return self.secret or secret_env.get(self.secret_env)
 
 
 @dataclass(frozen=True)

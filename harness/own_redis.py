@@ -13,15 +13,17 @@ from harness.daemon import free_port
 
 
 class OwnRedis:
-    def __init__(self) -> None:
+    def __init__(self, password: str = "") -> None:
         if shutil.which("redis-server") is None:
             raise RuntimeError("redis-server is not installed (apt-get install redis-server)")
         self.port = free_port()
+        self.password = password  # `requirepass`: a client must AUTH with it
         self.server: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        auth = f":{self.password}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.port}/0"
 
     def env(self) -> dict[str, str]:
         return {"SVC_REDIS_URL": self.url, "SVC_REDIS_PREFIX": f"own-{secrets.token_hex(4)}"}
@@ -29,6 +31,8 @@ class OwnRedis:
     def start(self) -> OwnRedis:
         command = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1"]
         command += ["--save", "", "--appendonly", "no"]
+        if self.password:
+            command += ["--requirepass", self.password]
         self.server = subprocess.Popen(command, stdout=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
         while True:

@@ -35,10 +35,44 @@ def _target(path: Path) -> Path:
     return path.resolve() if path.is_symlink() else path
 
 
-def _write(path: Path, text: str) -> None:
+OWNER_ONLY = 0o600
+OTHERS = 0o077  # the group's and other users' permission bits
+
+
+def _write(path: Path, text: str, *, private: bool) -> None:
+    """`private`: the text holds svc's token, so the file is the owner's alone (0600) whatever
+    mode it had — a usual 0644 config would show the token to every local user. A file that no
+    longer holds it keeps its mode."""
     real = _target(path)
-    mode = real.stat().st_mode & 0o777 if real.exists() else 0o600
-    config.atomic_write(real, text, mode=mode)
+    keep = not private and real.exists()
+    config.atomic_write(real, text, mode=real.stat().st_mode & 0o777 if keep else OWNER_ONLY)
+
+
+def _places(path: Path, folder: Path | None) -> list[Path]:
+    return [where for where in (_target(path), folder) if where is not None and where.exists()]
+
+
+def modes(path: Path, folder: Path | None) -> dict[Path, int]:
+    """The permission bits of the file `path` points at and of `folder` (those that exist)."""
+    return {where: where.stat().st_mode & 0o777 for where in _places(path, folder)}
+
+
+def make_private(path: Path, folder: Path | None, before: dict[Path, int]) -> list[str]:
+    """Take the group's and other users' bits from `path` (the file it points at) and from the
+    agent's own `folder`; what changed since `before`, as "<path> 0644 → 0600". The folder
+    matters too: Qwen Code saves its settings.json as a new file with the default mode (0644),
+    so only a private folder keeps the token from other users between two of svc's syncs."""
+    changed = []
+    for where in _places(path, folder):
+        st = where.stat()
+        now = st.st_mode & 0o777
+        if now & OTHERS and st.st_uid == os.getuid():
+            now &= ~OTHERS
+            where.chmod(now)
+        was = before.get(where, st.st_mode & 0o777)
+        if was != now:
+            changed.append(f"{where} {was:04o} → {now:04o}")
+    return changed
 
 
 def _read(path: Path) -> str | None:
@@ -126,7 +160,8 @@ def json_set(
     if outcome in (WRITTEN, REMOVED):
         indent = _json_indent(text or "")
         body = json.dumps(data, indent=indent, ensure_ascii=False)
-        _write(path, body + ("\n" if text is None or text.endswith("\n") else ""))
+        ending = "\n" if text is None or text.endswith("\n") else ""
+        _write(path, body + ending, private=entry is not None)
     return outcome
 
 
@@ -197,7 +232,7 @@ def toml_set(path: Path, key: str, name: str, entry: dict[str, Any] | None) -> s
         tomllib.loads(body)  # never write a file Codex could not read
     except tomllib.TOMLDecodeError as exc:
         raise CannotEdit(f"{path}: svc's edit would not be valid TOML ({exc}); left it") from exc
-    _write(path, body)
+    _write(path, body, private=entry is not None)
     return outcome
 
 

@@ -41,6 +41,12 @@ class Target:
     def toml(self) -> bool:
         return self.config_path.suffix == ".toml"
 
+    @property
+    def folder(self) -> Path | None:
+        """The agent's own folder, kept private with the file; never $HOME (~/.claude.json)."""
+        parent = self.config_path.parent
+        return None if parent == files.home() else parent
+
 
 def _env_dir(name: str, default: Path) -> Path:
     # Each CLI lets a variable move its folder; svc writes where the CLI will look.
@@ -152,10 +158,13 @@ def _sync_mcp(target: Target, entry: dict[str, Any] | None) -> Part:
     reason = "" if entry is not None else "integrations.mcp_auto_install is off"
     path = target.config_path
     try:
+        before = files.modes(path, target.folder)
         if target.toml:
             state = files.toml_set(path, target.keys[0], "svc", entry)
         else:
             state = files.json_set(path, target.keys, "svc", entry, lock=target.agent == "claude")
+        if entry is not None:  # up to date too: an older svc, or the agent, may have loosened it
+            reason = _make_private(path, target.folder, before)
     except files.CannotEdit as exc:
         return _part("skipped", path, str(exc))
     except OSError as exc:
@@ -164,6 +173,15 @@ def _sync_mcp(target: Target, entry: dict[str, Any] | None) -> Part:
         logger.exception("could not install svc's MCP entry into %s", path)
         return _part("skipped", path, f"svc could not edit it ({type(exc).__name__}: {exc})")
     return _part(state, path, reason)
+
+
+def _make_private(path: Path, folder: Path | None, before: dict[Path, int]) -> str:
+    """The file holds the MCP token: only the owner may read it (docs/agents.md)."""
+    try:
+        changed = files.make_private(path, folder, before)
+    except OSError as exc:  # a read-only mount: said, not fatal
+        return f"could not make it private ({exc})"
+    return f"made private, as it holds svc's token: {', '.join(changed)}" if changed else ""
 
 
 def _sync_skills(target: Target, on: bool) -> tuple[Part, dict[str, str]]:

@@ -35,6 +35,7 @@ def _token_file(name: str, token: str) -> str:
     folder.mkdir(mode=0o700, exist_ok=True)
     path = folder / f"tunnel-{name}.token"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # O_CREAT's mode applies to a new file only: one left 0644 is made private
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(token.strip() + "\n")
     return str(path)

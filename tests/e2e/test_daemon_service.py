@@ -319,3 +319,47 @@ def test_the_launchd_agent_starts_at_login_restarts_on_failure_and_spares_the_ho
     assert service.unit_path("systemd", {"HOME": "/h", "XDG_CONFIG_HOME": "/c"}) == Path(
         "/c/systemd/user/svc.service"
     )
+
+
+INJECTED = "ExecStartPre=/bin/touch /tmp/svc-unit-injected"
+
+
+@pytest.mark.parametrize("variable", ["SVC_HOME", "PATH"])
+def test_a_newline_in_svc_home_or_path_cannot_add_a_directive_to_the_unit(
+    tmp_path: Path, variable: str
+) -> None:
+    """Issue 41 (low): `Environment="SVC_HOME=…"` took the value as it was, so a newline in it
+    ended the line and what followed became a directive of the unit (here a command run at every
+    start). Such a value is refused with a message naming it; no unit is written."""
+    config = tmp_path / "xdg config"
+    runtime = tmp_path / "no-user-manager"
+    runtime.mkdir(mode=0o700)
+    hostile = f"\n[Service]\n{INJECTED}\n"
+    home = tmp_path / f"svc home{hostile}" if variable == "SVC_HOME" else tmp_path / "home"
+    env = svc_env(home, HOME=str(tmp_path / "user"), XDG_CONFIG_HOME=str(config))
+    env["XDG_RUNTIME_DIR"] = str(runtime)
+    env.pop("DBUS_SESSION_BUS_ADDRESS", None)
+    if variable == "PATH":
+        env["PATH"] = os.environ["PATH"] + hostile
+    unit = config / "systemd" / "user" / "svc.service"
+
+    installed = svc("service", "install", "--port", str(free_port()), env=env)
+    written = unit.read_text() if unit.exists() else ""
+    assert INJECTED not in written.splitlines(), "the unit runs the injected command"
+    assert installed.returncode != 0 and not unit.exists()
+    assert f"{variable} holds a control character ('\\n')" in installed.stderr
+    assert "Traceback" not in installed.stderr
+    assert svc("service", "uninstall", env=env).returncode == 0  # still possible
+
+
+def test_the_launchd_agent_refuses_a_control_character_rather_than_failing_in_plistlib() -> None:
+    spec = service.Spec(
+        root=ROOT,
+        python=ROOT / ".venv" / "bin" / "python",
+        home=Path("/Users/me/svc\x01home"),
+        host="127.0.0.1",
+        port=8123,
+        path_env="/usr/bin:/bin",
+    )
+    with pytest.raises(service.UnsafeValue, match="SVC_HOME holds a control character"):
+        service.unit_text("launchd", spec)

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from cli import port_owner, service
 from core import config
@@ -37,6 +37,11 @@ class Command(BaseCommand):
             path_env=os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
         )
         action = options["action"]
+        try:
+            if action != "uninstall":  # which needs none of them
+                service.check_values(spec)
+        except service.UnsafeValue as exc:
+            raise CommandError(f"svc service: {exc}") from exc
         if action == "install":
             taken = port_owner.probe_svc(spec.port) is not None
             lines = service.install(kind, spec, port_taken=taken)
