@@ -35,6 +35,9 @@ class PairingRequest(models.Model):
     )
     cookie_sent = models.BooleanField(default=False)
     invited = models.BooleanField(default=False)  # opened an invite: approved, counts nowhere
+    # svc's HMAC of the fields that grant (remote_app/seals.py): a row svc did not write as it
+    # is — an approval flipped by SQL — hands out nothing.
+    seal = models.CharField(max_length=64, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["created_at"]
@@ -51,8 +54,9 @@ class PairingRequest(models.Model):
 
 
 class PairedDevice(models.Model):
-    """A browser allowed in through the remote listener. The cookie it holds is a random id;
-    only its SHA-256 is stored, so a copy of the database opens nothing."""
+    """A browser allowed in through the remote listener. The cookie it holds is a random id and
+    its MAC; only its SHA-256 is stored, so a copy of the database opens nothing, and the row is
+    sealed, so a row written into the database opens nothing either."""
 
     id = models.CharField(max_length=16, primary_key=True)
     cookie_hash = models.CharField(max_length=64, unique=True)
@@ -64,6 +68,8 @@ class PairedDevice(models.Model):
     first_seen = models.DateTimeField(default=timezone.now)
     last_seen = models.DateTimeField(default=timezone.now)
     token_fingerprint = models.CharField(max_length=64)  # the owner token in force when paired
+    # svc's HMAC of the four fields above that let a browser in (remote_app/seals.py).
+    seal = models.CharField(max_length=64, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["first_seen"]
@@ -96,6 +102,8 @@ class PairingInvite(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()
     used_at = models.DateTimeField(null=True, blank=True)
+    # svc's HMAC of the secret's hash and expiry (remote_app/seals.py): svc made this invite.
+    seal = models.CharField(max_length=64, blank=True, default="", db_default="")
 
 
 class Tunnel(models.Model):
