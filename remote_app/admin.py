@@ -5,7 +5,6 @@ Pairings are sealed (remote_app/seals.py): read and revoked here, never added or
 from django.contrib import admin
 
 from core.sealed_admin import SealedRowAdmin
-
 from remote_app.models import (
     PairedDevice,
     PairingInvite,

@@ -19,7 +19,8 @@ def _iso(value: Any) -> str | None:
 
 class PairingRequest(models.Model):
     """A browser asking to be paired: shows `code` to its person, who enters it on a trusted
-    surface. `pair_id` is the browser's secret handle on the request (never shown elsewhere)."""
+    surface. The browser's secret handle on the request is kept as its SHA-256 in `pair_id`, so
+    whoever reads the database cannot ask for the cookie of someone else's approval."""
 
     pair_id = models.CharField(max_length=64, primary_key=True)
     code = models.CharField(max_length=6, db_index=True)
@@ -43,7 +44,8 @@ class PairingRequest(models.Model):
         ordering = ["created_at"]
 
     def to_dict(self) -> dict[str, Any]:
-        """What the trusted surfaces see of a pending request: never the code or pair_id."""
+        """What the trusted surfaces see of a pending request: never the code; a prefix of the
+        handle's hash as its id (what Deny names)."""
         return {
             "id": self.pair_id[:8],
             "device": self.device,

@@ -132,9 +132,10 @@ def pair_start(device: str, host: str, invite: str = "") -> Started:
     if recent.filter(invited=False).count() >= STARTS_PER_MINUTE:
         raise TooManyStarts(f"too many pairing requests in the last minute; {INVITE_HINT}")
     _drop_oldest_waiting()
+    handle = secrets.token_urlsafe(24)
     request = _sealed_create(
         PairingRequest(
-            pair_id=secrets.token_urlsafe(24),
+            pair_id=cookie_hash(handle),
             code=_new_code(),
             device=device[:300],
             host=host[:300],
@@ -147,7 +148,7 @@ def pair_start(device: str, host: str, invite: str = "") -> Started:
             sender=pair_start, device=request.device, host=request.host
         )
     )
-    return Started(request.pair_id, request.code, CODE_SECONDS)
+    return Started(handle, request.code, CODE_SECONDS)
 
 
 def _sealed_create(request: PairingRequest) -> PairingRequest:
@@ -177,9 +178,10 @@ def _start_invited(device: str, host: str, invite: str) -> Started:
     )
     if not used:
         raise BadInvite(f"this invite link is wrong, used or expired; {INVITE_HINT}")
-    request = _sealed_create(
+    handle = secrets.token_urlsafe(24)
+    _sealed_create(
         PairingRequest(
-            pair_id=secrets.token_urlsafe(24),
+            pair_id=cookie_hash(handle),
             code="",
             device=device[:300],
             host=host[:300],
@@ -190,7 +192,7 @@ def _start_invited(device: str, host: str, invite: str) -> Started:
         )
     )
     _broadcast()
-    return Started(request.pair_id, "", CODE_SECONDS)
+    return Started(handle, "", CODE_SECONDS)
 
 
 @dataclass(frozen=True)
@@ -217,7 +219,8 @@ def invite_issue() -> Invite:
 def pair_status(pair_id: str) -> tuple[str, str | None, PairedDevice | None]:
     """(status, cookie value or None, device or None). The cookie comes once: to the first call
     that sees the approval, and only for an approval svc made (a sealed row)."""
-    request = PairingRequest.objects.filter(pk=pair_id).first() if pair_id else None
+    # Kept hashed, as cookies are: a copy of the database cannot ask for someone's cookie.
+    request = PairingRequest.objects.filter(pk=cookie_hash(pair_id)).first() if pair_id else None
     now = timezone.now()
     if request is None:
         return "expired", None, None
@@ -288,7 +291,9 @@ def _approve(code: str, via: str) -> PairingRequest | None:
     waiting = PairingRequest.objects.select_for_update().filter(
         code=code, status="pending", expires_at__gte=timezone.now()
     )
-    request = next((r for r in waiting if seals.request_sealed(r, "its code approved nothing")), None)
+    request = next(
+        (r for r in waiting if seals.request_sealed(r, "its code approved nothing")), None
+    )
     if request is not None:
         request.status, request.approved_via = "approved", via[:32]
         request.seal = seals.request_seal(request)

@@ -1,7 +1,6 @@
 from django.contrib import admin
 
 from core.sealed_admin import SealedRowAdmin
-
 from sessions_app.models import (
     Agent,
     Approval,

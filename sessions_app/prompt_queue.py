@@ -111,21 +111,17 @@ def _append(
         if recorded is not None:  # the caller's own record of the hand-over, in one step
             recorded()
         last = QueuedPrompt.objects.filter(session_id=session_id).aggregate(m=Max("position"))
-        row = QueuedPrompt.objects.create(
+        row = QueuedPrompt(
             session_id=session_id,
             position=(last["m"] or 0) + 1,
             text=text,
             source=source,
             who=who,
+            created_at=timezone.now(),
         )
-        return _seal(row)
-
-
-def _seal(row: QueuedPrompt) -> QueuedPrompt:
-    """Sealed with its id, in the transaction that made it: no one ever sees it unsealed."""
-    row.seal = seals.queued_seal(row)
-    row.save(update_fields=["seal"])
-    return row
+        row.seal = seals.queued_seal(row)
+        row.save(force_insert=True)
+        return row
 
 
 def _take_first(session_id: str) -> QueuedPrompt | None:
@@ -275,5 +271,4 @@ def _put_back(row: QueuedPrompt) -> None:
         first = rows.aggregate(m=Min("position"))["m"]
         row.position = (row.position if first is None else first) - 1  # first again
         row.pk = None
-        row.save()
-        _seal(row)  # a new id: sealed again
+        row.save()  # the same prompt, its seal with it

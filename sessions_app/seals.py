@@ -15,8 +15,10 @@ QUEUED, PROMPT_KEY, HANDOVER, LAUNCH = "queued prompt", "prompt key", "handover 
 
 
 def _queued_fields(row: QueuedPrompt) -> tuple:
-    # The row's id too: a copy of a sealed row (a prompt sent twice) has another id.
-    return (row.pk, row.session_id, row.text, row.source, row.who, row.created_at)
+    # Not its id or place in the queue: "send now" moves it, and a prompt put back after a
+    # failed send is a new row. A copy of a sealed row is a prompt svc wrote, sent again: what
+    # a database writer can still do (docs/security.md, attacker 8).
+    return (row.session_id, row.text, row.source, row.who, row.created_at)
 
 
 def queued_seal(row: QueuedPrompt) -> str:

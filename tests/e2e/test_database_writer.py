@@ -8,7 +8,9 @@ Python's sqlite3, no svc code, no token — against a live daemon; what they try
 - store a prompt's key before the owner sends it: the owner's prompt is still sent;
 - write or change a handover code: pickup refuses it;
 - share a local port: nothing is served;
-- flip a session to `running`, or point one at another folder: it is not started again.
+- flip a session to `running`, or point one at another folder: it is not started again;
+- read a logged-in browser's session from the database and, as another local user, replay it on
+  the dashboard host (a loopback request): it opens nothing.
 
 tests/e2e/test_database_writer_fleet.py does the pairing on a fleet's PostgreSQL, up to a shell.
 """
@@ -30,8 +32,10 @@ from typing import Any
 import httpx
 import pytest
 
+from harness.browser_login import logged_in
 from harness.daemon import Daemon, migrated_home
 from harness.holders import end_holder
+from harness.other_user import run_as_other
 from harness.termclient import Chat, create_session, hosting_settings, shell_env
 from harness.upstream import Upstream
 from tests.e2e.test_queued_prompts import prompts, stored
@@ -104,10 +108,11 @@ def test_a_pairing_flipped_to_approved_by_sql_hands_out_no_cookie(
 ) -> None:
     with remote.client() as phone:
         started = phone.post("/pair/start").json()
+        # The attacker's own browser: it knows the code it shows.
         sql.run(
             "UPDATE remote_app_pairingrequest SET status = 'approved', approved_via = 'api' "
-            "WHERE pair_id = ?",
-            started["pair_id"],
+            "WHERE code = ? AND status = 'pending'",
+            started["code"],
         )
         status = phone.get("/pair/status", params={"pair_id": started["pair_id"]})
         assert "svc_remote" not in phone.cookies, "the database alone paired a browser"
@@ -115,13 +120,28 @@ def test_a_pairing_flipped_to_approved_by_sql_hands_out_no_cookie(
         assert phone.get("/api/sessions").status_code == 401
     assert len(refusals(daemon, "pairing request")) == 1
 
-    # A real pairing's cookie, handed out once, is not handed out again by resetting the row.
+    # The owner approves a phone; the attacker copies the approved row before the phone takes
+    # its cookie, puts the copy back after, and asks for the cookie under the id it read.
     with remote.client() as owners_phone:
-        remote.pair(owners_phone)
-    pair_id = sql.run(
-        "SELECT pair_id FROM remote_app_pairingrequest WHERE cookie_sent ORDER BY created_at DESC"
-    )[0][0]
-    sql.run("UPDATE remote_app_pairingrequest SET cookie_sent = 0 WHERE pair_id = ?", pair_id)
+        started = owners_phone.post("/pair/start").json()
+        approved = httpx.post(
+            f"{daemon.url}/api/pairings/approve",
+            json={"code": started["code"]},
+            headers=daemon.owner_headers(),
+        )
+        assert approved.status_code == 200, approved.text
+        copy = sql.run(
+            "SELECT * FROM remote_app_pairingrequest WHERE code = ? AND NOT cookie_sent",
+            started["code"],
+        )
+        assert len(copy) == 1
+        owners_phone.get("/pair/status", params={"pair_id": started["pair_id"]})
+        assert owners_phone.cookies.get("svc_remote")
+    pair_id = copy[0][0]
+    sql.run("DELETE FROM remote_app_pairingrequest WHERE pair_id = ?", pair_id)
+    sql.run(
+        f"INSERT INTO remote_app_pairingrequest VALUES ({', '.join('?' * len(copy[0]))})", *copy[0]
+    )
     with remote.client() as attacker:
         attacker.get("/pair/status", params={"pair_id": pair_id})
         assert "svc_remote" not in attacker.cookies, "the database handed a cookie out twice"
@@ -170,6 +190,36 @@ def test_a_paired_device_written_by_sql_and_a_forged_cookie_open_nothing(
     assert answer.status_code == 401, answer.text
     listed = httpx.get(f"{daemon.url}/api/pairings", headers=daemon.owner_headers()).json()
     assert {"sql0", "sql1"}.isdisjoint({d["id"] for d in listed})
+
+
+REPLAY_SESSION = """
+import http.client, os, re
+port = int(os.environ["PORT"])
+ask = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+ask.request("GET", "/", headers={"Accept": "text/html"})  # where the dashboard lives
+host = re.match(r"http://([^/:]+):", ask.getresponse().getheader("Location")).group(1)
+for stolen in os.environ["STOLEN"].split():
+    replay = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    cookie = "svc_session=" + stolen
+    replay.request("GET", "/api/sessions", headers={"Host": f"{host}:{port}", "Cookie": cookie})
+    print(replay.getresponse().status)
+"""
+
+
+def test_a_browser_session_read_from_the_database_opens_nothing_for_another_user(
+    daemon: Daemon, sql: SqlWriter
+) -> None:
+    with logged_in(daemon) as browser:
+        assert browser.get("/api/sessions").status_code == 200
+        stolen = [key for (key,) in sql.run("SELECT session_key FROM django_session")]
+        assert stolen
+        replayed = run_as_other(
+            REPLAY_SESSION, env={"PORT": str(daemon.port), "STOLEN": " ".join(stolen)}
+        )
+        assert replayed.returncode == 0, replayed.stderr
+        statuses = replayed.stdout.split()
+        assert statuses == ["401"] * len(stolen), f"a session id read from the database: {statuses}"
+        assert browser.get("/api/sessions").status_code == 200  # the owner's browser still is
 
 
 # --- prompts ------------------------------------------------------------------------------------

@@ -68,12 +68,13 @@ async def test_an_approval_written_into_the_fleets_database_starts_no_shell_on_a
     ran = Path(workspace_of(fleet, "b")) / "ran-id"
     with remote.client() as phone:
         started = phone.post("/pair/start").json()
-        flipped = fleet.sql(
+        flipped = fleet.sql(  # the row of the code this browser shows
             f"UPDATE {member_a.schema}.remote_app_pairingrequest "
-            "SET status = 'approved', approved_via = 'api' WHERE pair_id = %s RETURNING pair_id",
-            started["pair_id"],
+            "SET status = 'approved', approved_via = 'api' "
+            "WHERE code = %s AND status = 'pending' RETURNING code",
+            started["code"],
         )
-        assert flipped == [(started["pair_id"],)]
+        assert flipped == [(started["code"],)]
         status = phone.get("/pair/status", params={"pair_id": started["pair_id"]}).json()
         how_far = await run_in_a_shell_on(fleet, remote, phone, "b", f"id > {ran}")
         for _ in range(20):
