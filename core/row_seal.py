@@ -45,14 +45,14 @@ def key_path() -> Path:
 
 
 def _key() -> bytes:
-    return _key_at(str(key_path()))
+    return _key_in(config.svc_home())
 
 
 @functools.cache
-def _key_at(path: str) -> bytes:
+def _key_in(home: Path) -> bytes:
     """The key, read once per process; made on first use. Two processes making it at once (the
     daemon and `manage.py pair`) agree: the file is linked into place only if none is there."""
-    target = Path(path)
+    target = home / KEY_FILE
     if not target.exists():
         tmp = target.with_name(f".{target.name}.{secrets.token_hex(8)}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, KEY_MODE)
