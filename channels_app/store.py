@@ -8,6 +8,9 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from channels_app.models import ChannelChat, HandledEvent
+from core import row_seal
+
+INBOX = "channel inbox event"
 
 
 def chat_session_get(channel: str, chat: str) -> str:
@@ -29,6 +32,8 @@ def event_take(channel: str, event_id: str, payload: dict[str, Any] | None = Non
     failed. An event without an id is always "new"."""
     if not event_id:
         return "new"
+    if payload is not None:  # what a replay may hand over: sealed, so only svc's own is
+        payload = {**payload, "seal": row_seal.seal(INBOX, channel, event_id, payload)}
     try:
         with transaction.atomic():
             HandledEvent.objects.create(channel=channel, event_id=event_id, payload=payload)
@@ -47,11 +52,22 @@ def event_done(channel: str, event_id: str) -> None:
 
 
 def events_unfinished(channel: str, before: Any) -> list[dict[str, Any]]:
-    """What a previous run took in and never handed over, oldest first: for the replay."""
+    """What a previous run took in and never handed over, oldest first: for the replay. Only
+    what svc recorded: a row written into the database (a message "from" an allowed user) is
+    recorded failed, logged, and never handed over."""
     rows = HandledEvent.objects.filter(
         channel=channel, status=HandledEvent.TAKEN, at__lt=before, payload__isnull=False
     ).order_by("at", "id")
-    return [{"event_id": row.event_id, **row.payload} for row in rows]
+    left = []
+    for row in rows:
+        payload = dict(row.payload) if isinstance(row.payload, dict) else {}
+        given = payload.pop("seal", None)
+        if row_seal.sealed(INBOX, given, channel, row.event_id, payload):
+            left.append({"event_id": row.event_id, **payload})
+            continue
+        row_seal.refused(INBOX, f"{channel}/{row.event_id}", "never handed to an agent")
+        event_failed(channel, row.event_id, "not recorded by svc (its seal does not verify)")
+    return left
 
 
 def event_failed(channel: str, event_id: str, error: str) -> None:

@@ -121,7 +121,7 @@ def scope_session_owner(scope: dict[str, Any]) -> bool:
     key = cookie_in(headers.get(b"cookie", b"").decode("latin-1"), settings.SESSION_COOKIE_NAME)
     if not key:
         return False
-    from django.contrib.sessions.backends.db import SessionStore
+    from core.session_store import SessionStore  # SESSION_ENGINE's: rows under a keyed hash
 
     session = SessionStore(session_key=key)
     remembered = session.get(_FINGERPRINT_KEY, "")

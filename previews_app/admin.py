@@ -20,4 +20,4 @@ class PreviewAdmin(admin.ModelAdmin):
     search_fields = ("slug", "title", "workspace", "file")
     readonly_fields = ("created_at", "share_expires_at")
     # The share slug is a live capability URL: never shown, not even to the owner in admin.
-    exclude = ("share_slug",)
+    exclude = ("share_slug", "share_seal")

@@ -25,6 +25,9 @@ class Preview(models.Model):
     )
     created_at = models.DateTimeField(default=timezone.now)
     share_expires_at = models.DateTimeField(null=True, blank=True)
+    # svc's HMAC of the share (previews_app/selectors.py): a share slug written into the database
+    # opens nothing.
+    share_seal = models.CharField(max_length=64, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["-created_at"]

@@ -8,10 +8,11 @@ from urllib.parse import urlsplit
 
 from django.utils import timezone
 
-from core import browser, config
+from core import browser, config, row_seal
 from previews_app.models import Preview
 
 ShareState = Literal["ok", "expired", "missing"]
+SHARE = "preview share"
 
 
 def preview_list() -> list[Preview]:
@@ -30,13 +31,27 @@ def file_preview_get(slug: str) -> Preview | None:
     return Preview.objects.filter(slug=slug, kind=Preview.Kind.FILE).first()
 
 
+def _share_fields(preview: Preview) -> tuple:
+    return (preview.share_slug, preview.kind, preview.port, preview.share_expires_at)
+
+
+def share_seal(preview: Preview) -> str:
+    """A share lets anyone read a local port without a login: only one svc published counts
+    (core/row_seal.py), never a share slug, port or expiry written into the database."""
+    return row_seal.seal(SHARE, *_share_fields(preview))
+
+
 def share_lookup(share_slug: str, now: datetime | None = None) -> tuple[ShareState, Preview | None]:
     """The preview behind a share slug and whether it may still be served (600 s from publish).
-    Only the share slug column is consulted, so an owner slug never opens a share."""
+    Only the share slug column is consulted, so an owner slug never opens a share; a share svc
+    did not publish (its seal does not verify) is missing."""
     if not share_slug:
         return "missing", None
     preview = Preview.objects.filter(share_slug=share_slug, kind=Preview.Kind.PORT).first()
     if preview is None:
+        return "missing", None
+    if not row_seal.sealed(SHARE, preview.share_seal, *_share_fields(preview)):
+        row_seal.refused(SHARE, preview.slug, "nothing was served through it")
         return "missing", None
     expires = preview.share_expires_at
     if expires is None or (now or timezone.now()) >= expires:

@@ -21,6 +21,7 @@ from django.utils import timezone
 from core import config, errors
 from core.errors import DomainError
 from previews_app.models import Preview
+from previews_app.selectors import share_seal
 
 SHARE_SECONDS = 600
 DENIED_PORTS = frozenset(
@@ -165,6 +166,7 @@ def _publish_port(
         preview.session_id = sid or preview.session_id
         preview.share_slug = _share_slug()
         preview.share_expires_at = clock() + timedelta(seconds=SHARE_SECONDS)
+        preview.share_seal = share_seal(preview)
         preview.created_now = preview._state.adding  # type: ignore[attr-defined]
         preview.save()
     preview.warning = nothing_listens(port)  # type: ignore[attr-defined]

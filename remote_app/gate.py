@@ -242,8 +242,13 @@ class RemoteSockets:
 
 
 def _still_paired(ids: list[str]) -> set[str]:
+    from remote_app import seals
     from remote_app.models import PairedDevice
 
     fingerprint = pairing.token_fingerprint()
-    rows = PairedDevice.objects.filter(pk__in=ids).values_list("pk", "token_fingerprint")
-    return {pk for pk, fp in rows if hmac.compare_digest(fp, fingerprint)}
+    rows = PairedDevice.objects.filter(pk__in=ids)
+    return {
+        d.pk
+        for d in rows
+        if hmac.compare_digest(d.token_fingerprint, fingerprint) and seals.device_sealed(d)
+    }

@@ -19,7 +19,8 @@ def _iso(value: Any) -> str | None:
 
 class PairingRequest(models.Model):
     """A browser asking to be paired: shows `code` to its person, who enters it on a trusted
-    surface. `pair_id` is the browser's secret handle on the request (never shown elsewhere)."""
+    surface. The browser's secret handle on the request is kept as its SHA-256 in `pair_id`, so
+    whoever reads the database cannot ask for the cookie of someone else's approval."""
 
     pair_id = models.CharField(max_length=64, primary_key=True)
     code = models.CharField(max_length=6, db_index=True)
@@ -35,12 +36,16 @@ class PairingRequest(models.Model):
     )
     cookie_sent = models.BooleanField(default=False)
     invited = models.BooleanField(default=False)  # opened an invite: approved, counts nowhere
+    # svc's HMAC of the fields that grant (remote_app/seals.py): a row svc did not write as it
+    # is — an approval flipped by SQL — hands out nothing.
+    seal = models.CharField(max_length=64, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["created_at"]
 
     def to_dict(self) -> dict[str, Any]:
-        """What the trusted surfaces see of a pending request: never the code or pair_id."""
+        """What the trusted surfaces see of a pending request: never the code; a prefix of the
+        handle's hash as its id (what Deny names)."""
         return {
             "id": self.pair_id[:8],
             "device": self.device,
@@ -51,8 +56,9 @@ class PairingRequest(models.Model):
 
 
 class PairedDevice(models.Model):
-    """A browser allowed in through the remote listener. The cookie it holds is a random id;
-    only its SHA-256 is stored, so a copy of the database opens nothing."""
+    """A browser allowed in through the remote listener. The cookie it holds is a random id and
+    its MAC; only its SHA-256 is stored, so a copy of the database opens nothing, and the row is
+    sealed, so a row written into the database opens nothing either."""
 
     id = models.CharField(max_length=16, primary_key=True)
     cookie_hash = models.CharField(max_length=64, unique=True)
@@ -64,6 +70,8 @@ class PairedDevice(models.Model):
     first_seen = models.DateTimeField(default=timezone.now)
     last_seen = models.DateTimeField(default=timezone.now)
     token_fingerprint = models.CharField(max_length=64)  # the owner token in force when paired
+    # svc's HMAC of the four fields above that let a browser in (remote_app/seals.py).
+    seal = models.CharField(max_length=64, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["first_seen"]
@@ -96,6 +104,8 @@ class PairingInvite(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()
     used_at = models.DateTimeField(null=True, blank=True)
+    # svc's HMAC of the secret's hash and expiry (remote_app/seals.py): svc made this invite.
+    seal = models.CharField(max_length=64, blank=True, default="", db_default="")
 
 
 class Tunnel(models.Model):

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from core import config
 from core.errors import DomainError
-from remote_app import signals
+from remote_app import seals, signals
 from remote_app.models import PairedDevice, PairingInvite, PairingRequest, WrongPairingCode
 
 CODE_SECONDS = 60
@@ -86,7 +86,9 @@ def _cookie_mac(ident: str) -> str:
 def new_cookie() -> str:
     """A device's cookie: a random id and its MAC under a key derived from the owner token, so
     the remote listener can refuse a made-up cookie's request body before reading it, without
-    the database (svcproject.admission); the database still decides whether it is paired."""
+    the database (svcproject.admission). A cookie opens something only if it is signed AND its
+    hash is in a paired device's sealed row (device_for_cookie): neither the database nor a
+    cookie alone."""
     ident = secrets.token_urlsafe(24)
     return f"{ident}.{_cookie_mac(ident)}"
 
@@ -130,12 +132,15 @@ def pair_start(device: str, host: str, invite: str = "") -> Started:
     if recent.filter(invited=False).count() >= STARTS_PER_MINUTE:
         raise TooManyStarts(f"too many pairing requests in the last minute; {INVITE_HINT}")
     _drop_oldest_waiting()
-    request = PairingRequest.objects.create(
-        pair_id=secrets.token_urlsafe(24),
-        code=_new_code(),
-        device=device[:300],
-        host=host[:300],
-        expires_at=now + timedelta(seconds=CODE_SECONDS),
+    handle = secrets.token_urlsafe(24)
+    request = _sealed_create(
+        PairingRequest(
+            pair_id=cookie_hash(handle),
+            code=_new_code(),
+            device=device[:300],
+            host=host[:300],
+            expires_at=now + timedelta(seconds=CODE_SECONDS),
+        )
     )
     _broadcast()
     transaction.on_commit(  # contract §15
@@ -143,7 +148,13 @@ def pair_start(device: str, host: str, invite: str = "") -> Started:
             sender=pair_start, device=request.device, host=request.host
         )
     )
-    return Started(request.pair_id, request.code, CODE_SECONDS)
+    return Started(handle, request.code, CODE_SECONDS)
+
+
+def _sealed_create(request: PairingRequest) -> PairingRequest:
+    request.seal = seals.request_seal(request)
+    request.save(force_insert=True)
+    return request
 
 
 def _drop_oldest_waiting() -> None:
@@ -157,23 +168,31 @@ def _drop_oldest_waiting() -> None:
 
 def _start_invited(device: str, host: str, invite: str) -> Started:
     now = timezone.now()
-    used = PairingInvite.objects.filter(
+    found = PairingInvite.objects.filter(
         secret_hash=cookie_hash(invite), used_at__isnull=True, expires_at__gte=now
-    ).update(used_at=now)
+    ).first()
+    # An invite svc did not make (a row written into the database) pairs nobody.
+    used = found is not None and seals.invite_sealed(found)
+    used = used and PairingInvite.objects.filter(pk=found.pk, used_at__isnull=True).update(
+        used_at=now
+    )
     if not used:
         raise BadInvite(f"this invite link is wrong, used or expired; {INVITE_HINT}")
-    request = PairingRequest.objects.create(
-        pair_id=secrets.token_urlsafe(24),
-        code="",
-        device=device[:300],
-        host=host[:300],
-        expires_at=now + timedelta(seconds=CODE_SECONDS),
-        status="approved",
-        approved_via="invite",
-        invited=True,
+    handle = secrets.token_urlsafe(24)
+    _sealed_create(
+        PairingRequest(
+            pair_id=cookie_hash(handle),
+            code="",
+            device=device[:300],
+            host=host[:300],
+            expires_at=now + timedelta(seconds=CODE_SECONDS),
+            status="approved",
+            approved_via="invite",
+            invited=True,
+        )
     )
     _broadcast()
-    return Started(request.pair_id, "", CODE_SECONDS)
+    return Started(handle, "", CODE_SECONDS)
 
 
 @dataclass(frozen=True)
@@ -189,19 +208,24 @@ def invite_issue() -> Invite:
     now = timezone.now()
     PairingInvite.objects.filter(expires_at__lt=now - timedelta(days=1)).delete()
     secret = secrets.token_urlsafe(24)
-    PairingInvite.objects.create(
+    invite = PairingInvite(
         secret_hash=cookie_hash(secret), expires_at=now + timedelta(seconds=INVITE_SECONDS)
     )
+    invite.seal = seals.invite_seal(invite)
+    invite.save(force_insert=True)
     return Invite(secret, INVITE_SECONDS)
 
 
 def pair_status(pair_id: str) -> tuple[str, str | None, PairedDevice | None]:
     """(status, cookie value or None, device or None). The cookie comes once: to the first call
-    that sees the approval."""
-    request = PairingRequest.objects.filter(pk=pair_id).first() if pair_id else None
+    that sees the approval, and only for an approval svc made (a sealed row)."""
+    # Kept hashed, as cookies are: a copy of the database cannot ask for someone's cookie.
+    request = PairingRequest.objects.filter(pk=cookie_hash(pair_id)).first() if pair_id else None
     now = timezone.now()
     if request is None:
         return "expired", None, None
+    if request.status == "approved" and not seals.request_sealed(request, "no cookie handed out"):
+        return ("expired" if request.expires_at < now else "pending"), None, None
     if request.status == "approved":
         if request.expires_at < now - timedelta(seconds=DELIVER_SECONDS):
             return "expired", None, None
@@ -213,11 +237,17 @@ def pair_status(pair_id: str) -> tuple[str, str | None, PairedDevice | None]:
 
 @transaction.atomic
 def _deliver(request: PairingRequest) -> tuple[str | None, PairedDevice | None]:
-    taken = PairingRequest.objects.filter(pk=request.pk, cookie_sent=False).update(cookie_sent=True)
-    if not taken:
+    if request.cookie_sent:
         return None, None  # already delivered: a second tab or a replay gets nothing
+    was = request.seal
+    request.cookie_sent = True  # sealed as delivered: setting it back by SQL unseals the row
+    taken = PairingRequest.objects.filter(pk=request.pk, cookie_sent=False, seal=was).update(
+        cookie_sent=True, seal=seals.request_seal(request)
+    )
+    if not taken:
+        return None, None  # delivered meanwhile, to another tab
     value = new_cookie()
-    device = PairedDevice.objects.create(
+    device = PairedDevice(
         id=secrets.token_hex(4),
         cookie_hash=cookie_hash(value),
         page_key=secrets.token_hex(32),
@@ -225,6 +255,8 @@ def _deliver(request: PairingRequest) -> tuple[str | None, PairedDevice | None]:
         host=request.host,
         token_fingerprint=token_fingerprint(),
     )
+    device.seal = seals.device_seal(device)
+    device.save(force_insert=True)
     PairingRequest.objects.filter(pk=request.pk).update(paired=device)
     _broadcast()
     return value, device
@@ -254,14 +286,18 @@ def pair_approve(code: str, via: str) -> PairingRequest:
 
 @transaction.atomic
 def _approve(code: str, via: str) -> PairingRequest | None:
-    request = (
-        PairingRequest.objects.select_for_update()
-        .filter(code=code, status="pending", expires_at__gte=timezone.now())
-        .first()
+    """The waiting request svc made that shows `code`, approved and sealed so. A row written
+    into the database with the same code (to be approved in the phone's place) is passed over."""
+    waiting = PairingRequest.objects.select_for_update().filter(
+        code=code, status="pending", expires_at__gte=timezone.now()
+    )
+    request = next(
+        (r for r in waiting if seals.request_sealed(r, "its code approved nothing")), None
     )
     if request is not None:
         request.status, request.approved_via = "approved", via[:32]
-        request.save(update_fields=["status", "approved_via"])
+        request.seal = seals.request_seal(request)
+        request.save(update_fields=["status", "approved_via", "seal"])
     return request
 
 
@@ -275,9 +311,9 @@ def pair_deny(short_id: str) -> bool:
 
 
 def device_for_cookie(value: str) -> PairedDevice | None:
-    """The paired device this cookie opens, or None: unknown, revoked, idle for IDLE_DAYS, or
-    paired under an owner token since rotated."""
-    if not value:
+    """The paired device this cookie opens, or None: not signed by svc, unknown, revoked, idle
+    for IDLE_DAYS, paired under an owner token since rotated, or a row svc did not seal."""
+    if not value or not cookie_signed(value):
         return None
     device = PairedDevice.objects.filter(cookie_hash=cookie_hash(value)).first()
     if device is None:
@@ -288,20 +324,16 @@ def device_for_cookie(value: str) -> PairedDevice | None:
         device.delete()
         _broadcast()
         return None
+    if not seals.device_sealed(device):
+        return None
     if (now - device.last_seen).total_seconds() > TOUCH_EVERY_S:
         PairedDevice.objects.filter(pk=device.pk).update(last_seen=now)
     return device
 
 
-def device_cookie_renew(device_id: str) -> str:
-    """A new (signed) cookie for a paired device; the old one stops opening anything."""
-    value = new_cookie()
-    PairedDevice.objects.filter(pk=device_id).update(cookie_hash=cookie_hash(value))
-    return value
-
-
 def devices_list() -> list[dict]:
-    return [d.to_dict() for d in PairedDevice.objects.all()]
+    """The paired devices: those svc paired (a row written into the database is none)."""
+    return [d.to_dict() for d in PairedDevice.objects.all() if seals.device_sealed(d)]
 
 
 def pending_list(with_code: bool = False) -> list[dict]:

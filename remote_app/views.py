@@ -63,12 +63,9 @@ def remote_dashboard(request: HttpRequest) -> HttpResponse:
         )
         return _secure_headers(response)
     context = {"port": config.current_auth().port, "page_key": scope["svc_page_key"]}
-    response = _secure_headers(render(request, "dashboard.html", context))
-    if not pairing.cookie_signed(request.COOKIES.get(REMOTE_COOKIE, "")):
-        # Paired before cookies were signed: a signed one replaces it, or this browser's
-        # request bodies would be refused before they are read (svcproject.admission).
-        _set_device_cookie(request, response, pairing.device_cookie_renew(scope["svc_device"]))
-    return response
+    # Only a signed cookie finds a device (pairing.device_for_cookie): one from before cookies
+    # were signed opens nothing, and its browser pairs again.
+    return _secure_headers(render(request, "dashboard.html", context))
 
 
 @require_GET

@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from core.sealed_admin import SealedRowAdmin
 from sessions_app.models import (
     Agent,
     Approval,
@@ -16,7 +17,10 @@ class SessionAdmin(admin.ModelAdmin):
     list_display = ("id", "agent", "kind", "status", "workspace", "profile_id", "created_at")
     list_filter = ("status", "kind", "agent")
     search_fields = ("id", "agent", "workspace", "title", "agent_session_id")
-    readonly_fields = ("id", "created_at", "updated_at")
+    # The launch fields are sealed (sessions_app/seals.py): a session changed here is not
+    # started again.
+    readonly_fields = ("id", "agent", "workspace", "kind", "profile_id", "created_at", "updated_at")
+    exclude = ("seal",)
     date_hierarchy = "created_at"
 
 
@@ -27,10 +31,11 @@ class WorkspaceAdmin(admin.ModelAdmin):
 
 
 @admin.register(HandoverCode)
-class HandoverCodeAdmin(admin.ModelAdmin):
+class HandoverCodeAdmin(SealedRowAdmin):
     list_display = ("code", "session", "created_at", "expires_at", "used_at")
     list_filter = ("used_at",)
     search_fields = ("code", "session__id")
+    exclude = ("seal",)
 
 
 @admin.register(Agent)
@@ -65,10 +70,12 @@ class ApprovalAdmin(admin.ModelAdmin):
 
 
 @admin.register(QueuedPrompt)
-class QueuedPromptAdmin(admin.ModelAdmin):
+class QueuedPromptAdmin(SealedRowAdmin):
     """Prompts waiting for their chat's running turn (contract §17); deleting one here takes it
-    back, as Remove does."""
+    back, as Remove does. Never changed here: a changed prompt is not the one svc recorded, and
+    is never sent."""
 
     list_display = ("created_at", "session", "position", "source", "who", "text")
     list_filter = ("source",)
     search_fields = ("session__id", "text")
+    exclude = ("seal",)

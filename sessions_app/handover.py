@@ -5,7 +5,8 @@ unique among live codes, case-insensitive, usable once and for CODE_SECONDS. Red
 conditional UPDATE, so of any number of concurrent pickups exactly one wins. Wrong, used and
 expired codes answer alike (nothing tells them apart), and more than FAILURES_PER_MINUTE failed
 pickups a minute lock pickup for everyone: everything reaches svc from loopback, so a per-caller
-limit would limit nothing.
+limit would limit nothing. Only a code svc issued is redeemed: each is sealed
+(sessions_app/seals.py), and a row written into the database is refused as a wrong code.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from core.errors import DomainError, NotFound, TooManyRequests
+from sessions_app import seals
 from sessions_app.models import HandoverCode, Session
 
 if TYPE_CHECKING:
@@ -54,12 +56,15 @@ def handover_issue(*, session_id: str, clock: Clock = timezone.now) -> HandoverC
         with transaction.atomic():
             if HandoverCode.objects.filter(code=code, used_at__isnull=True).exists():
                 continue
-            return HandoverCode.objects.create(
+            issued = HandoverCode(
                 code=code,
                 session=session,
                 created_at=now,
                 expires_at=now + timedelta(seconds=CODE_SECONDS),
             )
+            issued.seal = seals.handover_seal(issued)
+            issued.save(force_insert=True)
+            return issued
     raise DomainError("could not draw a free handover code; try again", status=503)
 
 
@@ -133,8 +138,9 @@ def handover_redeem(*, code: str, failures: FailureWindow, clock: Clock = timezo
     won = 0
     if len(wanted) == CODE_LENGTH and set(wanted) <= set(ALPHABET):
         live = HandoverCode.objects.filter(code=wanted, used_at__isnull=True, expires_at__gt=now)
+        # The code svc issued: a row written into the database with this code is passed over.
+        pk = next((c.pk for c in live if seals.handover_sealed(c)), None)
         # One conditional UPDATE: concurrent pickups race in the database, and one row wins.
-        pk = live.values_list("pk", flat=True).first()
         if pk is not None:
             won = HandoverCode.objects.filter(pk=pk, used_at__isnull=True).update(used_at=now)
     if not won:

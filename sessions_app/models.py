@@ -98,6 +98,9 @@ class Session(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
     ended_at = models.DateTimeField(null=True, blank=True)
     agent_session_id = models.CharField(max_length=200, blank=True)
+    # svc's HMAC of what it was started with (sessions_app/seals.py): only a session svc started
+    # with this agent in this workspace is started again.
+    seal = models.CharField(max_length=64, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["-created_at"]
@@ -202,6 +205,8 @@ class HandoverCode(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()
     used_at = models.DateTimeField(null=True, blank=True)
+    # svc's HMAC of the code, its session and expiry (sessions_app/seals.py): svc issued it.
+    seal = models.CharField(max_length=64, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["-created_at"]
@@ -334,6 +339,8 @@ class QueuedPrompt(models.Model):
     source = models.CharField(max_length=16, choices=Source.choices)
     who = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    # svc's HMAC of the prompt (sessions_app/seals.py): a row svc did not write is never sent.
+    seal = models.CharField(max_length=64, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["session", "position"]
@@ -358,7 +365,8 @@ class PromptKey(models.Model):
     (sessions_app/prompt_queue.py). Kept KEY_DAYS."""
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="prompt_keys")
-    key = models.CharField(max_length=300)  # who sent it (a member's id, or "client"), the key
+    # The seal of who sent it (a member's id, or "client") and the key (sessions_app/seals.py).
+    key = models.CharField(max_length=300)
     received_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

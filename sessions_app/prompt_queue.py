@@ -11,6 +11,9 @@ takes back (or resumes) is idle. A prompt leaves the record in the step that sta
 so it is sent once: a restart between the two would lose the prompt (one database write and
 one message to the holder apart), never send it twice.
 
+Only what svc recorded is sent: each record is sealed (sessions_app/seals.py), and one written
+into the database by anyone else is never sent, listed or counted — it is dropped and logged.
+
 A prompt may carry its client's `key`: the same key again for the same session is recorded and
 sent once (AlreadyReceived). A fleet member passing on a chat app's message marks it handed over
 only once the owner said it has it, and a member that restarted before hearing so sends it again
@@ -36,6 +39,7 @@ from django.db.models import Max, Min
 from django.utils import timezone
 
 from core.errors import DomainError, NotFound
+from sessions_app import seals
 from sessions_app.models import PromptKey, QueuedPrompt
 
 if TYPE_CHECKING:
@@ -55,12 +59,16 @@ _turns: set[asyncio.Task[Any]] = set()
 # --- the record -----------------------------------------------------------------------------
 
 
+def _sealed(session_id: str) -> list[QueuedPrompt]:
+    return [r for r in QueuedPrompt.objects.filter(session_id=session_id) if seals.queued_sealed(r)]
+
+
 def queued_list(session_id: str) -> list[dict[str, Any]]:
-    return [row.to_dict() for row in QueuedPrompt.objects.filter(session_id=session_id)]
+    return [row.to_dict() for row in _sealed(session_id)]
 
 
 def queued_count(session_id: str) -> int:
-    return QueuedPrompt.objects.filter(session_id=session_id).count()
+    return len(_sealed(session_id))
 
 
 class AlreadyReceived(Exception):
@@ -81,16 +89,19 @@ def _add(
                 _keep_key(session_id, key)
             return _append(session_id, text, source, who, recorded)
     except IntegrityError:
-        if key and PromptKey.objects.filter(session_id=session_id, key=key).exists():
+        stored = seals.prompt_key(session_id, key) if key else ""
+        if key and PromptKey.objects.filter(session_id=session_id, key=stored).exists():
             raise AlreadyReceived(key) from None  # the same key, sent twice at once
         raise
 
 
 def _keep_key(session_id: str, key: str) -> None:
-    if PromptKey.objects.filter(session_id=session_id, key=key).exists():
+    # Stored sealed: a row written into the database cannot hold a real prompt's key.
+    stored = seals.prompt_key(session_id, key)
+    if PromptKey.objects.filter(session_id=session_id, key=stored).exists():
         raise AlreadyReceived(key)
     PromptKey.objects.filter(received_at__lt=timezone.now() - timedelta(days=KEY_DAYS)).delete()
-    PromptKey.objects.create(session_id=session_id, key=key)
+    PromptKey.objects.create(session_id=session_id, key=stored)
 
 
 def _append(
@@ -100,21 +111,31 @@ def _append(
         if recorded is not None:  # the caller's own record of the hand-over, in one step
             recorded()
         last = QueuedPrompt.objects.filter(session_id=session_id).aggregate(m=Max("position"))
-        return QueuedPrompt.objects.create(
+        row = QueuedPrompt(
             session_id=session_id,
             position=(last["m"] or 0) + 1,
             text=text,
             source=source,
             who=who,
+            created_at=timezone.now(),
         )
+        row.seal = seals.queued_seal(row)
+        row.save(force_insert=True)
+        return row
 
 
 def _take_first(session_id: str) -> QueuedPrompt | None:
+    """The first waiting prompt, taken off the record; one svc did not record is dropped on the
+    way, never sent."""
     with transaction.atomic():
-        row = QueuedPrompt.objects.filter(session_id=session_id).order_by("position").first()
-        if row is not None and QueuedPrompt.objects.filter(pk=row.pk).delete()[0] == 0:
-            return None  # removed meanwhile by someone else
-        return row
+        while True:
+            row = QueuedPrompt.objects.filter(session_id=session_id).order_by("position").first()
+            if row is None:
+                return None
+            if QueuedPrompt.objects.filter(pk=row.pk).delete()[0] == 0:
+                return None  # removed meanwhile by someone else
+            if seals.queued_sealed(row):
+                return row
 
 
 def _remove(session_id: str, queued_id: int) -> bool:
@@ -250,4 +271,4 @@ def _put_back(row: QueuedPrompt) -> None:
         first = rows.aggregate(m=Min("position"))["m"]
         row.position = (row.position if first is None else first) - 1  # first again
         row.pk = None
-        row.save()
+        row.save()  # the same prompt, its seal with it

@@ -147,6 +147,8 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 # svc-prefixed names: the preview proxy strips exactly svc's cookies and leaves a previewed
 # Django app its own `sessionid` and `csrftoken`.
 SESSION_COOKIE_NAME = "svc_session"
+# Rows kept under a keyed hash of the cookie's id: the database holds no cookie that opens svc.
+SESSION_ENGINE = "core.session_store"
 CSRF_COOKIE_NAME = "svc_csrftoken"
 SESSION_COOKIE_SAMESITE = "Strict"
 SESSION_COOKIE_HTTPONLY = True

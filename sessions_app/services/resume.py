@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from core import config
 from core.errors import DomainError
-from sessions_app import agent_logs, prompt_queue
+from sessions_app import agent_logs, prompt_queue, seals
 from sessions_app.models import Session
 from sessions_app.services.records import (
     _exit_handler,
@@ -34,6 +34,13 @@ logger = logging.getLogger("sessions_app.services")
 INTERRUPTED = (
     "its process was gone when svc started again (a reboot, or its holder was stopped): "
     "resume it to go on"
+)
+
+
+NOT_SEALED = (
+    "svc did not start this session with the agent, workspace and profile its record names now "
+    "(the record was written or changed in svc's database), so it does not start it again: "
+    "start a new session instead"
 )
 
 
@@ -119,6 +126,8 @@ async def asession_resume(*, host: ProcessHost, session_id: str) -> Session:
     earlier ACP session when the agent can (else a fresh one), a terminal starts with its old
     scrollback above a marked line. A live session is returned as it is."""
     session = await database_sync_to_async(_session_or_404)(session_id)
+    if not seals.launch_sealed(session):
+        raise DomainError(NOT_SEALED, status=409, code="not_sealed")
     if session.kind == Session.Kind.TERMINAL:
         return await _resume_terminal(host, session)
     if session.is_live and host.chat(str(session.id)) is not None:

@@ -16,7 +16,7 @@ from django.db import transaction
 
 from core import config
 from core.errors import DomainError
-from sessions_app import agent_failure, agent_logs
+from sessions_app import agent_failure, agent_logs, seals
 from sessions_app import agents as agent_registry
 from sessions_app.models import Session
 from sessions_app.services.records import _exit_handler, _store_event, session_mark_exited
@@ -87,14 +87,23 @@ def session_row_create(
     _check_session_args(kind, profile_id, cols, rows)
     path = str(_normalise_workspace(workspace))
     _launch_for(agent=agent, workspace=path, kind=kind, profile_id=profile_id, session_id="")
-    return Session.objects.create(
-        agent=agent,
-        workspace=path,
-        kind=kind,
-        profile_id=profile_id,
-        title=title,
-        title_by="user" if title else "",
+    return _sealed_create(
+        Session(
+            agent=agent,
+            workspace=path,
+            kind=kind,
+            profile_id=profile_id,
+            title=title,
+            title_by="user" if title else "",
+        )
     )
+
+
+def _sealed_create(session: Session) -> Session:
+    """The row, sealed with what it is started with: only such a row is ever started again."""
+    session.seal = seals.launch_seal(session)
+    session.save(force_insert=True)
+    return session
 
 
 async def asession_create(
@@ -188,16 +197,18 @@ async def _terminal_create(
 def _running_row_create(
     *, session_id: str, agent: str, workspace: str, profile_id: str, title: str, pid: int
 ) -> Session:
-    return Session.objects.create(
-        id=session_id,
-        agent=agent,
-        workspace=workspace,
-        kind=Session.Kind.TERMINAL,
-        profile_id=profile_id,
-        title=title,
-        title_by="user" if title else "",
-        status=Session.Status.RUNNING,
-        pid=pid,
+    return _sealed_create(
+        Session(
+            id=session_id,
+            agent=agent,
+            workspace=workspace,
+            kind=Session.Kind.TERMINAL,
+            profile_id=profile_id,
+            title=title,
+            title_by="user" if title else "",
+            status=Session.Status.RUNNING,
+            pid=pid,
+        )
     )
 
 

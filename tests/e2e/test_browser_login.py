@@ -137,11 +137,17 @@ def move_expiry(daemon: Daemon, key: str, when: datetime) -> None:
         db.execute("UPDATE django_session SET expire_date = ? WHERE session_key = ?", (stamp, key))
 
 
+def stored_key(daemon: Daemon, cookie: str) -> str:
+    """The row a browser's session is kept under: an HMAC of its id (core/session_store.py)."""
+    code = f"from core.session_store import stored_key; print(stored_key({cookie!r}))"
+    return daemon.manage("shell", "-c", code).stdout.strip().splitlines()[-1]
+
+
 def test_an_idle_browser_session_ends(fresh_daemon: Daemon) -> None:
     fresh_daemon.env = {"SVC_BROWSER_IDLE_SECONDS": "600"}
     fresh_daemon.start()
     with logged_in(fresh_daemon) as client:
-        key = client.cookies["svc_session"]
+        key = stored_key(fresh_daemon, client.cookies["svc_session"])
         # Nearly idle for the whole 600 s: a request renews the session for another 600 s.
         move_expiry(fresh_daemon, key, datetime.now(UTC) + timedelta(seconds=2))
         assert client.get("/api/sessions").status_code == 200

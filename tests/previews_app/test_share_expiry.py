@@ -85,14 +85,18 @@ async def test_a_share_answers_until_600_seconds_then_410(upstream: Upstream) ->
 async def test_a_row_pointing_at_a_denied_port_is_refused_at_request_time() -> None:
     from asgiref.sync import sync_to_async
 
+    from previews_app.selectors import share_seal
+
     clock = Clock()
-    row = await sync_to_async(Preview.objects.create)(
+    row = Preview(
         slug="sneaky-abc",
         kind=Preview.Kind.PORT,
         port=6379,
         share_slug="a" * 32,
         share_expires_at=clock() + timedelta(seconds=60),
     )
+    row.share_seal = share_seal(row)  # even a share svc sealed (tests/e2e/test_database_writer.py)
+    await sync_to_async(row.save)()
     app = PreviewRouter(inner_app, clock=clock)
     status, _, _ = await call(app, f"/preview/s/{row.share_slug}/")
     assert status == 403
