@@ -12,8 +12,8 @@ the pane kept its socket object, closed, and sent into it."""
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -21,14 +21,9 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from harness.daemon import Daemon
-from harness.termclient import (
-    Chat,
-    Term,
-    create_session,
-    open_ws,
-    start_hosting_daemon,
-    stop_session,
-)
+from harness.termclient import Chat, create_session, start_hosting_daemon, stop_session
+
+pytestmark = pytest.mark.timeout(300)  # each test waits for svc to stop and start again
 
 ACTIVE = "#session-panel .session-view.active"
 SIZES = {
@@ -96,7 +91,8 @@ def prompts_the_agent_got(host: Daemon, session_id: str) -> list[str]:
         finally:
             await chat.close()
 
-    return asyncio.run(read())
+    with ThreadPoolExecutor(1) as other:  # Playwright's own loop runs in this thread
+        return other.submit(asyncio.run, read()).result()
 
 
 @pytest.mark.parametrize("size", list(SIZES))
@@ -139,16 +135,19 @@ def test_what_an_open_tab_sends_across_a_restart_arrives_once(
         assert (lines.count("down-5"), lines.count("after-7")) == (1, 1), lines
         assert not [line for line in lines if "command not found" in line], lines
 
+        # And once the page says svc is back (its lists reconnected; the chat's own socket may
+        # still be waiting out its backoff).
+        expect(page.locator("#banner")).to_be_hidden(timeout=30_000)
         show_session(page, chat)
-        expect(agent).to_have_text(["before", "while-down", "right-after"], timeout=30_000)
+        send(page, "echo reconnected")
+        said = ["before", "while-down", "right-after", "reconnected"]
+        expect(agent).to_have_text(said, timeout=30_000)  # each once: none replayed again
         users = page.locator(f"{ACTIVE} .chat-user")
-        expect(users).to_have_text(["echo before", "echo while-down", "echo right-after"])
+        expect(users).to_have_text([f"echo {word}" for word in said])
+        expect(page.locator(f"{ACTIVE} .chat-end")).to_have_count(1)  # "session running", once
         expect(page.locator(f"{ACTIVE} .chat-unsent")).to_have_count(0)
-        assert prompts_the_agent_got(host, chat) == [
-            "echo before",
-            "echo while-down",
-            "echo right-after",
-        ]
+        expect(page.locator(f"{ACTIVE} .chat-error")).to_have_count(0)
+        assert prompts_the_agent_got(host, chat) == [f"echo {word}" for word in said]
     finally:
         context.close()
         if host.proc is None:  # failed while svc was down
@@ -159,44 +158,57 @@ def test_what_an_open_tab_sends_across_a_restart_arrives_once(
             )
 
 
-async def first_socket(host: Daemon, path: str) -> object:
-    """The page's reconnect as early as it can be: a socket the moment the port takes one."""
-    while True:
-        try:
-            return await open_ws(host, path)
-        except OSError:
-            await asyncio.sleep(0.01)
+
+def test_a_prompt_typed_while_the_machine_reboots_reaches_the_resumed_chat_once(
+    browser: Browser, host: Daemon
+) -> None:
+    """A reboot takes the agent too: the next start resumes the chat (host.resume_on_start)
+    with a new process, and the pane draws a new view for it; what was typed meanwhile goes to
+    the resumed agent, once."""
+    from harness.reboot import simulate_reboot
+
+    chat = create_session(host, host.work, agent="fake", kind="chat")["id"]  # type: ignore[attr-defined]
+    context = browser.new_context(**SIZES["desktop"])  # type: ignore[arg-type]
+    try:
+        page = context.new_page()
+        page.goto(f"{host.url}/login?token={host.owner_token}")
+        show_session(page, chat)
+        send(page, "echo before")
+        agent = page.locator(f"{ACTIVE} .chat-agent")
+        expect(agent.last).to_have_text("before")
+        simulate_reboot(host, [chat])
+        expect(page.locator("#banner")).to_contain_text("not answering")
+        send(page, "echo across-the-reboot")
+        expect(page.locator(f"{ACTIVE} .chat-unsent")).to_contain_text("echo across-the-reboot")
+        host.start()
+        expect(agent).to_have_text(["before", "across-the-reboot"], timeout=30_000)
+        expect(page.locator(f"{ACTIVE} .chat-unsent")).to_have_count(0)
+        said = prompts_the_agent_got(host, chat)
+        assert said == ["echo before", "echo across-the-reboot"], said
+    finally:
+        context.close()
+        if host.proc is None:
+            host.start()
+        httpx.delete(f"{host.url}/api/sessions/{chat}?wait=1", headers=host.owner_headers())
 
 
-async def test_a_socket_back_while_svc_starts_finds_its_session_running(host: Daemon) -> None:
-    """svc listens before it has taken its held sessions back (contract §12: the port is open at
-    once). A page that reconnects in that window was told its terminal had exited (the terminal
-    then stopped reconnecting: what was typed next went nowhere) and its chat was not live (a
-    prompt answered `no live chat session`). HTTP requests waited for the start; sockets did not."""
-    work = host.work  # type: ignore[attr-defined]
-    term = create_session(host, work)["id"]
-    chat = create_session(host, work, agent="fake", kind="chat")["id"]
-    host.interrupt()
-    starting = asyncio.create_task(asyncio.to_thread(host.start))
-    terminal_ws, chat_ws = await asyncio.gather(
-        first_socket(host, f"/ws?session_id={term}"), first_socket(host, "/ws/chat")
-    )
-    viewer, talker = Term(terminal_ws), Chat(chat_ws)
-    await talker.send(type="open", session_id=chat)
-    await talker.send(type="prompt", session_id=chat, text="echo in the window", key="k1")
-    viewer.scrollback = await asyncio.wait_for(terminal_ws.recv(), 30)
-    viewer.state = json.loads(await asyncio.wait_for(terminal_ws.recv(), 30))
-    assert viewer.state == {"type": "running"}
-    await viewer.run("echo window-$((6*7))")
-    await viewer.expect(b"window-42", timeout=30)
-    opened = await talker.next("session", session_id=chat, timeout=30)
-    assert opened["status"] == "running", opened
-    received = await talker.next("prompt_received", timeout=30)
-    assert (received["key"], received["again"]) == ("k1", False)
-    await talker.next("turn_end", session_id=chat, timeout=30)
-    assert talker.texts().endswith("in the window")
-    await starting
-    await viewer.close()
-    await talker.close()
-    for session in (term, chat):
-        stop_session(host, session)
+def test_a_message_svc_will_not_take_stays_in_the_box_said_not_sent(
+    browser: Browser, host: Daemon
+) -> None:
+    """The other way a message may end: svc refuses it (here its chat was stopped elsewhere).
+    It used to leave the box all the same, with only an error line in the log."""
+    chat = create_session(host, host.work, agent="fake", kind="chat")["id"]  # type: ignore[attr-defined]
+    context = browser.new_context(**SIZES["phone"])  # type: ignore[arg-type]
+    try:
+        page = context.new_page()
+        page.goto(f"{host.url}/login?token={host.owner_token}")
+        show_session(page, chat)
+        send(page, "echo before")
+        expect(page.locator(f"{ACTIVE} .chat-agent").last).to_have_text("before")
+        stop_session(host, chat)
+        expect(page.locator(f"{ACTIVE} .chat-ended")).to_be_visible()
+        send(page, "echo to nobody")
+        expect(page.locator(f"{ACTIVE} .chat-not-sent")).to_contain_text("Not sent: no live chat")
+        expect(page.locator(f"{ACTIVE} .chat-input textarea")).to_have_value("echo to nobody")
+    finally:
+        context.close()
