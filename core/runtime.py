@@ -51,7 +51,7 @@ def install(runtime: Runtime | None) -> None:
 START_WAIT_S = 10.0  # what arrives during start waits this long at most for it to finish
 
 
-async def until_started(timeout: float = START_WAIT_S) -> None:
+async def until_started() -> None:
     """For what arrives while the daemon is starting (the port is open at once, contract §12):
     wait for the start to finish, since until then the database may not yet hold what
     settings.json says nor the sessions taken back, and an answer would say they are not there
@@ -60,7 +60,7 @@ async def until_started(timeout: float = START_WAIT_S) -> None:
     if runtime is None or runtime.ready.is_set() or runtime.loop is not asyncio.get_running_loop():
         return  # started; or not started on this loop (a test's runtime)
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(runtime.ready.wait(), timeout)
+        await asyncio.wait_for(runtime.ready.wait(), START_WAIT_S)
 
 
 Hook = Callable[[], Awaitable[None]]

@@ -67,9 +67,7 @@ def session_events(session_id: str, *, after: int = 0) -> list[dict[str, Any]]:
     from sessions_app.models import SessionEvent
 
     stored = SessionEvent.objects.filter(session_id=session_id, seq__gt=after).order_by("seq")
-    return [
-        {**e.payload, "kind": e.kind, "session_id": session_id, "seq": e.seq} for e in stored
-    ]
+    return [{**e.payload, "kind": e.kind, "session_id": session_id, "seq": e.seq} for e in stored]
 
 
 APPROVALS_LIMIT = 1000

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import httpx
 import pytest
@@ -74,10 +73,8 @@ def type_into_terminal(page: Page, text: str) -> None:
 
 
 def screen_lines(page: Page) -> list[str]:
-    return page.evaluate(
-        """() => [...document.querySelectorAll(
-             "#session-panel .session-view.active .xterm-rows > div")].map((d) => d.textContent.trim())"""
-    )
+    rows = page.locator(f"{ACTIVE} .xterm-rows > div")
+    return [text.strip() for text in rows.all_text_contents()]
 
 
 def prompts_the_agent_got(host: Daemon, session_id: str) -> list[str]:
@@ -153,10 +150,7 @@ def test_what_an_open_tab_sends_across_a_restart_arrives_once(
         if host.proc is None:  # failed while svc was down
             host.start()
         for session in (chat, term):
-            httpx.delete(
-                f"{host.url}/api/sessions/{session}?wait=1", headers=host.owner_headers()
-            )
-
+            httpx.delete(f"{host.url}/api/sessions/{session}?wait=1", headers=host.owner_headers())
 
 
 def test_a_prompt_typed_while_the_machine_reboots_reaches_the_resumed_chat_once(
