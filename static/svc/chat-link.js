@@ -16,88 +16,118 @@ function newKey() {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-// `tab`: the open tab (nav.js), whose `unsent` prompts outlive this link: a chat resumed with a
-// new process (after a reboot, say) gets a new view and link, which sends them with their keys.
-// `on`: receive(event) for the log; closed() when the socket goes; unsent(texts, up) with the
-// prompts svc does not have yet and whether a socket is open; refused(text, why) for a prompt
-// svc will not take.
-export function chatLink(tab, on) {
-  const { session, resume } = tab;
-  const state = { ws: null, attached: false, ended: false, first: true, delay: FIRST_DELAY, seq: 0, reopened: false };
-  let visible = null; // said again on each new socket
-  const waiting = []; // messages other than prompts, made while the chat was not open
-  const prompts = tab.unsent; // key → text, until svc has it or refuses it
-  const put = (message) => state.ws.send(JSON.stringify(message));
-  const up = () => state.attached && state.ws.readyState === WebSocket.OPEN;
-  const tell = () => on.unsent([...prompts.values()], up());
-  const sendPrompt = (key, text) => put({ type: "prompt", session_id: session.id, text, key });
+// `tab`: the open tab (nav.js), whose `unsent` prompts (key → text) outlive this link: a chat
+// resumed with a new process (after a reboot, say) gets a new view and link, which sends them
+// with their keys. `on`: receive(event) for the log; closed() when the socket goes;
+// unsent(texts, up) with the prompts svc does not have yet and whether the chat is open;
+// refused(text, why) for a prompt svc will not take.
+class ChatLink {
+  constructor(tab, on) {
+    this.session = tab.session;
+    this.resume = tab.resume;
+    this.prompts = tab.unsent;
+    this.on = on;
+    this.ws = null;
+    this.attached = false; // the chat is open on this socket
+    this.ended = false; // the tab closed, or svc refused this browser
+    this.first = true;
+    this.reopened = false; // the next `session` event answers a reopening
+    this.delay = FIRST_DELAY;
+    this.seq = 0; // the last stored event the page has
+    this.visibleNow = null; // said again on each new socket
+    this.waiting = []; // messages other than prompts, made while the chat was not open
+    this.connect();
+    if (this.prompts.size) this.tell();
+  }
 
-  const opened = () => {
-    state.delay = FIRST_DELAY;
-    put({ type: "open", session_id: session.id, resume: state.first && resume, after: state.seq });
-    state.reopened = !state.first;
-    state.first = false;
-    state.attached = true;
-    if (visible !== null) put({ type: "visible", session_id: session.id, visible });
-    for (const [key, text] of prompts) sendPrompt(key, text);
-    for (const message of waiting.splice(0)) put(message);
-    tell();
-  };
-  const answered = (e) => {
-    const text = prompts.get(e.key);
+  get up() { return this.attached && this.ws.readyState === WebSocket.OPEN; }
+
+  put(message) { this.ws.send(JSON.stringify(message)); }
+
+  tell() { this.on.unsent([...this.prompts.values()], this.up); }
+
+  sendPrompt(key, text) { this.put({ type: "prompt", session_id: this.session.id, text, key }); }
+
+  connect() {
+    if (this.ended) return; // closed during the backoff
+    this.ws = socket("/ws/chat");
+    this.ws.onopen = () => this.opened();
+    this.ws.onmessage = (event) => this.received(JSON.parse(event.data));
+    this.ws.onclose = (event) => this.lost(event);
+  }
+
+  opened() {
+    const id = this.session.id;
+    this.delay = FIRST_DELAY;
+    this.put({ type: "open", session_id: id, resume: this.first && this.resume, after: this.seq });
+    this.reopened = !this.first;
+    this.first = false;
+    this.attached = true;
+    if (this.visibleNow !== null) this.put({ type: "visible", session_id: id, visible: this.visibleNow });
+    for (const [key, text] of this.prompts) this.sendPrompt(key, text);
+    for (const message of this.waiting.splice(0)) this.put(message);
+    this.tell();
+  }
+
+  // svc's answer to a prompt of this page's: true when it is only that (nothing to show).
+  answered(e) {
+    const text = this.prompts.get(e.key);
     if (text === undefined) return false;
-    prompts.delete(e.key);
-    tell();
-    if (e.kind === "error") on.refused(text, e.message);
+    this.prompts.delete(e.key);
+    this.tell();
+    if (e.kind === "error") this.on.refused(text, e.message);
     return e.kind === "prompt_received";
-  };
-  const received = (e) => {
-    if ((e.kind === "prompt_received" || e.kind === "error") && e.key && answered(e)) return;
+  }
+
+  received(e) {
+    if ((e.kind === "prompt_received" || e.kind === "error") && e.key && this.answered(e)) return;
     if (typeof e.seq === "number") {
       // Shown already; a permission request still waiting comes again on purpose (chat-log.js).
-      if (e.seq <= state.seq && e.kind !== "permission_request") return;
-      state.seq = Math.max(state.seq, e.seq);
+      if (e.seq <= this.seq && e.kind !== "permission_request") return;
+      this.seq = Math.max(this.seq, e.seq);
     }
-    if (e.kind === "session" && state.reopened) { state.reopened = false; e = { ...e, again: true }; }
-    on.receive(e);
-  };
-  const lost = (event) => {
-    state.attached = false;
-    if (state.ended) return; // the tab was closed
-    on.closed();
+    if (e.kind === "session" && this.reopened) { this.reopened = false; e = { ...e, again: true }; }
+    this.on.receive(e);
+  }
+
+  lost(event) {
+    this.attached = false;
+    if (this.ended) return; // the tab was closed
+    this.on.closed();
     if (REFUSED.includes(event.code)) {
-      state.ended = true;
-      for (const [key, text] of prompts) { prompts.delete(key); on.refused(text, "svc refused this browser: log in again"); }
+      this.ended = true;
+      for (const [key, text] of this.prompts) {
+        this.prompts.delete(key);
+        this.on.refused(text, "svc refused this browser: log in again");
+      }
     } else {
-      setTimeout(connect, state.delay);
-      state.delay = Math.min(state.delay * 2, MAX_DELAY);
+      setTimeout(() => this.connect(), this.delay);
+      this.delay = Math.min(this.delay * 2, MAX_DELAY);
     }
-    tell();
-  };
-  const connect = () => {
-    if (state.ended) return; // closed during the backoff
-    state.ws = socket("/ws/chat");
-    state.ws.onopen = opened;
-    state.ws.onmessage = (event) => received(JSON.parse(event.data));
-    state.ws.onclose = lost;
-  };
-  connect();
-  if (prompts.size) tell();
-  return {
-    prompt(text) {
-      const key = newKey();
-      prompts.set(key, text);
-      if (up()) sendPrompt(key, text);
-      tell();
-    },
-    send(message) {
-      if (up()) put(message);
-      else waiting.push(message);
-    },
-    visible(now) {
-      visible = now;
-      if (up()) put({ type: "visible", session_id: session.id, visible: now });
-    },
-    close() { state.ended = true; state.ws.close(); },
-  };
+    this.tell();
+  }
+
+  prompt(text) {
+    const key = newKey();
+    this.prompts.set(key, text);
+    if (this.up) this.sendPrompt(key, text);
+    this.tell();
+  }
+
+  send(message) {
+    if (this.up) this.put(message);
+    else this.waiting.push(message);
+  }
+
+  visible(now) {
+    this.visibleNow = now;
+    if (this.up) this.put({ type: "visible", session_id: this.session.id, visible: now });
+  }
+
+  close() {
+    this.ended = true;
+    this.ws.close();
+  }
 }
+
+export const chatLink = (tab, on) => new ChatLink(tab, on);

@@ -11,6 +11,26 @@ const encoder = new TextEncoder();
 // Keys kept while no socket is open; what is typed beyond it is dropped, and the screen says so.
 const KEPT_BYTES = 64 * 1024;
 
+// The keys typed while a terminal has no open socket, for the next one, in order.
+function keptKeys(term) {
+  const early = [];
+  let bytes = 0;
+  let dropped = 0;
+  return {
+    keep(keys) {
+      if (bytes + keys.length > KEPT_BYTES) { dropped += keys.length; return; }
+      bytes += keys.length;
+      early.push(keys);
+    },
+    flush(ws) {
+      for (const keys of early.splice(0)) ws.send(keys);
+      if (dropped) term.write(`\r\n\x1b[2m[svc: ${dropped} bytes typed while svc was away were not sent]\x1b[0m\r\n`);
+      bytes = 0;
+      dropped = 0;
+    },
+  };
+}
+
 // The socket of one terminal: the scrollback repaints the screen on each (re)connect, a dropped
 // connection (svc restarted) comes back with backoff, and keys typed meanwhile are kept for the
 // next socket, in order, once each. A terminal on another machine that cannot be reached says so
@@ -20,19 +40,7 @@ function connect(session, term) {
   let closed = false;
   let delay = 500;
   let said = "";
-  const early = [];
-  const kept = { bytes: 0, dropped: 0 };
-  const keep = (keys) => {
-    if (kept.bytes + keys.length > KEPT_BYTES) { kept.dropped += keys.length; return; }
-    kept.bytes += keys.length;
-    early.push(keys);
-  };
-  const flush = () => {
-    for (const keys of early.splice(0)) ws.send(keys);
-    if (kept.dropped) term.write(`\r\n\x1b[2m[svc: ${kept.dropped} bytes typed while svc was away were not sent]\x1b[0m\r\n`);
-    kept.bytes = 0;
-    kept.dropped = 0;
-  };
+  const kept = keptKeys(term);
   const sendSize = () => ws && ws.readyState === WebSocket.OPEN && ws.send(JSON.stringify({ type: "resize", cols: term.cols, rows: term.rows }));
   const received = (first, event) => {
     if (typeof event.data !== "string") {
@@ -49,7 +57,7 @@ function connect(session, term) {
     ws = socket(`/ws?session_id=${session.id}`);
     ws.binaryType = "arraybuffer";
     const first = { value: true }; // the scrollback frame: on a reconnect it replaces the screen
-    ws.onopen = () => { delay = 500; sendSize(); flush(); };
+    ws.onopen = () => { delay = 500; sendSize(); kept.flush(ws); };
     ws.onmessage = (event) => received(first, event);
     ws.onclose = (event) => {
       if (event.code === 4404) { term.write("\r\n[no such session]\r\n"); return; }
@@ -61,7 +69,7 @@ function connect(session, term) {
   return {
     send(data) {
       if (ws.readyState === WebSocket.OPEN) ws.send(encoder.encode(data));
-      else if (!closed) keep(encoder.encode(data));
+      else if (!closed) kept.keep(encoder.encode(data));
     },
     sendSize,
     close() { closed = true; ws.close(); },
