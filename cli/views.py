@@ -131,11 +131,20 @@ def _one_line(text: str, width: int) -> str:
     return folded if len(folded) <= width else folded[: width - 1] + "…"
 
 
-def stopped_line(count: int) -> str:
-    """`sessions --stop-all`: how many sessions it ended."""
-    if count == 0:
-        return "no session was running"
-    return f"stopped {count} session{'' if count == 1 else 's'}"
+def stopped_line(answer: Item) -> str:
+    """`sessions --stop-all`: how many sessions it ended; in a fleet, on which machine."""
+    count = answer["stopped"]
+    line = f"stopped {count} session{'' if count == 1 else 's'}" if count else ""
+    machines = answer.get("machines") or []
+    if len(machines) > 1:
+        done = [f"{m['machine_name']} {m['stopped']}" for m in machines if m["stopped"] is not None]
+        line = f"{line or 'no session was running'} ({', '.join(done)})" if done else line
+    return line or "no session was running"
+
+
+def not_stopped(answer: Item) -> list[str]:
+    """`sessions --stop-all` in a fleet: the members that could not stop theirs, and why."""
+    return [str(m["error"]) for m in answer.get("machines") or [] if m.get("stopped") is None]
 
 
 def resumed_line(session: Item) -> str:

@@ -14,6 +14,7 @@ views, ASGI apps, MCP tools, management commands) look the runtime up through `c
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
@@ -45,6 +46,21 @@ def current_or_none() -> Runtime | None:
 def install(runtime: Runtime | None) -> None:
     global _current
     _current = runtime
+
+
+START_WAIT_S = 10.0  # what arrives during start waits this long at most for it to finish
+
+
+async def until_started() -> None:
+    """For what arrives while the daemon is starting (the port is open at once, contract §12):
+    wait for the start to finish, since until then the database may not yet hold what
+    settings.json says nor the sessions taken back, and an answer would say they are not there
+    (a terminal "exited", a chat "not live"). Bounded, so a slow start still answers."""
+    runtime = _current
+    if runtime is None or runtime.ready.is_set() or runtime.loop is not asyncio.get_running_loop():
+        return  # started; or not started on this loop (a test's runtime)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(runtime.ready.wait(), START_WAIT_S)
 
 
 Hook = Callable[[], Awaitable[None]]

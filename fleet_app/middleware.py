@@ -1,23 +1,25 @@
 """The API across the fleet (contract §18): a request for another member's session, subagent or
 turn — or naming another `machine` — is answered by that member; fleet-wide reads (sessions,
-usage, search, approvals, notifications, subagent turns) are made of every member's answer.
+usage, search, approvals, notifications, subagent turns) are made of every member's answer, and
+Stop all is done by every member (fleet_app.stop_all).
 Without a fleet, or for a request another member forwarded here, it does nothing.
 
 Runs after core.auth.OwnerTokenMiddleware: only the owner's requests travel."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from typing import Any
 
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, sync_to_async
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from core import api_errors
 from core.runtime import current_or_none
-from fleet_app import merge, routes
+from fleet_app import merge, routes, stop_all
 from fleet_app.bus import FleetUnreachable
 from fleet_app.outbound import Forwarded, Forwarder, MachineUnknown, Reply
 
@@ -92,6 +94,8 @@ class FleetRequest:
             return self._pickup()
         if self.path == "/api/sessions" and self.method == "GET":
             return self._sessions()
+        if self.path == "/api/sessions/stop_all" and self.method == "POST":
+            return self._stop_all()
         if routes.is_fleet_read(self.method, self.path):
             return self._fleet_read()
         return self.get_response(self.request)
@@ -210,6 +214,27 @@ class FleetRequest:
         response = JsonResponse(self._merged(answers), safe=False)
         if missing:  # shown, not hidden: the answer lacks these machines' rows
             response[FLEET_MISSING_HEADER] = ", ".join(sorted(missing))
+        return response
+
+    def _stop_all(self) -> HttpResponse:
+        """Every member stops its own, this one and the others at once (fleet_app.stop_all);
+        every member the fleet knows is asked, so one that is away is named, not skipped."""
+        own = self.forwarder.machine_id
+        others = [m for m in self.forwarder.lists.status if m != own]
+
+        async def everywhere() -> tuple[tuple[int, Any], dict[str, Reply | FleetUnreachable]]:
+            here = sync_to_async(self._here)()  # on this request's thread, beside the others
+            there = self.forwarder.send_each(others, self._forwarded())
+            return await asyncio.gather(here, there)
+
+        (status, here), replies = async_to_sync(everywhere)()
+        if status != 200:
+            return JsonResponse(here, status=status, safe=False)
+        name_of = self.forwarder.name_of
+        rows = [stop_all.reply_row(m, name_of(m), reply) for m, reply in replies.items()]
+        response = JsonResponse(stop_all.answer(stop_all.done(own, name_of(own), here), rows))
+        if missing := stop_all.missing(rows):
+            response[FLEET_MISSING_HEADER] = ", ".join(missing)
         return response
 
     def _merged(self, answers: list[merge.Answer]) -> Any:

@@ -177,6 +177,15 @@ class Daemon:
         self.proc.wait(10)
         self.proc = None
 
+    def interrupt(self, timeout: float = 15) -> int | None:
+        """Ctrl-C in the terminal that runs `make run` (SIGINT): svc stops as it does at SIGTERM,
+        its held sessions left to their holder (host.on_exit "keep")."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGINT)
+        code = self.proc.wait(timeout)
+        self.proc = None
+        return code
+
     def restart(self, *, keep_sessions: bool = True) -> Daemon:
         """Stop and start again, as a person restarting svc: held sessions are taken back."""
         self.stop(keep_sessions=keep_sessions)

@@ -19,7 +19,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from core.errors import DomainError
-from core.runtime import current
+from core.runtime import current, until_started
 from sessions_app import approvals, handover, prompt_queue, selectors, services
 from sessions_app.host.acp import AcpSession
 from sessions_app.host.subscription import ChatSubscription
@@ -34,6 +34,11 @@ def error(message: str, session_id: str | None = None, key: Any = "") -> dict[st
     said = {"kind": "error", "session_id": session_id, "message": message}
     # A keyed prompt's refusal names its key: its client waits for one answer or the other.
     return said | {"key": str(key)[: prompt_queue.KEY_MAX]} if key else said
+
+
+def seen_upto(after: Any) -> int:
+    """`open`'s `after`: the seq of the last event the client has (0: none, the whole history)."""
+    return after if isinstance(after, int) and not isinstance(after, bool) and after > 0 else 0
 
 
 class ChatConsumer(AsyncWebsocketConsumer):
@@ -59,6 +64,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
             self.writer.cancel()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        # A client back while svc starts (a page reconnecting after a restart) is answered once
+        # the held chats are taken back: before, its chat read "exited" and a prompt "not live".
+        await until_started()
         try:
             message = json.loads(text_data or "")
         except ValueError:
@@ -138,9 +146,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
             except DomainError as exc:
                 self.outbox.put_nowait(error(str(exc), str(session_id)))
                 return
-        await self._attach(str(session_id))
+        await self._attach(str(session_id), seen_upto(message.get("after")))
 
-    async def _attach(self, session_id: str) -> None:
+    async def _attach(self, session_id: str, after: int = 0) -> None:
+        """The session's history after `after` (the last seq the client has: a page reopening
+        its chat on a new socket), its `session` event, its queue, then its live events."""
         session = await database_sync_to_async(selectors.session_get)(session_id)
         if session is None:
             self.outbox.put_nowait(error(f"no session {session_id}", session_id))
@@ -152,11 +162,13 @@ class ChatConsumer(AsyncWebsocketConsumer):
         chat = current().host.chat(session_id)
         history = database_sync_to_async(selectors.session_events)
         if chat is None or session_id in self.subscriptions:
-            for event in await history(session_id):
+            for event in await history(session_id, after=after):
                 self.outbox.put_nowait({**event, "replay": True})
             self.outbox.put_nowait(self._session_event(session, chat))
             return
-        subscription = await chat.subscribe(self.outbox.put_nowait, lambda: history(session_id))
+        subscription = await chat.subscribe(
+            self.outbox.put_nowait, lambda: history(session_id, after=after), after=after
+        )
         self.subscriptions[session_id] = (chat, subscription)
         for event in subscription.replay:
             self.outbox.put_nowait(event)

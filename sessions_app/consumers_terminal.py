@@ -16,7 +16,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from core import server_compat
-from core.runtime import current
+from core.runtime import current, until_started
 from sessions_app import selectors
 from sessions_app.host.pty import SCROLLBACK_BYTES, TerminalView
 from sessions_app.remote_sockets import RemoteTerminal
@@ -49,8 +49,11 @@ class TerminalConsumer(AsyncWebsocketConsumer):
     async def connect(self) -> None:
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         session_id = (query.get("session_id") or [""])[0]
-        session = await database_sync_to_async(selectors.session_get)(session_id)
         await self.accept()
+        # A viewer back while svc starts (a page reconnecting after a restart) is answered once
+        # the held terminals are taken back: before, it was told its terminal had exited.
+        await until_started()
+        session = await database_sync_to_async(selectors.session_get)(session_id)
         fleet = current().fleet_sockets
         if session is None and fleet is not None and (owner := fleet.session_owner(session_id)):
             self.remote = RemoteTerminal(self, fleet, owner)

@@ -61,14 +61,13 @@ def session_id_resolve(given: str) -> str:
     return found[0] if len(found) == 1 else ""
 
 
-def session_events(session_id: str) -> list[dict[str, Any]]:
-    """A chat session's stored events in order, shaped as /ws/chat sends them."""
+def session_events(session_id: str, *, after: int = 0) -> list[dict[str, Any]]:
+    """A chat session's stored events in order (those after seq `after`), shaped as /ws/chat
+    sends them."""
     from sessions_app.models import SessionEvent
 
-    return [
-        {**e.payload, "kind": e.kind, "session_id": session_id, "seq": e.seq}
-        for e in SessionEvent.objects.filter(session_id=session_id).order_by("seq")
-    ]
+    stored = SessionEvent.objects.filter(session_id=session_id, seq__gt=after).order_by("seq")
+    return [{**e.payload, "kind": e.kind, "session_id": session_id, "seq": e.seq} for e in stored]
 
 
 APPROVALS_LIMIT = 1000

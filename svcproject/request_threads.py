@@ -13,7 +13,6 @@ executor leaves it running on exit.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -21,10 +20,9 @@ from typing import Any
 from asgiref.sync import ThreadSensitiveContext
 from django.core.handlers.asgi import ASGIHandler
 
-from core.runtime import current_or_none
+from core.runtime import until_started
 
 KEEP_IDLE = 8  # threads kept between requests; more are started while more requests run
-START_WAIT_S = 10.0  # a request during start waits this long at most for it to finish
 
 
 class KeptThreadsASGIHandler(ASGIHandler):
@@ -35,7 +33,7 @@ class KeptThreadsASGIHandler(ASGIHandler):
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
-        await _started()
+        await until_started()  # a request during start answers once it is done
         executor = self._idle.pop() if self._idle else _new_thread()
         try:
             async with ThreadSensitiveContext(executor=executor):
@@ -45,18 +43,6 @@ class KeptThreadsASGIHandler(ASGIHandler):
                 self._idle.append(executor)
             else:
                 executor.shutdown(wait=False)
-
-
-async def _started() -> None:
-    """A request that arrives while the daemon is starting (the port is open at once, contract
-    §12) waits for the start to finish: until then the database may not yet hold what
-    settings.json says (profiles, workspaces) nor the sessions taken back, and an answer would
-    say they are not there. Bounded, so a slow start still answers."""
-    runtime = current_or_none()
-    if runtime is None or runtime.ready.is_set() or runtime.loop is not asyncio.get_running_loop():
-        return  # started; or not started on this loop (a test's runtime)
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(runtime.ready.wait(), START_WAIT_S)
 
 
 def _new_thread() -> ThreadPoolExecutor:

@@ -204,14 +204,20 @@ class AcpSession(AskingPermission):
         return event
 
     async def subscribe(
-        self, deliver: Deliver, history: History | None = None, *, showing: bool = True
+        self,
+        deliver: Deliver,
+        history: History | None = None,
+        *,
+        showing: bool = True,
+        after: int = 0,
     ) -> ChatSubscription:
-        """A client of this chat; `history` reads the stored events (None: live events only);
-        `showing`: whether it counts as showing the chat to a person (see `shown`)."""
+        """A client of this chat; `history` reads the stored events (None: live events only)
+        after seq `after` (what the client already has); `showing`: whether it counts as
+        showing the chat to a person (see `shown`)."""
         subscription = ChatSubscription(self, deliver, showing=showing)
         self._subscribers.add(subscription)
         if history is not None:
-            subscription.set_history(await history())
+            subscription.set_history(await history(), after=after)
         return subscription
 
     # --- turns -----------------------------------------------------------------------------

@@ -38,9 +38,11 @@ class ChatSubscription:
         else:
             self._deliver(event)
 
-    def set_history(self, history: list[dict[str, Any]]) -> None:
+    def set_history(self, history: list[dict[str, Any]], *, after: int = 0) -> None:
+        """`history`: the stored events after seq `after` (0, or the last one a client reopening
+        the chat already has); live events from then on are delivered once."""
         self.replay = [{**event, "replay": True} for event in history]
-        self._last = history[-1]["seq"] if history else 0
+        self._last = max(after, history[-1]["seq"] if history else 0)
 
     def start(self) -> None:
         """Live events stored after the history, then the permission requests still waiting for

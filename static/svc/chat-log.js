@@ -58,7 +58,10 @@ function sessionLine(e) {
 const SURFACES = { dashboard: "the dashboard", telegram: "Telegram", slack: "Slack", api: "the API" };
 
 // A permission request seen: what it asked, and the row that shows its buttons (a live one).
+// A request still waiting comes again, live, each time the chat is opened: its row is drawn once.
 function asking(log, e) {
+  const known = log.asked[e.request_id];
+  if (!e.replay && known && known.at !== null) return log;
   const title = (e.tool_call && e.tool_call.title) || "this action";
   const asked = { ...log.asked, [e.request_id]: { title, options: e.options || [], at: e.replay ? null : log.next } };
   const next = { ...log, asked };
@@ -110,6 +113,8 @@ function single(log, e) {
 
 export function apply(log, e) {
   if (e.kind === "queue") return { ...log, queued: e.items || [] }; // a streamed row goes on
+  // The chat opened again on a new socket (svc restarted) and still running: nothing to add.
+  if (e.kind === "session" && e.again && e.status === "running") return { ...log, running: Boolean(e.busy) };
   if (e.kind === "agent_message_chunk") return stream(log, "bubble", "agent", e.text || "", e.seq);
   if (e.kind === "agent_thought_chunk") return stream(log, "thinking", "thought", e.text || "", e.seq);
   return single({ ...log, bubble: null, thinking: null }, e);

@@ -1,32 +1,17 @@
 // A chat session over /ws/chat (contract §7): the streamed log (chat-log.js says what it holds),
 // the message box (Enter sends, Shift+Enter a new line) with Send and, while a turn runs, Cancel.
 // What is sent while a turn runs waits in svc's queue, shown above the box (Send now, Remove).
-// What is sent while the socket is still opening waits for it, after the `open` message. The page
-// tells svc whether the person sees this chat, so a turn that ends out of sight is notified (§15).
-import { api, pageKey, socket } from "./api.js";
+// The socket comes back by itself after svc restarts (chat-link.js); a message svc does not have
+// yet is shown above the box until it has, and one it refuses goes back into the box, said not
+// sent. The page tells svc whether the person sees this chat, so a turn that ends out of sight
+// is notified (§15).
+import { api, pageKey } from "./api.js";
+import { chatLink } from "./chat-link.js";
 import { answered, apply, emptyLog, rowAt } from "./chat-log.js";
 import { Markdown } from "./markdown.js";
 import { onScreen } from "./nav.js";
 import { isAway, isLive, machineNameOf, resumable, sessions } from "./store.js";
 import { Component, Status, effect, html, useComputed, useLayoutEffect, useRef, useState, useStatus } from "./ui.js";
-
-function connect(session, resume, receive, closed) {
-  const ws = socket("/ws/chat");
-  const early = [];
-  ws.onopen = () => {
-    ws.send(JSON.stringify({ type: "open", session_id: session.id, resume }));
-    for (const message of early.splice(0)) ws.send(message);
-  };
-  ws.onmessage = (event) => receive(JSON.parse(event.data));
-  ws.onclose = closed;
-  return {
-    send(message) {
-      if (ws.readyState === WebSocket.CONNECTING) early.push(JSON.stringify(message));
-      else ws.send(JSON.stringify(message));
-    },
-    close() { ws.close(); },
-  };
-}
 
 // A failed prompt's stderr, fetched when its box is first opened.
 function AgentLog({ sessionId }) {
@@ -102,16 +87,16 @@ class Row extends Component {
   }
 }
 
-// The socket, made with the view and closed with it, and the `visible` reports (only changes).
-function useChatSocket(tab, receive, setLog) {
+// The link, made with the view and closed with it, and the `visible` reports (only changes).
+function useChatLink(tab, on) {
   const link = useRef(null);
   useLayoutEffect(() => {
     const { session } = tab;
-    link.current = connect(session, tab.resume, receive, () => setLog((log) => ({ ...log, running: false })));
+    link.current = chatLink(tab, on);
     let last = null;
     const stop = effect(() => {
       const now = onScreen(session.id);
-      if (now !== last) { last = now; link.current.send({ type: "visible", session_id: session.id, visible: now }); }
+      if (now !== last) { last = now; link.current.visible(now); }
     });
     return () => { stop(); link.current.close(); };
   }, []);
@@ -146,6 +131,14 @@ function Queued({ items, act }) {
     <button type="button" class="queued-remove" onClick=${() => act("unqueue", item.id)}>Remove</button></li>`)}</ol>`;
 }
 
+// Messages svc does not have yet: svc is away (sent once it is back), or just now being sent.
+function Unsent({ unsent }) {
+  if (!unsent.texts.length) return null;
+  const why = unsent.up ? "sending…" : "not sent yet: svc is not answering; sent once it is back";
+  return html`<ol class="chat-unsent" aria-label="messages not sent yet">${unsent.texts.map((text) => html`<li>
+    <span class="unsent-text">${text}</span> <span class="unsent-why">${why}</span></li>`)}</ol>`;
+}
+
 function ChatInput({ input, running, prompt, cancel }) {
   const keyDown = (event) => {
     if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
@@ -160,6 +153,12 @@ function ChatInput({ input, running, prompt, cancel }) {
     </div></div>`;
 }
 
+// A prompt svc refused goes back into the box, before what is typed there now.
+function putBack(input, text) {
+  const now = input.value;
+  input.value = now.trim() ? `${text}\n${now}` : text;
+}
+
 export function Chat({ tab, onShown }) {
   const sessionId = tab.session.id;
   const [log, setLog] = useState(emptyLog);
@@ -168,8 +167,14 @@ export function Chat({ tab, onShown }) {
   const box = useRef(null);
   const input = useRef(null);
   const reveal = useReveal(tab, logRef);
-  const receive = (e) => { setLog((current) => apply(current, e)); reveal.reached(e.seq); };
-  const link = useChatSocket(tab, receive, setLog);
+  const [unsent, setUnsent] = useState({ texts: [], up: false });
+  const [notSent, setNotSent] = useState("");
+  const link = useChatLink(tab, {
+    receive: (e) => { setLog((current) => apply(current, e)); reveal.reached(e.seq); },
+    closed: () => setLog((current) => ({ ...current, running: false })),
+    unsent: (texts, up) => setUnsent({ texts, up }),
+    refused: (text, why) => { putBack(input.current, text); setNotSent(why); },
+  });
   // New rows keep the log at its end, unless a search hit is being shown.
   const bottom = () => { if (reveal.pending.current === null && !reveal.shown.current && box.current) box.current.scrollTop = box.current.scrollHeight; };
   useLayoutEffect(() => { onShown.current = () => input.current.focus(); input.current.focus(); }, []);
@@ -181,8 +186,11 @@ export function Chat({ tab, onShown }) {
   const prompt = () => {
     const text = input.current.value;
     if (!text.trim()) return;
-    link.current.send({ type: "prompt", session_id: sessionId, text });
+    // `/pickup CODE` asks svc for a handed-over session (contract §4): not a message for the agent.
+    if (/^\s*\/pickup/i.test(text)) link.current.send({ type: "prompt", session_id: sessionId, text });
+    else link.current.prompt(text);
     input.current.value = "";
+    setNotSent("");
     input.current.focus();
     reveal.setHit(null);
   };
@@ -196,6 +204,8 @@ export function Chat({ tab, onShown }) {
       hit=${row === target ? reveal.hit.at : null} sessionId=${sessionId} answer=${answer} painted=${bottom} />`)}</div>
     <${Ended} sessionId=${sessionId} />
     <${Queued} items=${log.queued} act=${(type, id) => link.current.send({ type, session_id: sessionId, id })} />
+    <${Unsent} unsent=${unsent} />
+    ${notSent && html`<p class="chat-not-sent" role="alert">Not sent: ${notSent}. Your message is back in the box.</p>`}
     <${ChatInput} input=${input} running=${log.running} prompt=${prompt}
       cancel=${() => link.current.send({ type: "cancel", session_id: sessionId })} />`;
 }

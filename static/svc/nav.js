@@ -25,7 +25,8 @@ const SHOWN = new Set([...VIEWS.map((v) => v.name), "diff", "more"]);
 const WAITS = ["permission_requested", "turn_ended"];
 
 export const view = signal("sessions");
-// Open sessions, in tab order: {id, session, resume, reveal: signal({at}) of a search hit}.
+// Open sessions, in tab order: {id, session, resume, reveal: signal({at}) of a search hit,
+// unsent: a chat's prompts svc does not have yet, by their key (chat-link.js)}.
 export const tabs = signal([]);
 export const current = signal(null); // the tab shown when the view is "session"
 export const activations = signal(0); // counts activate(): a tab shown again takes the focus
@@ -82,7 +83,7 @@ export function openSession(session, { at = null, resume = false } = {}) {
     activate(session.id);
     return;
   }
-  const tab = { id: session.id, session, resume, reveal: signal(at === null ? null : { at }) };
+  const tab = { id: session.id, session, resume, reveal: signal(at === null ? null : { at }), unsent: new Map() };
   batch(() => {
     tabs.value = [...tabs.peek(), tab];
     opened.value++;

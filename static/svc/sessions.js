@@ -4,7 +4,7 @@
 import { age, api } from "./api.js";
 import { openSession, view } from "./nav.js";
 import {
-  LIVE, choices, choicesError, clock, forgetSession, isAway, isFleet, isLive, isOwn, loadChoices, machineNameOf,
+  LIVE, choices, choicesError, clock, forgetSession, isAway, isFleet, isLive, loadChoices, machineNameOf,
   machines, resumable, sessions, thisMachine,
 } from "./store.js";
 import { Option, Status, html, useEffect, useRef, useState, useStatus } from "./ui.js";
@@ -164,21 +164,28 @@ function matches(s, status, q, machine) {
   return !words || [s.name, s.title, s.agent, s.workspace, s.id].some((v) => (v || "").toLowerCase().includes(words));
 }
 
-// Ends every live session (contract §17), after the person confirms how many that is.
-// In a fleet, this machine's own: every machine stops its own.
+// Ends every live session (contract §17), after the person confirms how many that is. In a
+// fleet, every machine's: each stops its own, and one that could not be reached is named
+// (its sessions keep running there).
 function StopAll({ report }) {
-  const count = sessions.value.filter((s) => isLive(s) && isOwn(s)).length;
-  const here = isFleet.value ? " on this machine" : "";
+  const count = sessions.value.filter(isLive).length;
+  const where = isFleet.value ? " on every machine" : "";
   const stop = () => {
     const many = count === 1 ? "the 1 live session" : `all ${count} live sessions`;
-    if (!confirm(`Stop ${many}${here}? Their processes end now; the rows stay, and chats can be resumed.`)) return;
-    report(async () => {
-      const { stopped } = await api("POST", "sessions/stop_all");
-      return `stopped ${stopped} session${stopped === 1 ? "" : "s"}`;
-    }, "stopping…");
+    if (!confirm(`Stop ${many}${where}? Their processes end now; the rows stay, and chats can be resumed.`)) return;
+    report(async () => stoppedText(await api("POST", "sessions/stop_all")), "stopping…");
   };
   return html`<button type="button" id="stop-all" class="danger" disabled=${count === 0} onClick=${stop}
-    title=${`Stop every live session${here}`}>Stop all${count ? ` (${count})` : ""}</button>`;
+    title=${`Stop every live session${where}`}>Stop all${count ? ` (${count})` : ""}</button>`;
+}
+
+// What Stop all did: how many it stopped (in a fleet, where) and which machines it could not ask.
+function stoppedText({ stopped, machines = [] }) {
+  let text = `stopped ${stopped} session${stopped === 1 ? "" : "s"}`;
+  const done = machines.filter((m) => m.stopped !== null);
+  if (machines.length > 1) text += ` (${done.map((m) => `${m.machine_name} ${m.stopped}`).join(", ")})`;
+  const missed = machines.filter((m) => m.stopped === null).map((m) => m.error);
+  return missed.length ? `${text}; not stopped: ${missed.join("; ")}` : text;
 }
 
 // The live list sends every session; the filter is applied here. The table follows the list

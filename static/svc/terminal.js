@@ -1,5 +1,6 @@
 // A terminal session: xterm.js over /ws?session_id=… (contract §7), with a bar of the keys a
-// phone's keyboard lacks. Keys typed while the socket is still opening wait for it.
+// phone's keyboard lacks. Keys typed while there is no open socket (it is opening, or svc is
+// away and it comes back) wait for the next one.
 import { Terminal as XTerm } from "@xterm/xterm";
 import { FitAddon } from "@xterm/addon-fit";
 import { socket } from "./api.js";
@@ -7,15 +8,39 @@ import { html, useLayoutEffect, useRef, useState } from "./ui.js";
 
 const encoder = new TextEncoder();
 
+// Keys kept while no socket is open; what is typed beyond it is dropped, and the screen says so.
+const KEPT_BYTES = 64 * 1024;
+
+// The keys typed while a terminal has no open socket, for the next one, in order.
+function keptKeys(term) {
+  const early = [];
+  let bytes = 0;
+  let dropped = 0;
+  return {
+    keep(keys) {
+      if (bytes + keys.length > KEPT_BYTES) { dropped += keys.length; return; }
+      bytes += keys.length;
+      early.push(keys);
+    },
+    flush(ws) {
+      for (const keys of early.splice(0)) ws.send(keys);
+      if (dropped) term.write(`\r\n\x1b[2m[svc: ${dropped} bytes typed while svc was away were not sent]\x1b[0m\r\n`);
+      bytes = 0;
+      dropped = 0;
+    },
+  };
+}
+
 // The socket of one terminal: the scrollback repaints the screen on each (re)connect, a dropped
-// connection comes back with backoff, and keys sent while it opens are queued. A terminal on another
-// machine that cannot be reached says so once, and comes back by itself when it can.
+// connection (svc restarted) comes back with backoff, and keys typed meanwhile are kept for the
+// next socket, in order, once each. A terminal on another machine that cannot be reached says so
+// once, and comes back by itself when it can.
 function connect(session, term) {
   let ws = null;
   let closed = false;
   let delay = 500;
   let said = "";
-  const early = [];
+  const kept = keptKeys(term);
   const sendSize = () => ws && ws.readyState === WebSocket.OPEN && ws.send(JSON.stringify({ type: "resize", cols: term.cols, rows: term.rows }));
   const received = (first, event) => {
     if (typeof event.data !== "string") {
@@ -32,10 +57,9 @@ function connect(session, term) {
     ws = socket(`/ws?session_id=${session.id}`);
     ws.binaryType = "arraybuffer";
     const first = { value: true }; // the scrollback frame: on a reconnect it replaces the screen
-    ws.onopen = () => { delay = 500; sendSize(); for (const keys of early.splice(0)) ws.send(keys); };
+    ws.onopen = () => { delay = 500; sendSize(); kept.flush(ws); };
     ws.onmessage = (event) => received(first, event);
     ws.onclose = (event) => {
-      early.length = 0; // what waited for a socket that closed is dropped, not sent on a later try
       if (event.code === 4404) { term.write("\r\n[no such session]\r\n"); return; }
       // After a daemon restart the session reports itself exited.
       if (!closed && event.code !== 1000) { setTimeout(open, delay); delay = Math.min(delay * 2, 10000); }
@@ -45,7 +69,7 @@ function connect(session, term) {
   return {
     send(data) {
       if (ws.readyState === WebSocket.OPEN) ws.send(encoder.encode(data));
-      else if (ws.readyState === WebSocket.CONNECTING) early.push(encoder.encode(data));
+      else if (!closed) kept.keep(encoder.encode(data));
     },
     sendSize,
     close() { closed = true; ws.close(); },

@@ -5,9 +5,9 @@ a's new-session form opens from a's sidebar (desktop) or sessions list (phone), 
 really runs on c; a chat on b started from a's form answers and takes a permission answer; the
 sessions table has a machine column and filter; with c away its card, its session in the sidebar
 and its open pane read unreachable (nothing offers Stop), and once c is back the same terminal is
-typed into; with Redis gone a's dashboard says the fleet is unreachable, and stops saying so once
-it is back. Every page is axe-clean (no serious or critical
-violation)."""
+typed into; Stop all on a stops the sessions of a, b and c; with Redis gone a's dashboard says the
+fleet is unreachable, and stops saying so once it is back. Every page is axe-clean (no serious or
+critical violation)."""
 
 from __future__ import annotations
 
@@ -221,6 +221,37 @@ def test_the_sessions_table_has_a_machine_column_and_filter(browser: Browser, fl
         page.context.close()
         for sid in made.values():
             stop(fleet, sid)
+
+
+def test_stop_all_on_a_stops_the_sessions_of_every_machine(browser: Browser, fleet: Fleet) -> None:
+    """Issue 42, path 4: the button counted and stopped a's sessions alone ("on this machine")
+    while the README promises every session."""
+    a = fleet.daemon("a")
+    made = {
+        name: api(
+            a,
+            "POST",
+            "/api/sessions",
+            json={"machine": name, "agent": "shell", "workspace": workspace_of(fleet, name)},
+        ).json()["id"]
+        for name in "abc"
+    }
+    page = open_page(browser, fleet, "desktop")
+    try:
+        show(page, "sessions")
+        button = page.locator("#stop-all")
+        expect(button).to_have_text("Stop all (3)")
+        asked: list[str] = []
+        page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.accept()))
+        button.click()
+        expect(page.locator("#sessions-status")).to_have_text("stopped 3 sessions (a 1, b 1, c 1)")
+        assert asked[0].startswith("Stop all 3 live sessions on every machine?"), asked
+        for name, sid in made.items():
+            row = api(fleet.daemon(name), "GET", f"/api/sessions/{sid}").json()
+            assert (row["status"], row["end_reason"]) == ("exited", "stopped"), row
+        expect(button).to_be_disabled()
+    finally:
+        page.context.close()
 
 
 def test_a_member_away_reads_unreachable_and_its_terminal_comes_back(

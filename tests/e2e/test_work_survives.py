@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import httpx
+from websockets.asyncio.client import ClientConnection
 
 from harness.daemon import Daemon
 from harness.termclient import (
@@ -17,7 +18,9 @@ from harness.termclient import (
     create_session,
     get_session,
     hosting_settings,
+    open_ws,
     shell_env,
+    stop_session,
 )
 
 LINES = 2000
@@ -309,3 +312,48 @@ async def test_a_file_request_the_agent_made_while_svc_was_away_is_answered_afte
     history = await history_of(daemon, session_id)
     said = "".join(e["text"] for e in history if e["kind"] == "agent_message_chunk")
     assert said == "askingrefused -32601 Method not found", said
+
+
+async def first_socket(host: Daemon, path: str) -> ClientConnection:
+    """The page's reconnect as early as it can be: a socket the moment the port takes one."""
+    while True:
+        try:
+            return await open_ws(host, path)
+        except OSError:
+            await asyncio.sleep(0.01)
+
+
+async def test_a_socket_back_while_svc_starts_finds_its_session_running(
+    fresh_daemon: Daemon, tmp_path: Path
+) -> None:
+    """svc listens before it has taken its held sessions back (contract §12: the port is open at
+    once). A page that reconnects in that window was told its terminal had exited (the terminal
+    then stopped reconnecting: what was typed next went nowhere) and its chat was not live (a
+    prompt answered `no live chat session`). HTTP requests waited for the start; sockets did not."""
+    host = start(fresh_daemon, tmp_path)
+    term = create_session(host, tmp_path)["id"]
+    chat = create_session(host, tmp_path, agent="fake", kind="chat")["id"]
+    host.interrupt()  # Ctrl-C: the holder keeps both
+    starting = asyncio.create_task(asyncio.to_thread(host.start))
+    terminal_ws, chat_ws = await asyncio.gather(
+        first_socket(host, f"/ws?session_id={term}"), first_socket(host, "/ws/chat")
+    )
+    viewer, talker = Term(terminal_ws), Chat(chat_ws)
+    await talker.send(type="open", session_id=chat)
+    await talker.send(type="prompt", session_id=chat, text="echo in the window", key="k1")
+    viewer.scrollback = await asyncio.wait_for(terminal_ws.recv(), 30)
+    viewer.state = json.loads(await asyncio.wait_for(terminal_ws.recv(), 30))
+    assert viewer.state == {"type": "running"}
+    await viewer.run("echo window-$((6*7))")
+    await viewer.expect(b"window-42", timeout=30)
+    opened = await talker.next("session", session_id=chat, timeout=30)
+    assert opened["status"] == "running", opened
+    received = await talker.next("prompt_received", timeout=30)
+    assert (received["key"], received["again"]) == ("k1", False)
+    await talker.next("turn_end", session_id=chat, timeout=30)
+    assert talker.texts().endswith("in the window")
+    await starting
+    await viewer.close()
+    await talker.close()
+    for session in (term, chat):
+        stop_session(host, session)

@@ -57,3 +57,23 @@ async def test_a_client_without_history_gets_only_live_events() -> None:
     subscription.close()
     await chat.emit("agent_message_chunk", {"text": "unsubscribed"})
     assert subscription.replay == [] and texts(live) == ["after"]
+
+
+async def test_a_client_reopening_after_what_it_has_gets_the_rest_once() -> None:
+    """A page back on a new socket (svc restarted) opens its chat `after` the last seq it saw:
+    it gets what came since, stored or live, and nothing it already has."""
+    chat, stored = chat_with_memory()
+    for word in ("one", "two"):
+        await chat.emit("agent_message_chunk", {"text": word})
+    seen = stored[-1]["seq"]
+    await chat.emit("agent_message_chunk", {"text": "three"})  # while the page was away
+
+    async def history() -> list[dict[str, Any]]:
+        await chat.emit("agent_message_chunk", {"text": "four"})  # while the history is read
+        return [e for e in stored if e["seq"] > seen]
+
+    live: list[dict[str, Any]] = []
+    subscription = await chat.subscribe(live.append, history, after=seen)
+    subscription.start()
+    await chat.emit("agent_message_chunk", {"text": "five"})
+    assert texts(subscription.replay) + texts(live) == ["three", "four", "five"]

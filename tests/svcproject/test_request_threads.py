@@ -1,6 +1,7 @@
-"""Django's requests wait for a start under way (svcproject/request_threads.py): the port opens
-at once (contract §12), and a request before the start has mirrored settings.json would say
-that profiles or workspaces are not there. Seen as a flake: GET /api/profiles right after start
+"""Django's requests and the session sockets wait for a start under way (core.runtime
+`until_started`, called by svcproject/request_threads.py and the consumers): the port opens at
+once (contract §12), and a request before the start has mirrored settings.json would say that
+profiles or workspaces are not there. Seen as a flake: GET /api/profiles right after start
 answered without the profile settings.json names."""
 
 from __future__ import annotations
@@ -9,8 +10,8 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any
 
-from core.runtime import Runtime, current_or_none, install
-from svcproject import request_threads
+from core import runtime as runtime_module
+from core.runtime import Runtime, current_or_none, install, until_started
 
 
 def assert_returns_at_once(waiting: Coroutine[Any, Any, None]) -> None:
@@ -28,12 +29,12 @@ async def test_a_request_during_start_waits_for_it_and_one_after_does_not() -> N
     runtime.loop = asyncio.get_running_loop()  # what start() sets first
     install(runtime)
     try:
-        waiting = asyncio.create_task(request_threads._started())
+        waiting = asyncio.create_task(until_started())
         await asyncio.sleep(0.2)
         assert not waiting.done()  # held while the start runs
         runtime.ready.set()
         await asyncio.wait_for(waiting, 1)
-        assert_returns_at_once(request_threads._started())  # started
+        assert_returns_at_once(until_started())  # started
     finally:
         install(before)
 
@@ -43,18 +44,18 @@ async def test_a_runtime_of_another_loop_never_holds_a_request() -> None:
     runtime.loop = asyncio.new_event_loop()  # a test's runtime, not this server's
     install(runtime)
     try:
-        assert_returns_at_once(request_threads._started())
+        assert_returns_at_once(until_started())
     finally:
         runtime.loop.close()
         install(before)
 
 
 async def test_a_start_that_hangs_holds_a_request_only_so_long(monkeypatch) -> None:
-    monkeypatch.setattr(request_threads, "START_WAIT_S", 0.1)
+    monkeypatch.setattr(runtime_module, "START_WAIT_S", 0.1)
     before, runtime = current_or_none(), Runtime()
     runtime.loop = asyncio.get_running_loop()
     install(runtime)
     try:
-        await asyncio.wait_for(request_threads._started(), 1)  # answered, not stuck
+        await asyncio.wait_for(until_started(), 1)  # answered, not stuck
     finally:
         install(before)

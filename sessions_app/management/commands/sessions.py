@@ -1,9 +1,12 @@
 """`manage.py sessions [--json] [--live]`: the daemon's sessions, newest first.
-`manage.py sessions --stop-all`: end every live session (contract §17)."""
+`manage.py sessions --stop-all`: end every live session (contract §17) — in a fleet, every
+member's; a member that could not be reached is named on stderr, and the exit code is 1."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from django.core.management.base import CommandError
 
 from cli import views
 from core.client_command import ListCommand, api
@@ -30,4 +33,6 @@ class Command(ListCommand):
         if options["json"]:
             self.stdout.write(views.json_text(stopped))
         else:
-            self.stdout.write(views.stopped_line(stopped["stopped"]))
+            self.stdout.write(views.stopped_line(stopped))
+        if missing := views.not_stopped(stopped):  # in a fleet: a member that was not reached
+            raise CommandError("not stopped: " + "; ".join(missing))
