@@ -5,13 +5,16 @@ An exact lookup is a hash lookup in the kernel: its cost does not grow with the 
 sockets, where reading /proc/net/tcp walks the whole connection table (every bucket, empty or
 not — 262,144 of them on a usual 4 GB machine, a few milliseconds of kernel time per read).
 Standard library only: pyroute2's DiagSocket always asks for a dump (the whole-table walk
-again), and a request is 72 bytes.
+again), and a request is 72 bytes. Measured with 0, 1,000 and 5,000 loopback connections open:
+~0.02 ms a lookup whatever the number (reading /proc/net/tcp: 23, 35 and 70 ms, machine loaded).
 """
 
 from __future__ import annotations
 
+import itertools
 import socket
 import struct
+import threading
 from dataclasses import dataclass
 
 NETLINK_SOCK_DIAG = 4
@@ -45,12 +48,42 @@ def lookup(family: int, local: tuple[bytes, int], remote: tuple[bytes, int]) -> 
     sockid = _ID.pack(local[1], remote[1], local[0].ljust(16, b"\0"), remote[0].ljust(16, b"\0"))
     body = _REQUEST.pack(family, socket.IPPROTO_TCP, 0, ALL_STATES) + sockid
     body += _ID_TAIL.pack(0, NO_COOKIE, NO_COOKIE)
-    message = _HEADER.pack(_HEADER.size + len(body), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST, 1, 0)
-    with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_SOCK_DIAG) as netlink:
-        netlink.settimeout(TIMEOUT_S)
+    sequence = next(_sequence)
+    message = _HEADER.pack(
+        _HEADER.size + len(body), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST, sequence, 0
+    )
+    netlink = _netlink()
+    try:
         netlink.sendto(message + body, (0, 0))
-        answer = netlink.recv(65536)
+        answer = _answer_to(netlink, sequence)
+    except OSError:
+        _kept.socket = None  # a new one next time
+        netlink.close()
+        raise
     return _parsed(answer, family, sockid)
+
+
+# One netlink socket kept per thread: making and closing one per lookup cost a daemon under load
+# ~0.7 ms per new connection at the median (bench/bridge.py's machine, fresh connections); kept,
+# the lookup is a sendto and a recv.
+_kept = threading.local()
+_sequence = itertools.count(1)
+
+
+def _netlink() -> socket.socket:
+    if getattr(_kept, "socket", None) is None:
+        netlink = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_SOCK_DIAG)
+        netlink.settimeout(TIMEOUT_S)
+        _kept.socket = netlink
+    return _kept.socket
+
+
+def _answer_to(netlink: socket.socket, sequence: int) -> bytes:
+    """The answer to this question: a late answer to an earlier one (it timed out) is skipped."""
+    while True:
+        answer = netlink.recv(65536)
+        if len(answer) >= _HEADER.size and _HEADER.unpack_from(answer)[3] == sequence:
+            return answer
 
 
 def _parsed(answer: bytes, family: int, sockid: bytes) -> Found | None:
