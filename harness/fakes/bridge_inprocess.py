@@ -87,9 +87,7 @@ class Bridge:
 
     def _transport_client(self) -> httpx2.AsyncClient:
         # The SDKs (openai, anthropic, google-genai) send with httpx2; anthropic takes nothing else.
-        http = httpx2.AsyncClient(
-            transport=httpx2.ASGITransport(app=APP), base_url=SVC
-        )
+        http = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=APP), base_url=SVC)
         self._http.append(http)
         return http
 
