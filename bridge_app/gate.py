@@ -3,6 +3,11 @@
 Peer loopback alone is not enough: every same-host tunnel connects from 127.0.0.1. So the Host
 must name a loopback host, a browser Origin must be local, and any forwarding header (judged by
 presence, not value) marks the request as relayed and refuses it.
+
+Nor is loopback one user: on a shared machine every user's processes reach 127.0.0.1. On Linux
+the last rule asks the kernel which user opened the caller's end of the connection
+(core.local_peer) and answers only the user svc runs as (and root, which can read svc's tokens
+anyway); elsewhere the rules above are the whole gate (docs/security.md, attacker 5).
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ import ipaddress
 import re
 from typing import Any
 from urllib.parse import urlsplit
+
+from core import local_peer, server_compat
 
 # Headers a proxy or tunnel adds (contract §2), judged by presence, not value.
 FORWARDING = frozenset(
@@ -96,3 +103,42 @@ def _same_port(origin: str, scope: dict[str, Any]) -> bool:
     except ValueError:
         return False
     return server_port is not None and port == server_port
+
+
+def user_refusal(uid: int | None) -> str | None:
+    """Why the local user `uid` (None: unknown) may not use the bridge, or None when it may."""
+    if not local_peer.supported():
+        return None
+    if uid is None:
+        return (
+            "svc could not tell which local user opened this connection; the bridge only "
+            "answers the user svc runs as"
+        )
+    if local_peer.may_call(uid):
+        return None
+    return (
+        f"the bridge only answers processes of the user svc runs as; this connection was "
+        f"opened by uid {uid}"
+    )
+
+
+def caller_refusal(scope: dict[str, Any], send: object) -> str | None:
+    """`user_refusal` for the connection behind this request: daphne's, asked once per
+    connection; under another server (or in-process), the addresses the scope names."""
+    if not local_peer.supported():
+        return None
+    connection = server_compat.connection_behind(send)
+    if connection is not None:
+        return user_refusal(server_compat.connection_peer_uid(connection))
+    return user_refusal(_scope_uid(scope))
+
+
+def _scope_uid(scope: dict[str, Any]) -> int | None:
+    client, server = scope.get("client"), scope.get("server")
+    try:
+        return local_peer.socket_uid(
+            (str(client[0]), int(client[1])),  # type: ignore[index]
+            (str(server[0]), int(server[1])),  # type: ignore[index]
+        )
+    except (TypeError, ValueError, IndexError):
+        return None

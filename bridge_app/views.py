@@ -188,7 +188,7 @@ class BridgeApp:
             await send(message)
 
         try:
-            if reason := gate.refusal(scope):
+            if reason := gate.refusal(scope) or gate.caller_refusal(scope, send):
                 raise ir.BridgeError(403, reason)
             if route is None:
                 raise ir.BridgeError(404, f"no bridge route {scope['path']!r}")

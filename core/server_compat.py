@@ -125,6 +125,7 @@ def admitting_request_class(admit: Callable, head_of: Callable, body_limit: Call
                 _peer(self.channel),
                 length,
                 _server_port(self.channel),
+                self.channel,
             )
             answer = admit(head)
             if answer is not None:
@@ -182,6 +183,39 @@ def _peer(channel: object) -> str:
         return str(channel.transport.getPeer().host)  # type: ignore[attr-defined]
     except AttributeError:
         return ""
+
+
+# --- who is at the other end ---------------------------------------------------------------------
+# The bridge gate's last rule (contract §2, core.local_peer) needs the local user behind a
+# connection. It is learned once per connection and kept on daphne's HTTP channel, which lives
+# exactly as long as the TCP connection: a later connection that reuses the same addresses is a
+# new channel, asked again. (Looking again on each request would tell nothing more: the kernel
+# keeps the uid of the socket's creator, whoever holds it later.)
+
+
+def connection_behind(send: object) -> object | None:
+    """The HTTP connection (daphne's channel) an ASGI `send` answers on; None outside daphne."""
+    return getattr(_daphne_protocol(send), "channel", None)
+
+
+def connection_peer_uid(channel: object) -> int | None:
+    """The uid of the process at the other end of this loopback connection (None: unknown)."""
+    known = getattr(channel, "svc_peer_uid", _UNASKED)
+    if known is not _UNASKED:
+        return known
+    from core import local_peer
+
+    uid = None
+    transport = getattr(channel, "transport", None)
+    if transport is not None:
+        peer, own = transport.getPeer(), transport.getHost()
+        if hasattr(peer, "port") and hasattr(own, "port"):
+            uid = local_peer.socket_uid((peer.host, peer.port), (own.host, own.port))
+    channel.svc_peer_uid = uid  # type: ignore[attr-defined]
+    return uid
+
+
+_UNASKED = object()
 
 
 def install_admission(admit: Callable, head_of: Callable, body_limit: Callable) -> bool:

@@ -14,32 +14,58 @@ REDACTED = "[redacted]"
 
 
 def settings_redacted() -> dict[str, Any]:
-    """settings.json as the API shows it: every profile's literal key and every header value
-    (they often carry credentials) replaced by a marker."""
+    """settings.json as every API shows it, on the main port and to paired devices alike
+    (contract §1: credentials are never returned by any API): every value that can carry a
+    credential replaced by a marker — profiles' literal keys and header values, agents'
+    environment values, chat tokens, Apprise URLs (their scheme kept), the fleet secret."""
     shown = copy.deepcopy(config.current_settings().raw)
-    for profile in (shown.get("profiles") or {}).values():
-        if not isinstance(profile, dict):
-            continue
-        if profile.get("api_key"):
-            profile["api_key"] = REDACTED
-        if isinstance(profile.get("headers"), dict):
-            profile["headers"] = {name: REDACTED for name in profile["headers"]}
-    for channel in (shown.get("channels") or {}).values():
-        if isinstance(channel, dict):  # literal chat tokens (contract §14)
-            for key in _CHANNEL_SECRETS:
-                if channel.get(key):
-                    channel[key] = REDACTED
+    for profile in _entries(shown, "profiles"):
+        _redact(profile, ("api_key",))
+        _redact_values(profile, "headers")
+    for agent in _entries(shown, "agents"):  # API keys handed to the agent (`OPENAI_API_KEY`…)
+        _redact_values(agent, "env")
+    for channel in _entries(shown, "channels"):  # literal chat tokens (contract §14)
+        _redact(channel, _CHANNEL_SECRETS)
     notifications = shown.get("notifications")
     if isinstance(notifications, dict) and isinstance(notifications.get("urls"), list):
         # Apprise URLs carry their service's credentials (tgram://token/…, pover://user@key).
         notifications["urls"] = [_url_redacted(u) for u in notifications["urls"]]
     fleet = shown.get("fleet")
-    if isinstance(fleet, dict) and fleet.get("secret"):  # contract §18: it opens every member
-        fleet["secret"] = REDACTED
+    if isinstance(fleet, dict):  # contract §18: it opens every member
+        _redact(fleet, ("secret",))
     return shown
 
 
-_CHANNEL_SECRETS = ("bot_token", "app_token")
+# Every platform's literal credentials (contract §14's table): the `*_env` and `*_secret` keys
+# beside them only name where a credential is kept.
+_CHANNEL_SECRETS = (
+    "bot_token",
+    "app_token",
+    "access_token",
+    "password",
+    "app_secret",
+    "client_secret",
+    "secret",
+    "verify_token",
+)
+
+
+def _entries(raw: dict[str, Any], section: str) -> list[dict[str, Any]]:
+    entries = raw.get(section)
+    if not isinstance(entries, dict):
+        return []
+    return [entry for entry in entries.values() if isinstance(entry, dict)]
+
+
+def _redact(entry: dict[str, Any], keys: tuple[str, ...]) -> None:
+    for key in keys:
+        if entry.get(key):
+            entry[key] = REDACTED
+
+
+def _redact_values(entry: dict[str, Any], key: str) -> None:
+    if isinstance(entry.get(key), dict):
+        entry[key] = {name: REDACTED for name in entry[key]}
 
 
 def _unredacted(url: object, stored: list, index: int) -> object:
@@ -54,34 +80,52 @@ def _url_redacted(url: object) -> object:
 
 
 def _keep_secrets(new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
-    """A client that read redacted settings and writes them back must not erase the secrets."""
-    old_profiles = old.get("profiles") or {}
-    for pid, profile in (new.get("profiles") or {}).items():
-        if not isinstance(profile, dict):
-            continue
-        stored = old_profiles.get(pid) if isinstance(old_profiles.get(pid), dict) else {}
-        if profile.get("api_key") == REDACTED:
-            profile["api_key"] = stored.get("api_key", "")
-        headers, stored_headers = profile.get("headers"), stored.get("headers") or {}
-        if isinstance(headers, dict):
-            for name, value in headers.items():
-                if value == REDACTED and isinstance(stored_headers, dict):
-                    headers[name] = stored_headers.get(name, "")
-    old_channels = old.get("channels") or {}
-    for name, channel in (new.get("channels") or {}).items():
-        stored = old_channels.get(name) if isinstance(old_channels.get(name), dict) else {}
-        if isinstance(channel, dict):
-            for key in _CHANNEL_SECRETS:
-                if channel.get(key) == REDACTED:
-                    channel[key] = stored.get(key, "")
+    """A client that read redacted settings and writes them back must not erase the secrets:
+    a marker written back keeps the stored value (none stored: an empty one)."""
+    for entry, stored in _pairs(new, old, "profiles"):
+        _keep(entry, stored, ("api_key",))
+        _keep_values(entry, stored, "headers")
+    for entry, stored in _pairs(new, old, "agents"):
+        _keep_values(entry, stored, "env")
+    for entry, stored in _pairs(new, old, "channels"):
+        _keep(entry, stored, _CHANNEL_SECRETS)
     new_urls = (new.get("notifications") or {}).get("urls")
     old_urls = (old.get("notifications") or {}).get("urls") or []
     if isinstance(new_urls, list):  # a redacted URL written back keeps the stored one there
         new["notifications"]["urls"] = [_unredacted(u, old_urls, i) for i, u in enumerate(new_urls)]
     new_fleet, old_fleet = new.get("fleet"), old.get("fleet")
-    if isinstance(new_fleet, dict) and new_fleet.get("secret") == REDACTED:
-        new_fleet["secret"] = old_fleet.get("secret", "") if isinstance(old_fleet, dict) else ""
+    if isinstance(new_fleet, dict):
+        _keep(new_fleet, old_fleet if isinstance(old_fleet, dict) else {}, ("secret",))
     return new
+
+
+def _pairs(new: dict[str, Any], old: dict[str, Any], section: str) -> list[tuple[dict, dict]]:
+    """Each entry of `section` written, with the stored entry of the same name ({} if none)."""
+    entries, stored = new.get(section), old.get(section)
+    if not isinstance(entries, dict):
+        return []
+    stored = stored if isinstance(stored, dict) else {}
+    return [
+        (entry, stored[name] if isinstance(stored.get(name), dict) else {})
+        for name, entry in entries.items()
+        if isinstance(entry, dict)
+    ]
+
+
+def _keep(entry: dict[str, Any], stored: dict[str, Any], keys: tuple[str, ...]) -> None:
+    for key in keys:
+        if entry.get(key) == REDACTED:
+            entry[key] = stored.get(key, "")
+
+
+def _keep_values(entry: dict[str, Any], stored: dict[str, Any], key: str) -> None:
+    values, kept = entry.get(key), stored.get(key)
+    if not isinstance(values, dict):
+        return
+    kept = kept if isinstance(kept, dict) else {}
+    for name, value in values.items():
+        if value == REDACTED:
+            values[name] = kept.get(name, "")
 
 
 # One writer and one mirror of settings.json at a time, across the threads that do either (the

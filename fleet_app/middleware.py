@@ -84,13 +84,15 @@ class FleetRequest:
 
     def respond(self) -> HttpResponse:
         machine = self._named_machine()
+        if machine is not None and self._is_pickup():
+            return self._pickup_at(machine)
         if machine is not None:
             return self._at(machine)
         target = routes.named_thing(self.path)
         if target is not None:
             owner = self._owner_of(target)
             return self._at(owner) if owner else self.get_response(self.request)
-        if self.path == "/api/handover/pickup" and self.method == "POST":
+        if self._is_pickup():
             return self._pickup()
         if self.path == "/api/sessions" and self.method == "GET":
             return self._sessions()
@@ -245,6 +247,28 @@ class FleetRequest:
             return merge.interleaved(answers, _int(params.get("limit"), 50))
         limit = _int(params.get("limit"), 0) or None
         return merge.newest_first(self.path, answers, limit)
+
+    def _is_pickup(self) -> bool:
+        return self.path == "/api/handover/pickup" and self.method == "POST"
+
+    def _pickup_at(self, machine: str) -> HttpResponse:
+        """A pickup asked of one named member: its failure is counted here, on the member the
+        person asked, as any pickup is (contract §4's limit); the member named answers a
+        forwarded request without counting (sessions_app.api), so naming another member must
+        not be a way around the limit."""
+        from django.utils import timezone
+
+        failures = getattr(current_or_none(), "handover_failures", None)
+        if (
+            machine == self.forwarder.machine_id
+            or failures is None
+            or failures.locked(timezone.now())
+        ):
+            return self.get_response(self.request)  # here: the view counts, or answers 429
+        response = self._at(machine)
+        if response.status_code == 404:
+            failures.add(timezone.now())
+        return response
 
     def _pickup(self) -> HttpResponse:
         """A handover code may have been issued on any member: the others are asked first;

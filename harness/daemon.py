@@ -74,14 +74,20 @@ class Daemon:
     log_path: Path | None = None
     wrapper: tuple[str, ...] = ()  # a command the daemon is started through (IGNORING_SIGNALS)
     cold: bool = False  # exec a fresh interpreter, as `make run` does (harness.warm_start)
+    host: str = "127.0.0.1"  # the address runserver binds ("::1": IPv6 loopback)
+
+    @property
+    def netloc(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.netloc}"
 
     @property
     def ws_url(self) -> str:
-        return f"ws://127.0.0.1:{self.port}"
+        return f"ws://{self.netloc}"
 
     @property
     def origin(self) -> str:
@@ -112,7 +118,7 @@ class Daemon:
         # What `make run` starts: daphne's runserver, whose access log goes through svc's
         # logging (and so through its token redaction). Its system checks run at every start
         # (daphne's runserver ignores --skip-checks).
-        argv = [str(ROOT / "manage.py"), "runserver", "--noreload", f"127.0.0.1:{self.port}"]
+        argv = [str(ROOT / "manage.py"), "runserver", "--noreload", self.netloc]
         env = self.process_env()
         if self.cold or self.wrapper or not warm_enough(env):
             with self.log_path.open("ab") as log:

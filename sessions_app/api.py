@@ -11,6 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core import config
 from core.errors import DomainError
 from core.runtime import current
 from sessions_app import (
@@ -101,9 +102,13 @@ class AgentDetailView(APIView):
         agent, created = agent_settings.agent_save(name=name, **data.validated_data)
         code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
         given = data.validated_data
-        # Saved either way; the check says whether it will start (issue 34).
+        # Saved either way; the check says whether it will start (issue 34) — with the values
+        # stored: a value the client sent back redacted was kept, not replaced by the marker.
+        stored = config.current_settings().agents.get(name)
         checked = agent_check.check(
-            command=given["command"], acp_command=given["acp_command"], env=given["env"]
+            command=given["command"],
+            acp_command=given["acp_command"],
+            env=stored.env if stored is not None else given["env"] or {},
         )
         return Response({**agent.to_dict(), "check": checked}, status=code)
 

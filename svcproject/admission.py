@@ -34,6 +34,9 @@ class Head:
     peer: str
     length: int | None  # Content-Length; None when chunked or absent
     server_port: int | None = None
+    # The server's connection (daphne's channel), where the peer's uid is learned once
+    # (core.server_compat); None when the head was made without one.
+    connection: object | None = field(default=None, compare=False, repr=False)
 
     def header(self, name: bytes) -> str:
         return header_in(self.headers, name)
@@ -90,9 +93,16 @@ def _bridge_refusal(head: Head, too_big: bool) -> Answer | None:
 
 
 def gate_refusal(head: Head) -> str | None:
+    """Contract §2's rules on the headers, then (on a connection the server handed over) which
+    local user opened it: another user's body is never read."""
     from bridge_app import gate
+    from core import server_compat
 
-    return gate.refusal(head.scope())
+    if reason := gate.refusal(head.scope()):
+        return reason
+    if head.connection is None:
+        return None  # the app asks again, on the connection it is served on
+    return gate.user_refusal(server_compat.connection_peer_uid(head.connection))
 
 
 def _preview_origin(head: Head) -> str | None:
@@ -200,6 +210,7 @@ def head_of(
     peer: str,
     length: int | None,
     server_port: int | None = None,
+    connection: object | None = None,
 ) -> Head:
     path, _, query = target.partition(b"?")
     return Head(
@@ -210,4 +221,5 @@ def head_of(
         peer,
         length,
         server_port,
+        connection,
     )

@@ -28,6 +28,7 @@ from harness.fakes import bridge_setup
 from harness.fakes.bridge_clients import SYSTEM, Answer
 from harness.fakes.bridge_setup import ALIAS, DIALECTS, PROFILE
 from harness.fakes.fake_provider import FakeProvider
+from harness.own_connection import served_on_own_connection
 
 PAIRS = [(c, p) for c in DIALECTS for p in DIALECTS]
 IDS = [f"{c}->{p}" for c, p in PAIRS]
@@ -37,9 +38,10 @@ KEY_HEADER = {
     "anthropic": "x-api-key",
     "gemini": "x-goog-api-key",
 }
-# What a client on this host addresses and comes from: the bridge's gate wants both loopback.
+# What a client on this host addresses: the bridge's gate wants it loopback. It comes from a
+# loopback connection of the test's own (harness.own_connection): the gate asks who opened it.
 SVC = "http://127.0.0.1:8000"
-PEER = ("127.0.0.1", 12345)
+APP = served_on_own_connection(application)
 CLIENT_KEY = "client-key-never-forwarded"
 
 
@@ -85,9 +87,7 @@ class Bridge:
 
     def _transport_client(self) -> httpx2.AsyncClient:
         # The SDKs (openai, anthropic, google-genai) send with httpx2; anthropic takes nothing else.
-        http = httpx2.AsyncClient(
-            transport=httpx2.ASGITransport(app=application, client=PEER), base_url=SVC
-        )
+        http = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=APP), base_url=SVC)
         self._http.append(http)
         return http
 
@@ -125,7 +125,7 @@ class Bridge:
 
     async def post(self, url: str, **kwargs: Any) -> httpx.Response:
         """A plain HTTP request (what curl or an unofficial client sends)."""
-        transport = httpx.ASGITransport(app=application, client=PEER)
+        transport = httpx.ASGITransport(app=APP)
         async with httpx.AsyncClient(transport=transport) as http:
             return await http.post(url, **kwargs)
 

@@ -281,3 +281,19 @@ async def test_a_browser_cannot_pass_a_decision_off_as_made_on_telegram(fleet: F
         sid,
     )
     assert keys == [(0,)]
+
+
+def test_naming_another_member_does_not_get_round_the_pickup_limit(fleet: Fleet) -> None:
+    """Issue 41 (low): more than 10 failed pickups a minute answer 429 (contract §4) on the member
+    asked, whichever member the pickups name (X-Svc-Machine or ?machine=): the member named
+    answers a forwarded pickup without counting it, so the one asked must. Last in this module:
+    b's pickups stay locked for a minute."""
+    b = fleet.daemon("b")
+    named = [{"headers": {"X-Svc-Machine": "c"}}] * 6 + [{"params": {"machine": "c"}}] * 5
+    answers = [
+        api(b, "POST", "/api/handover/pickup", json={"code": "ZZZZ"}, **how).status_code
+        for how in named
+    ]
+    assert answers == [404] * 10 + [429], answers
+    here = api(b, "POST", "/api/handover/pickup", json={"code": "ZZZZ"})
+    assert here.status_code == 429  # and on the member itself

@@ -12,6 +12,7 @@ import pytest
 from bridge_app import views
 from core import config
 from harness.fakes.fake_provider import FakeProvider
+from harness.own_connection import served_on_own_connection
 from tests.bridge_app.exchange.asgi_client import ORIGIN
 from tests.bridge_app.exchange.harness import profiles_for
 
@@ -62,8 +63,9 @@ def request_rows(svc_runtime: Any) -> Rows:
 
 @pytest.fixture
 async def http() -> AsyncIterator[httpx2.AsyncClient]:
-    """A loopback client of the bridge's ASGI app, as daphne would present one."""
-    transport = httpx2.ASGITransport(app=views.application, client=("127.0.0.1", 5555))
+    """A loopback client of the bridge's ASGI app, as daphne would present one: from a loopback
+    connection of the test's own user (the gate asks the kernel who opened it)."""
+    transport = httpx2.ASGITransport(app=served_on_own_connection(views.application))
     async with httpx2.AsyncClient(transport=transport, base_url=ORIGIN, timeout=30) as client:
         yield client
 
