@@ -9,6 +9,10 @@ terminal is read only as fast as svc takes its output, as a real terminal follow
 while no svc is attached it is read freely into its scrollback. An agent is always read: its
 messages must not wait on svc.
 
+A connection counts once its first frame carries the holder's key (holder/key.py), from a peer
+of this user's in the holder's network namespace; every frame is checked (holder/checks.py) and
+a bad one ends its own connection, never the holder.
+
 Run: `python -m holder <dir>`. It exits by itself a few seconds after it holds nothing and
 nobody is connected; SIGTERM hangs up every held process and exits.
 """
