@@ -4,8 +4,8 @@ One small process per $SVC_HOME, stdlib only, in its own session and process gro
 upgrade, crash, `kill -9` or service restart does not take the agents and terminals with it. It
 owns each hosted process's PTY master or stdio pipes and journals what the process writes under
 `<home>/holder/sessions/<id>/out`; svc attaches over a Unix socket only its user can reach,
-showing a key only svc can read, and reads from any offset. Nothing here imports svc: a holder started by one version of svc keeps
-serving the next (the protocol carries a version).
+showing a key only svc can read, and reads from any offset. Nothing here imports svc: a holder
+started by one version of svc keeps serving the next (the protocol carries a version).
 
 - protocol.py: the frames on the socket;
 - paths.py: where the socket, the key, the lock and the journals live, and their modes;

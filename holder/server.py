@@ -99,7 +99,7 @@ class Holder:
         except BlockingIOError:
             return
         if problem := checks.peer_problem(sock):
-            self.complaints.say("refused a connection", problem)
+            self.complaints.say("refused a peer", problem)
             sock.close()
             return
         sock.setblocking(False)
