@@ -106,7 +106,7 @@ def check_peer(sock: socket.socket, home_fd: int, folder: Path) -> None:
             f"the socket in {folder} is served by uid {uid}, not by this user: refusing it"
         )
     recorded = paths.read_pid(home_fd)
-    if pid != recorded:
+    if recorded <= 0 or pid != recorded:  # (0: a peer in a pid namespace svc cannot see)
         raise HolderError(
             f"the socket in {folder} is served by pid {pid}, not by the holder "
             f"(holder.pid says {recorded or 'nothing'}): refusing it"
