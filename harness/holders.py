@@ -38,4 +38,5 @@ def _is_holder(pid: int, home: Path) -> bool:
         state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
     except OSError:
         return False
-    return state != b"Z" and os.fsencode(home / "holder") in cmdline
+    # svc names the holder's folder with symlinks resolved (holder/paths.py).
+    return state != b"Z" and os.fsencode(Path(os.path.realpath(home)) / "holder") in cmdline

@@ -2,7 +2,8 @@
 
 One control connection carries requests, their answers and the holder's exit notices; each
 attached session has a connection of its own, so a slow terminal viewer holds back only its own
-session's output.
+session's output. Every connection is checked before anything is sent on it, and its first frame
+carries the holder's key (holder/reach.py).
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ from typing import Any
 
 from holder import paths
 from holder import protocol as p
+from holder.reach import HolderError, Reached, reach
 from holder.streams import Attached, Frames, Stream
+
+__all__ = ["HolderClient", "HolderError", "Stream"]
 
 logger = logging.getLogger(__name__)
 
@@ -34,13 +38,9 @@ STREAM_LIMIT = 1 << 20
 OnExit = Callable[[str, int], None]
 
 
-class HolderError(Exception):
-    pass
-
-
 class HolderClient:
     def __init__(self, directory: Path, on_exit: OnExit) -> None:
-        self.dir = directory
+        self.dir = paths.canonical(directory)  # the holder's own name for it
         self.on_exit = on_exit
         self._writer: asyncio.StreamWriter | None = None
         self._answers: dict[int, asyncio.Future[dict[str, Any]]] = {}
@@ -50,8 +50,11 @@ class HolderClient:
         self.holder_pid = 0
 
     def running(self) -> bool:
-        """Whether a holder answers on this folder's socket (without starting one)."""
-        return paths.socket_path(self.dir).exists()
+        """Whether a holder may answer on this folder's socket (without starting one)."""
+        old = paths.legacy_socket_dir(self.dir)
+        return (self.dir / paths.SOCKET).exists() or (
+            old is not None and (old / paths.SOCKET).exists()
+        )
 
     async def connect(self, *, start: bool) -> bool:
         """Connect to the holder; start one first when none answers and `start`. False when
@@ -59,22 +62,37 @@ class HolderClient:
         async with self._lock:
             if self._writer is not None and not self._writer.is_closing():
                 return True
-            opened = await self._open(start=start)
-            if opened is None:
+            reached = await self._open(start=start)
+            if reached is None:
                 return False
-            reader, self._writer = opened
+            reader, self._writer = await asyncio.open_unix_connection(
+                sock=reached.sock, limit=STREAM_LIMIT
+            )
             self._reading = asyncio.get_running_loop().create_task(self._read(reader))
-        hello = await self.request("hello")
-        if hello.get("version") != p.VERSION:
-            raise HolderError(f"the holder speaks version {hello.get('version')}, not {p.VERSION}")
-        self.holder_pid = int(hello["pid"])
+            hello = self._send("hello", key=reached.key)  # the first frame, before any other
+        self._check_hello(await self._answer(hello, "hello"))
         return True
 
-    async def _open(
-        self, *, start: bool
-    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
+    def _check_hello(self, hello: dict[str, Any]) -> None:
+        version = hello.get("version")
+        if version not in p.SPOKEN:
+            assert self._writer is not None
+            self._writer.close()
+            raise HolderError(f"the holder speaks version {version}, not one of {p.SPOKEN}")
+        self.holder_pid = int(hello["pid"])
+        if version < p.VERSION:
+            logger.warning(
+                "the holder (pid %d) was started by an older svc and takes no key (protocol "
+                "version %s): it is used as it is, and the next holder, once it has exited "
+                "(3 s after it holds nothing), is of version %d",
+                self.holder_pid,
+                version,
+                p.VERSION,
+            )
+
+    async def _open(self, *, start: bool) -> Reached | None:
         try:
-            return await self._connect_socket()
+            return await reach(self.dir, legacy=True)
         except (FileNotFoundError, ConnectionRefusedError):
             if not start:
                 return None
@@ -83,17 +101,12 @@ class HolderClient:
         deadline = loop.time() + START_TIMEOUT_S
         while True:
             try:
-                return await self._connect_socket()
+                return await reach(self.dir)
             except (FileNotFoundError, ConnectionRefusedError):
                 if loop.time() > deadline:
-                    log = self.dir / "holder.log"
+                    log = self.dir / paths.LOG
                     raise HolderError(f"the holder did not start; see {log}") from None
                 await asyncio.sleep(0.02)
-
-    async def _connect_socket(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        return await asyncio.open_unix_connection(
-            os.fspath(paths.socket_path(self.dir)), limit=STREAM_LIMIT
-        )
 
     def _start_holder(self) -> None:
         """`setsid -f`: the holder leads a session of its own and is nobody's child, so neither a
@@ -104,8 +117,8 @@ class HolderClient:
             "PYTHONPATH": os.fspath(ROOT),
             "SVC_HOME": os.fspath(self.dir.parent),  # whose it is, for ps and for tests
         }
-        with open(self.dir / "holder.log", "ab") as log:
-            os.chmod(self.dir / "holder.log", 0o600)
+        with open(self.dir / paths.LOG, "ab") as log:
+            os.chmod(self.dir / paths.LOG, 0o600)
             subprocess.run(
                 ["setsid", "-f", sys.executable, "-m", "holder", os.fspath(self.dir)],
                 stdin=subprocess.DEVNULL,
@@ -139,12 +152,19 @@ class HolderClient:
                 self._writer.close()
 
     async def request(self, op: str, **fields: Any) -> dict[str, Any]:
+        return await self._answer(self._send(op, **fields), op)
+
+    def _send(self, op: str, **fields: Any) -> asyncio.Future[dict[str, Any]]:
         if self._writer is None or self._writer.is_closing():
             raise HolderError("not connected to a holder")
         rid = next(self._ids)
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._answers[rid] = future
         self._writer.write(p.json_frame(p.JSON, {"op": op, "rid": rid, **fields}))
+        return future
+
+    @staticmethod
+    async def _answer(future: asyncio.Future[dict[str, Any]], op: str) -> dict[str, Any]:
         answer = await future
         if not answer.get("ok"):
             raise HolderError(answer.get("error") or f"the holder refused {op}")
@@ -211,11 +231,16 @@ class HolderClient:
 
     async def _attach(self, session_id: str, offset: int, lease: bool) -> Attached:
         loop = asyncio.get_running_loop()
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.setblocking(False)
+        reached = await reach(self.dir, legacy=True)
+        sock = reached.sock
         try:
-            await loop.sock_connect(sock, os.fspath(paths.socket_path(self.dir)))
-            request = {"op": "attach", "id": session_id, "offset": offset, "lease": lease}
+            request = {
+                "op": "attach",
+                "id": session_id,
+                "offset": offset,
+                "lease": lease,
+                "key": reached.key,
+            }
             await loop.sock_sendall(sock, p.json_frame(p.JSON, request))
             # The first read may carry the PTY (SCM_RIGHTS), which asyncio's transports drop.
             data, fds = await _recv_fds(sock)

@@ -14,6 +14,8 @@ from holder.loop import Owner
 
 logger = logging.getLogger("holder")
 
+FIRST_FRAME_S = 10.0  # a connection that has not shown the key by then is closed
+
 
 class Conn:
     """One client connection: a control connection, or a session's stream once attached."""
@@ -25,8 +27,14 @@ class Conn:
         self.out = bytearray()
         self.session: Held | None = None
         self.control = False  # said hello: hears of every session's exit
+        self.authed = False  # its first frame carried the holder's key (holder/key.py)
         self.closed = False
         holder.loop.watch(self.fd, self.on_readable, None)
+        holder.loop.later(FIRST_FRAME_S, self._unless_authed)
+
+    def _unless_authed(self) -> None:
+        if not self.authed:
+            self.close()
 
     def send(self, data: bytes) -> None:
         if self.closed:
@@ -89,12 +97,16 @@ class Conn:
             return
         self.inbuf += data
         try:
-            frames = p.split_frames(self.inbuf)
-        except ValueError as exc:
-            logger.warning("closing a connection that sent a bad frame: %s", exc)
-            self.close()
-            return
-        for kind, payload in frames:
+            self._take_frames()
+        except Exception as exc:  # one connection's bad frame ends it, never the holder
+            self.holder.on_bad_frame(self, exc)
+
+    def _take_frames(self) -> None:
+        if not self.authed:  # the first frame alone, and small: nothing else counts before it
+            if (first := p.first_frame(self.inbuf)) is None:
+                return
+            self.holder.on_first_frame(self, *first)
+        for kind, payload in p.split_frames(self.inbuf):
             if self.closed:
                 return
             self.holder.on_frame(self, kind, payload)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import fcntl
 import logging
@@ -16,6 +15,7 @@ from typing import Any, Protocol
 
 from holder import paths, procs
 from holder import protocol as p
+from holder.checks import Spawn
 from holder.lease import READ_SIZE, Lease
 from holder.loop import Owner
 
@@ -68,29 +68,30 @@ class Held:
 
     # --- start -----------------------------------------------------------------------------
 
-    def spawn(self, request: dict[str, Any]) -> int:
-        argv, env, cwd = list(request["argv"]), dict(request["env"]), str(request["cwd"])
+    def spawn(self, spec: Spawn) -> int:
+        argv, env, cwd = spec.argv, spec.env, spec.cwd
         if self.kind == "pty":
             master, slave = os.openpty()
-            set_size(slave, int(request.get("cols", 80)), int(request.get("rows", 24)))
             try:
+                set_size(slave, spec.cols, spec.rows)
                 proc = subprocess.Popen(
                     argv, stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=env, close_fds=True
                 )
-            except OSError:
+            except BaseException:
                 os.close(master)
                 raise
             finally:
                 os.close(slave)
             self.out_fd = self.in_fd = master
         else:
-            stderr = request.get("stderr") or os.devnull
-            proc, self.out_fd, self.in_fd = procs.spawn_pipes(argv, env, cwd, stderr)
+            proc, self.out_fd, self.in_fd = procs.spawn_pipes(
+                argv, env, cwd, spec.stderr or os.devnull
+            )
         self.proc, self.pid = proc, proc.pid
-        self.base = self.end = self.acked = self.sent = int(request.get("offset", 0))
-        if preface := base64.b64decode(request.get("preface") or ""):
-            _write_all(self.journal, preface)
-            self.end += len(preface)
+        self.base = self.end = self.acked = self.sent = spec.offset
+        if spec.preface:
+            _write_all(self.journal, spec.preface)
+            self.end += len(spec.preface)
         os.set_blocking(self.out_fd, False)
         os.set_blocking(self.in_fd, False)
         self.pidfd = os.pidfd_open(self.pid)

@@ -9,6 +9,10 @@ terminal is read only as fast as svc takes its output, as a real terminal follow
 while no svc is attached it is read freely into its scrollback. An agent is always read: its
 messages must not wait on svc.
 
+A connection counts once its first frame carries the holder's key (holder/key.py), from a peer
+of this user's in the holder's network namespace; every frame is checked (holder/checks.py) and
+a bad one ends its own connection, never the holder.
+
 Run: `python -m holder <dir>`. It exits by itself a few seconds after it holds nothing and
 nobody is connected; SIGTERM hangs up every held process and exits.
 """
@@ -17,18 +21,17 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import logging
 import os
 import signal
 import socket
-import struct
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from holder import paths, procs
+from holder import checks, paths, procs
+from holder import key as holder_key
 from holder import protocol as p
 from holder.conn import Conn
 from holder.held import Held
@@ -38,6 +41,10 @@ logger = logging.getLogger("holder")
 
 IDLE_EXIT_S = 3.0
 SHUTDOWN_GRACE_S = 1.0
+REFUSED = (
+    "refused: a connection's first request must carry this holder's key (holder.key beside its "
+    "socket); an svc older than the holder sends none"
+)
 
 
 class Holder:
@@ -48,45 +55,51 @@ class Holder:
         self.sessions: dict[str, Held] = {}
         self.stopping = False
         self.idle_since = time.monotonic()
+        self.key = ""
+        self.complaints = checks.Complaints()
 
     # --- the socket ------------------------------------------------------------------------
 
     def bind(self) -> None:
         paths.private_dir(self.dir)
-        self.lock = os.open(self.dir / "holder.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        self._lock()
+        # Both before listening: whoever reaches the socket finds this holder's pid and key.
+        (self.dir / paths.PID).write_text(f"{os.getpid()}\n")
+        self.key = holder_key.make(self.dir)
+        self.socket_path = self.dir / paths.SOCKET
+        with contextlib.suppress(FileNotFoundError):
+            self.socket_path.unlink()
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        dir_fd = paths.open_private_dir(self.dir)  # its address is short however deep the home
+        old = os.umask(0o177)
+        try:
+            self.listener.bind(paths.in_dir(dir_fd, paths.SOCKET))
+        finally:
+            os.umask(old)
+            os.close(dir_fd)
+        self.listener.listen(64)
+        self.listener.setblocking(False)
+        self.loop.watch(self.listener.fileno(), self.on_accept, None)
+
+    def _lock(self) -> None:
+        self.lock = os.open(self.dir / paths.LOCK, os.O_RDWR | os.O_CREAT, 0o600)
         deadline = time.monotonic() + 5
         while True:  # a holder on its way out still holds it for a moment
             try:
                 fcntl.flock(self.lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
+                return
             except BlockingIOError:
                 if time.monotonic() > deadline:
                     raise SystemExit("another holder runs for this folder") from None
                 time.sleep(0.05)
-        self.socket_path = paths.socket_path(self.dir)
-        paths.private_dir(self.socket_path.parent)
-        with contextlib.suppress(FileNotFoundError):
-            self.socket_path.unlink()
-        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        old = os.umask(0o177)
-        try:
-            self.listener.bind(os.fspath(self.socket_path))
-        finally:
-            os.umask(old)
-        self.listener.listen(64)
-        self.listener.setblocking(False)
-        self.loop.watch(self.listener.fileno(), self.on_accept, None)
-        (self.dir / "holder.pid").write_text(f"{os.getpid()}\n")
 
     def on_accept(self) -> None:
         try:
             sock, _ = self.listener.accept()
         except BlockingIOError:
             return
-        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-        _, uid, _ = struct.unpack("3i", creds)
-        if uid != os.getuid():  # the folder's mode already keeps others out; this says so twice
-            logger.warning("refused a connection from uid %d", uid)
+        if problem := checks.peer_problem(sock):
+            self.complaints.say("refused a peer", problem)
             sock.close()
             return
         sock.setblocking(False)
@@ -94,20 +107,43 @@ class Holder:
 
     # --- requests --------------------------------------------------------------------------
 
-    def on_frame(self, conn: Conn, kind: bytes, payload: bytes) -> None:
-        held = conn.session
-        if held is not None:
-            self.on_stream_frame(held, kind, payload)
-            return
-        if kind != p.JSON:
+    def on_first_frame(self, conn: Conn, kind: bytes, payload: bytes) -> None:
+        """A connection's first frame: a request carrying the key, or an error answer and the
+        end of the connection."""
+        try:
+            request = checks.json_of(payload) if kind == p.JSON else {}
+        except checks.BadFrame:
+            request = {}
+        if not holder_key.matches(request.get("key"), self.key):
+            self.complaints.say("refused a connection", "its first frame carried no valid key")
+            conn.reply({"ok": False, "error": REFUSED, "rid": request.get("rid")})
             conn.close()
             return
-        request: dict[str, Any] = {}
+        conn.authed = True
+        self.on_request(conn, request)
+
+    def on_frame(self, conn: Conn, kind: bytes, payload: bytes) -> None:
+        """Any later frame. checks.BadFrame (or any failure) ends this connection alone."""
+        if conn.session is not None:
+            self.on_stream_frame(conn.session, kind, payload)
+        elif kind == p.JSON:
+            self.on_request(conn, checks.json_of(payload))
+        else:
+            raise checks.BadFrame(f"a {kind!r} frame on a connection attached to no session")
+
+    def on_bad_frame(self, conn: Conn, exc: Exception) -> None:
+        if isinstance(exc, ValueError):  # checks.BadFrame, or a frame larger than allowed
+            self.complaints.say("closed a connection that sent a bad frame", str(exc))
+        else:  # the holder's own failure: with its traceback, still one connection's end only
+            logger.error("closing a connection whose frame failed", exc_info=exc)
+        if conn.session is None:
+            conn.reply({"ok": False, "error": f"bad frame: {exc}"})
+        conn.close()
+
+    def on_request(self, conn: Conn, request: dict[str, Any]) -> None:
         try:
-            request = json.loads(payload)
             answer = self.handle(conn, request)
-        except Exception as exc:  # a bad request answers an error; the holder stays up
-            request = request if isinstance(request, dict) else {}
+        except Exception as exc:  # a request it cannot carry out answers an error; it stays up
             answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
         if answer is not None:
             conn.reply({**answer, "rid": request.get("rid")})
@@ -116,14 +152,15 @@ class Holder:
         if kind == p.INPUT:
             held.write(payload)
         elif kind == p.RESIZE:
-            size = json.loads(payload)
-            held.resize(int(size["cols"]), int(size["rows"]))
+            held.resize(*checks.size_of(payload))
         elif kind == p.ACK:
-            held.ack(int(json.loads(payload)["offset"]))
+            held.ack(checks.ack_of(payload))
         elif kind == p.END_INPUT:
             held.end_input()
         elif kind == p.LEASE_BACK:
             held.lease_back()
+        else:
+            raise checks.BadFrame(f"a {kind!r} frame on a session's stream")
 
     def handle(self, conn: Conn, request: dict[str, Any]) -> dict[str, Any] | None:
         op = request.get("op")
@@ -152,9 +189,10 @@ class Holder:
         return {"ok": False, "error": f"unknown op {op!r}"}
 
     def attach(self, conn: Conn, held: Held, request: dict[str, Any]) -> None:
+        offset = checks.integer(request, "offset", -1, checks.OFFSET_MAX, 0)
         passes_pty = held.kind == "pty" and not held.finished and not conn.out
         wants_lease = passes_pty and request.get("lease") is True
-        answer = held.attach(conn, int(request.get("offset", 0)), lease=wants_lease)
+        answer = held.attach(conn, offset, lease=wants_lease)
         hello = p.json_frame(p.JSON, {**answer, "rid": request.get("rid")})  # before any output
         if passes_pty:
             # The PTY itself goes with it: svc types and resizes straight into it (a keystroke's
@@ -173,21 +211,19 @@ class Holder:
         held.pump()
 
     def spawn(self, request: dict[str, Any]) -> dict[str, Any]:
-        sid, kind = str(request["id"]), str(request.get("kind"))
-        if kind not in ("pty", "pipe"):
-            return {"ok": False, "error": "kind must be pty or pipe"}
+        spec = checks.spawn_of(request)  # all checked before anything starts
         if self.stopping:
             return {"ok": False, "error": "the holder is stopping"}
-        if sid in self.sessions:
-            return {"ok": False, "error": f"session {sid} is held already"}
-        held = Held(self, sid, kind)
+        if spec.id in self.sessions:
+            return {"ok": False, "error": f"session {spec.id} is held already"}
+        held = Held(self, spec.id, spec.kind)
         try:
-            pid = held.spawn(request)
+            pid = held.spawn(spec)
         except Exception:
             held.finished = True
             held.forget()
             raise
-        self.sessions[sid] = held
+        self.sessions[spec.id] = held
         return {"ok": True, "pid": pid}
 
     def notify(self, notice: dict[str, Any]) -> None:

@@ -101,7 +101,8 @@ async def test_an_agent_pipe_is_journaled_until_svc_acknowledges_it(
 async def test_holders_are_this_users_only(holder: HolderClient, tmp_path: Path) -> None:
     directory = tmp_path / "holder"
     assert stat.S_IMODE(directory.stat().st_mode) == 0o700
-    assert stat.S_IMODE(paths.socket_path(directory).stat().st_mode) == 0o600
+    assert stat.S_IMODE((directory / paths.SOCKET).stat().st_mode) == 0o600
+    assert stat.S_IMODE((directory / paths.KEY).stat().st_mode) == 0o600
     await holder.spawn("s", kind="pty", cwd=str(tmp_path), **shell("echo hi; sleep 5"))
     assert stat.S_IMODE((directory / "sessions" / "s" / "out").stat().st_mode) == 0o600
     if os.getuid() != 0:
@@ -109,7 +110,7 @@ async def test_holders_are_this_users_only(holder: HolderClient, tmp_path: Path)
     # Another user cannot reach the socket: the folder keeps them out.
     code = (
         "import os, socket, sys; os.setgid(65534); os.setuid(65534); s = socket.socket(1);"
-        f"s.connect({str(paths.socket_path(directory))!r})"
+        f"s.connect({str(directory / paths.SOCKET)!r})"
     )
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-c", code, stderr=asyncio.subprocess.PIPE
