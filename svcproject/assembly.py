@@ -68,6 +68,8 @@ def build(*, backoff_first_s: float | None = None) -> Runtime:
     subagents = rt.add("subagents", SubagentRuns(host), stop=lambda: subagents.stop())
     rt.add("handover_failures", FailureWindow())
     rt.add("remote_sockets", RemoteSockets())  # open remote WebSockets, closed on revoke
+    # What taking back replays (a turn's end, a permission request) is notified once started.
+    rt.add("notices_early", start=lambda: notifier.hear_early())
     rt.add("reconcile", start=lambda: _reconcile(rt, host))
     rt.add("supervisor", rt.supervisor, stop=lambda: rt.supervisor.stop())
     watcher = SettingsWatcher(
