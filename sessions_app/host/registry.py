@@ -9,7 +9,8 @@ of the objects it returns:
   cancel, answer_permission, permission_mode, busy, agent_info, exited);
 - both: `stop`, `stop_soon` (in the background), `stop_all` (at shutdown, `host.on_exit:
   "stop"`), `let_go` (at shutdown, `"keep"`: the holder keeps them), `held` and `take_back_*`
-  (at start: the sessions a holder kept while svc was away).
+  (at start: the sessions a holder kept while svc was away; `until_taken_back` for the
+  sockets opened meanwhile).
 
 Processes are held by the holder (holder/, contract §17) so they outlive svc; with SVC_HOLDER=0,
 or when no holder can be started, they are svc's own children (host/direct.py) and end with it.
