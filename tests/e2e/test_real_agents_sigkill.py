@@ -7,12 +7,15 @@ turn failing "terminated") — and the chat goes on with the next prompt.
 One svc hosts a chat with each of Claude (claude-agent-acp), Codex (codex-acp), Gemini CLI,
 OpenCode and Qwen Code, each bound to a profile on the fake provider, and prompts all five with
 a marker that makes the provider stream slowly (`[slow]`: 10 s). Once every agent has streamed
-some of its answer, svc is SIGKILLed; it comes back a few seconds later on the same port.
+some of its answer, svc is SIGKILLed; it comes back a few seconds later on the same port, and a
+tab left open reopens the five chats the moment the port accepts (tests/e2e/
+test_turns_while_away.py has the window this is).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -94,19 +97,58 @@ async def through_the_kill(daemon: Daemon, workspace: Path) -> dict[str, Run]:
     )
     daemon.kill()  # mid-turn for every agent that streams: its model stream breaks with svc
     await asyncio.sleep(AWAY_S)
-    daemon.start()
-    for agent in chats:
-        runs[agent].after = await ended_and_went_on(daemon, agent, runs[agent].session_id)
+    sids = {runs[a].session_id: a for a in chats}
+    tab = await back_with_a_tab_open(daemon, list(sids))
+    try:
+        ended = await first_turns_ended(tab, set(sids))
+    finally:
+        await tab.close()
+    for sid, agent in sids.items():
+        runs[agent].after = await went_on(daemon, agent, sid, ended.get(sid, ""))
     return runs
 
 
-async def ended_and_went_on(daemon: Daemon, agent: str, session_id: str) -> list[dict[str, Any]]:
-    """Reopen the chat, wait for the first turn's end, run a second turn; the history after."""
+async def back_with_a_tab_open(daemon: Daemon, session_ids: list[str]) -> Chat:
+    """Start svc again and, the moment its port accepts a socket, reopen every chat on it — what
+    a dashboard tab left open does when it reconnects — while svc is still starting."""
+    starting = asyncio.ensure_future(asyncio.to_thread(daemon.start))
+    async with asyncio.timeout(60):
+        while True:
+            try:
+                tab = await Chat.connect(daemon)
+                break
+            except OSError:
+                await asyncio.sleep(0.01)
+    for session_id in session_ids:
+        await tab.send(type="open", session_id=session_id)
+    await starting
+    return tab
+
+
+async def first_turns_ended(tab: Chat, waiting: set[str], timeout: float = 240) -> dict[str, str]:
+    """Each chat's first turn end on the reopened tab (replayed or live), or why it is missing."""
+    why: dict[str, str] = {}
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(timeout):
+            while waiting:
+                event = json.loads(await tab.ws.recv())
+                tab.events.append(event)
+                sid = event.get("session_id")
+                if event["kind"] == "session" and event.get("status") != "running":
+                    why[sid] = f"reopened as {event.get('status')}"
+                    waiting.discard(sid)
+                elif event["kind"] == "turn_end":
+                    waiting.discard(sid)
+    return why | {sid: "no turn end on the tab" for sid in waiting}
+
+
+async def went_on(daemon: Daemon, agent: str, session_id: str, why: str) -> list[dict[str, Any]]:
+    """A second turn, then the history; `why` the first turn's end did not reach the tab."""
+    if why:
+        return [{"kind": "test_failure", "message": why}]
     chat = await Chat.connect(daemon)
     try:
         await chat.open(session_id=session_id, timeout=60)
-        if not [e for e in chat.events if e["kind"] == "turn_end"]:
-            await chat.next("turn_end", timeout=240)
         await run_turn(chat, session_id, f"Reply with one word. [{agent}-second]", timeout=240)
     except Exception as exc:
         return [{"kind": "test_failure", "message": f"{type(exc).__name__}: {exc}"}]
