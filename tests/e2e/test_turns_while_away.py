@@ -1,9 +1,10 @@
 """What a chat's agent did while svc was away (contract §17; issue 42, paths 1 and 2): a turn that
 ended, failed or was still running when svc came back, and a permission request made before svc
 died. A real daphne is SIGKILLed (or SIGTERMed, `host.on_exit: "keep"`) and started again on the
-same port, once the holder's journal shows the turn ended — and a tab left open reopens the chat
-the moment the port accepts a socket, while svc still starts: the window test_work_survives.py
-misses, whose clients open the chat once svc answers HTTP (which waits for the start to end)."""
+same port (as `make run` starts it), once the holder's journal shows the turn ended — and a tab
+left open reopens the chat the moment the port accepts a socket, while svc still starts: the
+window test_work_survives.py misses, whose clients open the chat once svc answers HTTP (which
+waits for the start to end)."""
 
 from __future__ import annotations
 
@@ -69,9 +70,12 @@ def go_away(daemon: Daemon, how: str) -> None:
 
 
 async def back_with_a_tab_open(daemon: Daemon, session_id: str) -> Chat:
-    """Start svc again and open the chat the moment its port accepts a socket — what a
-    dashboard tab left open does when it reconnects — while svc is still starting."""
-    starting = asyncio.ensure_future(asyncio.to_thread(daemon.start))
+    """Start svc again as `make run` does (a cold interpreter: the suite's warm one has the ACP
+    SDK imported already, which taking a chat back imports otherwise), and open the chat the
+    moment its port accepts a socket — what a dashboard tab left open does when it reconnects
+    — while svc is still starting."""
+    daemon.cold = True
+    starting = asyncio.ensure_future(asyncio.to_thread(daemon.start, 120))
     async with asyncio.timeout(60):
         while True:
             try:
@@ -262,11 +266,8 @@ async def test_a_permission_asked_before_svc_died_is_answered_from_a_tab_left_op
         type="permission", session_id=session_id, request_id=request_id, option_id="allow"
     )
     ended = await first_of(tab, "turn_end", "error")
-    assert (ended["kind"], ended.get("message"), ended.get("stop_reason")) == (
-        "turn_end",
-        None,
-        "end_turn",
-    )
+    assert ended["kind"] == "turn_end", ended.get("message")  # not refused
+    assert ended["stop_reason"] == "end_turn"
     await answered_once(daemon, session_id, "dashboard")
 
 
