@@ -312,8 +312,8 @@ class Room:
         them): the answer, recorded as decided on this platform by them (contract §17)."""
         from sessions_app import approvals
 
-        found = self.requests.get(short)
         chat = self.live()
+        found = self.requests.get(short) or self._still_pending(chat, short)
         if found is None or chat is None or not 0 <= index < len(found["options"]):
             return
         found["who"] = who  # before answering: the resolved event comes back at once
@@ -321,6 +321,17 @@ class Room:
         by = approvals.decided_by(self.channel.config.kind, f"{name} ({who})" if name else who)
         if chat.answer_permission(found["request_id"], option, dict(by)) is not None:
             found["who"] = ""
+
+    def _still_pending(self, chat: Any, short: str) -> dict[str, Any] | None:
+        """A request this room did not ask, still waiting: one asked before svc restarted (its
+        buttons were sent by the svc before this one, contract §17). The answer is said anew."""
+        waiting = chat.pending_requests() if hasattr(chat, "pending_requests") else []
+        for event in waiting:
+            if str(event["request_id"])[:12] == short:
+                found = {"request_id": str(event["request_id"]), "message_id": None, "who": ""}
+                self.requests[short] = {**found, "options": list(event.get("options") or [])}
+                return self.requests[short]
+        return None
 
     async def _resolved(self, event: dict[str, Any]) -> None:
         """Answered here, on the dashboard or in another chat: the buttons go, the choice shows."""
@@ -333,6 +344,9 @@ class Room:
         }
         choice = names.get(str(event.get("option_id")), "no answer (refused)")
         by = f" by {found['who']}" if found["who"] else " elsewhere"
+        if found["message_id"] is None:  # its buttons are another run's message
+            await self.say(f"🔐 Answered{by}: {choice}")
+            return
         with contextlib.suppress(Exception):
             await self.platform.edit(
                 self.chat, found["message_id"], f"🔐 Answered{by}: {choice}", []

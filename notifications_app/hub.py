@@ -47,6 +47,7 @@ BACKOFF_S = (1.0, 3.0)  # before the 2nd and the 3rd attempt
 RETRY_FIRST_S = 5.0  # then, while the target cannot be reached: one attempt after this …
 RETRY_MAX_S = 300.0  # … doubling up to this, …
 EXPIRE = timedelta(hours=24)  # … for at most this long after the notification (contract §17)
+EARLY_LIMIT = 1000  # notifications heard while svc starts, made once the notifier runs
 # Anyone who reaches the tunnel can start a pairing: at most one pairing notice per window.
 PAIRING_WINDOW_S = 60.0
 
@@ -88,10 +89,19 @@ class Notifier:
         self._wake = asyncio.Event()
         self._retrying: asyncio.Task | None = None  # the loop that tries waiting deliveries
         self._running = False
+        self._early: list[Callable[[], Awaitable[Any]]] | None = None  # heard before start
         self.pairing_notices = Coalesce(PAIRING_WINDOW_S)  # events.pairing_requested
         self.fleet: Any = None  # a fleet member's relay to the others (notifications_app.fleet)
 
     # --- start and stop ------------------------------------------------------------------------
+
+    async def hear_early(self) -> None:
+        """Hear of events from before the start is done, and notify them once it is: taking
+        back the chats a holder kept (contract §17) replays what their agents did while svc
+        was away — a turn's end, a permission request — before this notifier starts."""
+        self.loop = asyncio.get_running_loop()
+        self._early = []
+        self._listen(True)
 
     async def start(self) -> None:
         """The VAPID key exists from here on, so browsers can subscribe; what a previous run
@@ -103,11 +113,15 @@ class Notifier:
         self._listen(True)
         self._wake = asyncio.Event()
         self._retrying = self._spawn(self._retry_loop)
+        early, self._early = self._early or [], None
+        for make in early:
+            self._spawn(make)
 
     async def stop(self) -> None:
         """Deliveries under way are cut off and stay pending: the next run tries them."""
         self._listen(False)
         self._running = False
+        self._early = None
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
@@ -136,7 +150,7 @@ class Notifier:
         returns at once and never raises. Nothing runs before start or after stop."""
         try:
             loop = self.loop
-            if loop is None or loop.is_closed() or not self._running:
+            if loop is None or loop.is_closed() or not (self._running or self._early is not None):
                 return
             try:
                 here = asyncio.get_running_loop()
@@ -151,6 +165,8 @@ class Notifier:
 
     def _spawn(self, make: Callable[[], Awaitable[Any]]) -> asyncio.Task | None:
         if not self._running:
+            if self._early is not None and len(self._early) < EARLY_LIMIT:
+                self._early.append(make)  # heard while starting: made once started
             return None
         # A fresh context: the task must not keep (or act in) its caller's, a request's.
         task = asyncio.get_running_loop().create_task(

@@ -49,6 +49,8 @@ def build(*, backoff_first_s: float | None = None) -> Runtime:
     from subagents_app.subagent_runs import SubagentRuns
 
     rt = Runtime(backoff_first_s=backoff_first_s)
+    # First: a socket opened while svc starts waits until its sessions are taken back (reconcile).
+    rt.add("taking_back", start=lambda: host.expect_take_back())
     render = rt.add("render", RenderPool(), stop=lambda: render.close())
     previews = rt.add("previews", PreviewClient(), stop=lambda: previews.aclose())
     upstream = rt.add("upstream", UpstreamClient(), stop=lambda: upstream.aclose())
@@ -68,6 +70,8 @@ def build(*, backoff_first_s: float | None = None) -> Runtime:
     subagents = rt.add("subagents", SubagentRuns(host), stop=lambda: subagents.stop())
     rt.add("handover_failures", FailureWindow())
     rt.add("remote_sockets", RemoteSockets())  # open remote WebSockets, closed on revoke
+    # What taking back replays (a turn's end, a permission request) is notified once started.
+    rt.add("notices_early", start=lambda: notifier.hear_early())
     rt.add("reconcile", start=lambda: _reconcile(rt, host))
     rt.add("supervisor", rt.supervisor, stop=lambda: rt.supervisor.stop())
     watcher = SettingsWatcher(

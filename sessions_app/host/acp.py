@@ -20,19 +20,17 @@ import importlib
 import logging
 import sys
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sessions_app import signals
 from sessions_app.host import processes, resume
 from sessions_app.host.acp_client import HostClient
 from sessions_app.host.acp_link import AgentStream, Link
 from sessions_app.host.acp_permissions import Answer, AskingPermission
+from sessions_app.host.acp_taken_back import TakingBack
 from sessions_app.host.activity import Activity
 from sessions_app.host.agent_errors import failure_text
 from sessions_app.host.subscription import ChatSubscription, Deliver, History
-
-if TYPE_CHECKING:
-    from sessions_app.selectors import ChatPosition
 
 # The ACP SDK is imported where a chat starts, not at module level: its schema takes ~0.7 s to
 # import, which every daemon start (and every test's) would pay before it could bind, though
@@ -42,13 +40,14 @@ logger = logging.getLogger(__name__)
 
 
 EOF_GRACE_S = 0.5  # for an agent to exit by itself once its stdin closes
+DRAIN_STALL_S = 5.0  # an exited agent's updates are stored while one is stored this often
 
 # (session id, kind, payload, src: the offset of the agent message it came from, if any) → seq
 Store = Callable[[str, str, dict[str, Any], int | None], Awaitable[int]]
 OnExit = Callable[[str, int | None], Awaitable[None]]  # None: the holder went away
 
 
-class AcpSession(AskingPermission):
+class AcpSession(AskingPermission, TakingBack):
     def __init__(
         self,
         session_id: str,
@@ -104,27 +103,6 @@ class AcpSession(AskingPermission):
         await self._publish_runtime()
         return self.pid
 
-    async def take_back(
-        self,
-        stream: AgentStream,
-        *,
-        agent_session_id: str,
-        position: ChatPosition,
-    ) -> int:
-        """An agent the holder kept while svc was away: no handshake (it had one); what it
-        said since the last stored update is read again, a turn under way goes on, and its
-        permission requests are asked again without being stored or notified twice."""
-        self._asked, self._decided = position.asked, position.decided
-        await self._connect(stream, stored_upto=position.stored_upto)
-        self.agent_session_id = agent_session_id
-        if position.in_turn:  # its end comes as the answer to the last svc's prompt
-            self.busy = True
-            self.idle.clear()
-        await self._publish_runtime()
-        if not self.busy:
-            self._now_idle()
-        return self.pid
-
     async def _connect(self, stream: AgentStream, *, stored_upto: int) -> None:
         await _load_sdk()
         from acp import connect_to_agent
@@ -173,6 +151,8 @@ class AcpSession(AskingPermission):
             self.continued = resume.Continued("summary", new.session_id, tried)
 
     async def _publish_runtime(self, current_turn: str | None = None) -> None:
+        if self.link.ended.is_set():  # its agent exited: _watch_exit takes its entry away
+            return
         self.activity.put(
             self.session_id,
             agent=self.agent,
@@ -251,45 +231,14 @@ class AcpSession(AskingPermission):
         except Exception as exc:
             if self.let_go_done:  # svc stops and the holder keeps the turn going: not an end
                 return "let go"
-            await self.emit(
-                "error", {"message": f"prompt failed: {failure_text(exc)}", "log": True}
-            )
-            await self.emit("turn_end", {"stop_reason": "error"})
-            self._turn_ended("error")
+            await self._turn_failed(exc, src=self.link.turn_src)
+            self.link.turn_done()  # an error answer is the turn's end too: acknowledged now
             return "error"
         finally:
             self.busy = False
             self._now_idle()
             if not self.exited.is_set():
                 await self._publish_runtime()
-
-    async def _orphan_answer(self, src: int, message: dict[str, Any]) -> None:
-        """An answer to a request of the svc before this one: the turn that was running when it
-        stopped has ended. Recorded once (a turn end already stored is read again, not stored)."""
-        result = message.get("result")
-        if not self.busy or (isinstance(result, dict) and "stopReason" not in result):
-            return  # not a turn's end (or one already recorded): nobody waits for it
-        # The turn's last updates first, as the SDK does for a prompt's answer: their handlers
-        # were started before this answer was read.
-        await asyncio.sleep(0)
-        await self._updates_stored()
-        if self.link.seen(src):
-            stop_reason = "already recorded"
-        elif isinstance(result, dict):
-            stop_reason = str(result["stopReason"])
-            ended: dict[str, Any] = {"stop_reason": stop_reason}
-            if isinstance(result.get("usage"), dict):
-                ended["usage"] = result["usage"]
-            await self.emit("turn_end", ended, src=src)
-            self._turn_ended(stop_reason)
-        else:
-            failed = f"prompt failed: {failure_text(RuntimeError(str(message.get('error'))))}"
-            await self.emit("error", {"message": failed, "log": True}, src=src)
-            await self.emit("turn_end", {"stop_reason": "error"})
-            self._turn_ended("error")
-        self.busy = False
-        self._now_idle()
-        await self._publish_runtime()
 
     def shown(self) -> bool:
         """Whether some client shows this chat to a person right now: a dashboard tab showing
@@ -299,8 +248,8 @@ class AcpSession(AskingPermission):
 
     def _now_idle(self) -> None:
         self.idle.set()
-        if self.on_idle is None or self.exited.is_set() or self.let_go_done or self.stopping:
-            return
+        if self.on_idle is None or self.link.ended.is_set() or self.let_go_done or self.stopping:
+            return  # ended (or ending): what is queued waits for a resume
         # A context of its own: a chat started inside a request (async_to_sync) would otherwise
         # lend this task the request thread's executor, gone once the request ends.
         call = asyncio.get_running_loop().create_task(
@@ -308,6 +257,14 @@ class AcpSession(AskingPermission):
         )
         self._idle_calls.add(call)
         call.add_done_callback(self._idle_calls.discard)
+
+    async def _turn_failed(self, exc: BaseException, *, src: int | None = None) -> None:
+        """A failed prompt's events; `src`: the agent's error answer, stored with the turn's end
+        (read again after a restart, a stored end is not stored twice)."""
+        failed = {"message": f"prompt failed: {failure_text(exc)}", "log": True}
+        await self.emit("error", failed)
+        await self.emit("turn_end", {"stop_reason": "error"}, src=src)
+        self._turn_ended("error")
 
     def _turn_ended(self, stop_reason: str) -> None:
         if not self.shown():  # nobody sees this turn end: tell its owner (contract §15)
@@ -349,6 +306,7 @@ class AcpSession(AskingPermission):
         self.activity.remove(self.session_id)
         await self.activity.publish()
         await self._drain()
+        await self._end_inherited_turn()  # a taken-back turn whose agent exited meanwhile
         with contextlib.suppress(Exception):
             await self.conn.close()
         try:
@@ -358,12 +316,17 @@ class AcpSession(AskingPermission):
             ended = {"status": "exited", "exit_code": self.exit_code}
             await self.emit("session", ended, store=False)
 
-    async def _drain(self, limit_s: float = 1.0) -> None:
+    async def _drain(self, stall_s: float = DRAIN_STALL_S) -> None:
         """Closing the connection cancels its handlers: first let the updates the agent wrote
-        before it exited (its last words, often) be stored, within a bound. Every line was
-        handed to a handler before the stream's end was seen."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._updates_stored(), limit_s)
+        before it exited be stored — its last words, or all it said while svc was away when a
+        taken-back chat reads its exit right after them — for as long as storing goes on.
+        Every line was handed to a handler before the stream's end was seen."""
+        loop = asyncio.get_running_loop()
+        left, since = self.updating, loop.time()
+        while self.updating and loop.time() - since < stall_s:
+            await asyncio.sleep(0.005)
+            if self.updating != left:
+                left, since = self.updating, loop.time()
 
     async def _updates_stored(self) -> None:
         while self.updating:  # noqa: ASYNC110 — polled: a handful of handlers, briefly

@@ -31,6 +31,7 @@ class AskingPermission:
     _pending: dict[str, tuple[asyncio.Future[Answer], set[str]]]
     _requests: dict[str, dict[str, Any]]
     _subscribers: Any
+    asked_while_away: Any  # acp_taken_back.TakingBack
 
     # --- permissions -----------------------------------------------------------------------
     # Each answer says who decided (`decided_by`, sessions_app/approvals.py): the stored
@@ -46,9 +47,10 @@ class AskingPermission:
             chosen = decided.get("chosen")
             return answers.selected(chosen) if chosen else answers.refuse(options)
         asked_before = self._asked.pop(src, None) if src is not None else None
-        if asked_before is None and (
-            self.permission_mode in ("allow", "deny") or not self._subscribers
-        ):
+        # Nobody to ask refuses at once — unless it was asked while svc was away: at the start
+        # nobody can have opened the chat yet, and the person is to see it pending (§17).
+        nobody = not self._subscribers and not self.asked_while_away(src)
+        if asked_before is None and (self.permission_mode in ("allow", "deny") or nobody):
             return await self._answer_by_policy(tool_call, options)
         request_id = f"r{src}" if src is not None else uuid.uuid4().hex
         future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
@@ -54,14 +54,17 @@ async def asessions_take_back(*, host: ProcessHost) -> tuple[int, list[Session]]
     or, when its process is gone, ends `interrupted` (resumable; a chat's history says so).
     Whatever the holder holds that no live session claims is hung up. Returns (how many were
     taken back, the interrupted sessions)."""
-    held = await host.held()
-    live = await database_sync_to_async(_live_sessions)()
-    kept = [s for s in live if str(s.id) in held]
-    taken = await asyncio.gather(*(_take_back(host, s) for s in kept))
-    lost = [s for s in live if str(s.id) not in held]
-    lost += [s for s, ok in zip(kept, taken, strict=True) if not ok]
-    for session in lost:
-        await database_sync_to_async(_interrupt)(session)
+    try:
+        held = await host.held()
+        live = await database_sync_to_async(_live_sessions)()
+        kept = [s for s in live if str(s.id) in held]
+        taken = await asyncio.gather(*(_take_back(host, s, held[str(s.id)]) for s in kept))
+        lost = [s for s in live if str(s.id) not in held]
+        lost += [s for s, ok in zip(kept, taken, strict=True) if not ok]
+        for session in lost:
+            await database_sync_to_async(_interrupt)(session)
+    finally:
+        host.taken_back.set()  # the sockets that wait for it (ProcessHost.until_taken_back)
     claimed = {str(s.id) for s in live}
     for session_id in held.keys() - claimed:  # ended or removed while the holder kept it
         await host.let_down(session_id)
@@ -97,7 +100,8 @@ async def asessions_resume_interrupted(*, host: ProcessHost, sessions: list[Sess
     return resumed
 
 
-async def _take_back(host: ProcessHost, session: Session) -> bool:
+async def _take_back(host: ProcessHost, session: Session, held: dict[str, Any]) -> bool:
+    """`held`: the holder's description of the session (its journal's end)."""
     session_id = str(session.id)
     try:
         if session.kind == Session.Kind.TERMINAL:
@@ -113,6 +117,7 @@ async def _take_back(host: ProcessHost, session: Session) -> bool:
             on_exit=_exit_handler(host),
             agent_session_id=session.agent_session_id,
             position=position,
+            away_until=int(held.get("end", -1)),
             permission_timeout_s=config.knobs().permission_timeout_s,
         )
         return True

@@ -83,6 +83,41 @@ async def _telegram_turn(tg: FakeTelegram) -> None:
     )
 
 
+async def test_a_telegram_button_sent_before_svc_restarted_answers_the_request_once(
+    tg: FakeTelegram, tmp_path: Path
+) -> None:
+    """svc stops (SIGTERM, `host.on_exit: "keep"`) while the agent waits for the answer to a
+    request whose buttons it sent; the holder keeps the agent asking. Tapped after the next
+    start, the buttons answer it (issue 42): the new run had not sent them, and the tap did
+    nothing."""
+    from core.runtime import install
+    from tests.channels_app.telegram_chat import settings, until_sent
+
+    with settings_file(settings(tg, tmp_path)):
+        first = build_runtime(backoff_first_s=0.2)
+        install(first)
+        await first.start()
+        try:
+            await wait_status(first, "telegram", "online")
+            tg.send_text(TG_OWNER, "permission", first_name="Ada", username="ada_l")
+            asked = await tg.async_wait_for(
+                lambda: [m for m in tg.sent(TG_OWNER) if m.get("reply_markup")], timeout=30
+            )
+        finally:
+            await first.stop()  # the holder keeps the agent (and its request) for the next run
+            install(None)
+        async with running(build_runtime(backoff_first_s=0.2)) as second:
+            await wait_status(second, "telegram", "online")
+            allow = asked[0]["reply_markup"]["inline_keyboard"][0][0]
+            tg.tap(TG_OWNER, asked[0]["message_id"], allow["callback_data"], first_name="Ada")
+            await until_sent(tg, f"Answered by {TG_OWNER}: Allow once")
+            await until_sent(tg, "permission: allow")
+    rows = await recorded()
+    assert [(r["chosen"], r["decided_by"]) for r in rows] == [
+        ("allow", {"surface": "telegram", "who": f"@ada_l ({TG_OWNER})"})
+    ]
+
+
 async def test_a_slack_button_is_recorded_as_slack_and_the_person_who_clicked_it(
     slack: FakeSlack, tmp_path: Path
 ) -> None:
