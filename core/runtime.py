@@ -48,7 +48,7 @@ def install(runtime: Runtime | None) -> None:
     _current = runtime
 
 
-START_WAIT_S = 10.0  # what arrives during start waits this long at most for it to finish
+START_WAIT_S = 30.0  # what arrives during start waits this long at most for it to finish
 
 
 async def until_started() -> None:

@@ -74,9 +74,6 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if not isinstance(message, dict):
             self.outbox.put_nowait(error("send a JSON object with a `type`"))
             return
-        # A tab left open reconnects the moment svc's port accepts, before the start took back
-        # the chats a holder kept: opened then, a live chat looked ended (contract §17).
-        await current().host.until_taken_back()
         if self.remote is not None and await self._sent_elsewhere(message):
             return
         kind = message.get("type")

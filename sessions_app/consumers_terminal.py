@@ -62,7 +62,6 @@ class TerminalConsumer(AsyncWebsocketConsumer):
         if session is None or session.kind != "terminal":  # chats live on /ws/chat
             await self.close(CLOSE_NOT_FOUND)
             return
-        await current().host.until_taken_back()  # a terminal the start is taking back is live
         flow = server_compat.socket_flow(self.base_send)
         server_compat.allow_messages_up_to(self.base_send, SCROLLBACK_BYTES + 4096)
         self.view = current().host.attach_terminal(

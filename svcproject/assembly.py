@@ -49,8 +49,6 @@ def build(*, backoff_first_s: float | None = None) -> Runtime:
     from subagents_app.subagent_runs import SubagentRuns
 
     rt = Runtime(backoff_first_s=backoff_first_s)
-    # First: a socket opened while svc starts waits until its sessions are taken back (reconcile).
-    rt.add("taking_back", start=lambda: host.expect_take_back())
     render = rt.add("render", RenderPool(), stop=lambda: render.close())
     previews = rt.add("previews", PreviewClient(), stop=lambda: previews.aclose())
     upstream = rt.add("upstream", UpstreamClient(), stop=lambda: upstream.aclose())

@@ -9,8 +9,8 @@ of the objects it returns:
   cancel, answer_permission, permission_mode, busy, agent_info, exited);
 - both: `stop`, `stop_soon` (in the background), `stop_all` (at shutdown, `host.on_exit:
   "stop"`), `let_go` (at shutdown, `"keep"`: the holder keeps them), `held` and `take_back_*`
-  (at start: the sessions a holder kept while svc was away; `until_taken_back` for the
-  sockets opened meanwhile).
+  (at start: the sessions a holder kept while svc was away; a socket opened meanwhile waits
+  for the start to finish, core.runtime.until_started).
 
 Processes are held by the holder (holder/, contract §17) so they outlive svc; with SVC_HOLDER=0,
 or when no holder can be started, they are svc's own children (host/direct.py) and end with it.
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import contextvars
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
@@ -44,7 +43,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 KEEP_ENDED = 32
-TAKE_BACK_WAIT_S = 60.0  # a socket opened while svc starts waits this long at most
 
 
 class ProcessHost:
@@ -64,20 +62,6 @@ class ProcessHost:
         # Given to every chat: what runs when it becomes idle (the composition root sets it to
         # send the prompts that wait, sessions_app/prompt_queue.py).
         self.on_idle: Callable[[AcpSession], Awaitable[None]] | None = None
-        # Cleared from a daemon's first step of start until it took back what a holder kept
-        # while svc was away (contract §17, services.asessions_take_back).
-        self.taken_back = asyncio.Event()
-        self.taken_back.set()
-
-    async def expect_take_back(self) -> None:
-        self.taken_back.clear()
-
-    async def until_taken_back(self) -> None:
-        """Until the start has taken its sessions back. The port accepts sockets at once and a
-        tab left open reconnects then: one that opened a session before it was taken back was
-        shown it ended and never followed it. Bounded, so a start that hangs still answers."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.taken_back.wait(), TAKE_BACK_WAIT_S)
 
     # --- terminals -----------------------------------------------------------------------------
 

@@ -54,17 +54,14 @@ async def asessions_take_back(*, host: ProcessHost) -> tuple[int, list[Session]]
     or, when its process is gone, ends `interrupted` (resumable; a chat's history says so).
     Whatever the holder holds that no live session claims is hung up. Returns (how many were
     taken back, the interrupted sessions)."""
-    try:
-        held = await host.held()
-        live = await database_sync_to_async(_live_sessions)()
-        kept = [s for s in live if str(s.id) in held]
-        taken = await asyncio.gather(*(_take_back(host, s, held[str(s.id)]) for s in kept))
-        lost = [s for s in live if str(s.id) not in held]
-        lost += [s for s, ok in zip(kept, taken, strict=True) if not ok]
-        for session in lost:
-            await database_sync_to_async(_interrupt)(session)
-    finally:
-        host.taken_back.set()  # the sockets that wait for it (ProcessHost.until_taken_back)
+    held = await host.held()
+    live = await database_sync_to_async(_live_sessions)()
+    kept = [s for s in live if str(s.id) in held]
+    taken = await asyncio.gather(*(_take_back(host, s, held[str(s.id)]) for s in kept))
+    lost = [s for s in live if str(s.id) not in held]
+    lost += [s for s, ok in zip(kept, taken, strict=True) if not ok]
+    for session in lost:
+        await database_sync_to_async(_interrupt)(session)
     claimed = {str(s.id) for s in live}
     for session_id in held.keys() - claimed:  # ended or removed while the holder kept it
         await host.let_down(session_id)
