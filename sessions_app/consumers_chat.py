@@ -18,6 +18,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
+from core import untrusted_json
 from core.errors import DomainError
 from core.runtime import current, until_started
 from sessions_app import approvals, handover, prompt_queue, selectors, services
@@ -28,6 +29,7 @@ from sessions_app.remote_sockets import RemoteChats
 logger = logging.getLogger(__name__)
 
 CHANNEL_SURFACES = ("telegram", "slack")  # what another member's chat may say it passes on
+MAX_EVENT = 4 * 1024 * 1024  # characters of one client event (a prompt is most of it)
 
 
 def error(message: str, session_id: str | None = None, key: Any = "") -> dict[str, Any]:
@@ -68,7 +70,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
         # the held chats are taken back: before, its chat read "exited" and a prompt "not live".
         await until_started()
         try:
-            message = json.loads(text_data or "")
+            message = untrusted_json.loads(text_data or "", max_bytes=MAX_EVENT)
+        except untrusted_json.UntrustedJSONError as exc:
+            self.outbox.put_nowait(error(f"{exc}; send a JSON object with a `type`"))
+            return
         except ValueError:
             message = None
         if not isinstance(message, dict):
