@@ -19,7 +19,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from core.errors import DomainError
-from core.runtime import current, until_started
+from core.runtime import START_WAIT_S, current, until_started
 from sessions_app import approvals, handover, prompt_queue, selectors, services
 from sessions_app.host.acp import AcpSession
 from sessions_app.host.subscription import ChatSubscription
@@ -159,7 +159,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if session.kind == "terminal":
             self.outbox.put_nowait(error("a terminal session: open it on /ws", session_id))
             return
-        chat = current().host.chat(session_id)
+        chat = await current().host.chat_after_resume(session_id, START_WAIT_S)
         history = database_sync_to_async(selectors.session_events)
         if chat is None or session_id in self.subscriptions:
             for event in await history(session_id, after=after):
@@ -189,9 +189,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
             "busy": bool(chat and chat.busy),
         }
 
-    def _chat_for(self, message: dict[str, Any]) -> AcpSession | None:
+    async def _chat_for(self, message: dict[str, Any]) -> AcpSession | None:
         session_id = str(message.get("session_id") or "")
-        chat = current().host.chat(session_id)
+        chat = await current().host.chat_after_resume(session_id, START_WAIT_S)
         if chat is None:
             problem = f"no live chat session {session_id!r}"
             self.outbox.put_nowait(error(problem, session_id, message.get("key")))
@@ -202,7 +202,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if isinstance(text, str) and text.strip().lower().startswith("/pickup"):
             await self.on_pickup(text.strip()[len("/pickup") :].strip())
             return
-        chat = self._chat_for(message)
+        chat = await self._chat_for(message)
         if chat is None:
             return
         if not isinstance(text, str) or not text.strip():
@@ -242,12 +242,12 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.outbox.put_nowait({"kind": "prompt_received", **received})
 
     async def on_unqueue(self, message: dict[str, Any]) -> None:
-        chat = self._chat_for(message)
+        chat = await self._chat_for(message)
         if chat is not None:
             await self._queue_call(chat, prompt_queue.remove(chat, message.get("id")))
 
     async def on_send_now(self, message: dict[str, Any]) -> None:
-        chat = self._chat_for(message)
+        chat = await self._chat_for(message)
         if chat is not None:
             await self._queue_call(chat, prompt_queue.send_now(chat, message.get("id")))
 
@@ -274,7 +274,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._attach(str(session.id))
 
     async def on_cancel(self, message: dict[str, Any]) -> None:
-        chat = self._chat_for(message)
+        chat = await self._chat_for(message)
         if chat is not None:
             with contextlib.suppress(Exception):
                 await chat.cancel()
