@@ -57,6 +57,7 @@ class ChatOutbox:
         self._sent: dict[str, int] = {}  # chat → last seq handed to the socket
         self._upto: dict[str, int] = {}  # chat → last seq queued or sent
         self._behind: dict[str, int] = {}  # chat → newest seq it has missed
+        self._then: dict[str, tuple[int, list[dict[str, Any]]]] = {}  # chat → (seq, events after)
         self._ready = asyncio.Event()
         self.overrun = False
         self.fell_behind = 0  # times a chat fell behind here (tests, logs)
@@ -72,11 +73,18 @@ class ChatOutbox:
         self._sent[session_id] = min(self._sent.get(session_id, after), after)
         self._upto[session_id] = min(self._upto.get(session_id, after), after)
 
-    def behind(self, session_id: str, upto: int) -> None:
-        """The stored events of this chat up to `upto` are still to be read back and sent."""
+    def behind(self, session_id: str, upto: int, then: list[dict[str, Any]] | None = None) -> None:
+        """The stored events of this chat up to `upto` are still to be read back and sent;
+        `then` (not stored: the `session` and `queue` events ending an open) right after
+        them, before anything newer — so a client still gets its whole history first."""
         if upto > self._upto.get(session_id, 0):
             self._behind[session_id] = max(self._behind.get(session_id, 0), upto)
+            if then:
+                self._then[session_id] = (upto, then)
             self._ready.set()
+        else:
+            for event in then or []:
+                self.put(event)
 
     def put(self, event: dict[str, Any]) -> None:
         session_id, seq = event.get("session_id"), event.get("seq")
@@ -137,13 +145,25 @@ class ChatOutbox:
     async def _catch_up(self) -> None:
         session_id, upto = next(iter(self._behind.items()))
         after = self._sent[session_id]
+        mark, then = self._then.get(session_id, (upto, []))
+        if then and after >= mark:  # the history an open asked for is sent: its end next
+            del self._then[session_id]
+            for event in then:
+                self.put(event)
+            return
         if after >= upto:  # caught up: live from here, decided without yielding
             del self._behind[session_id]
             return
         events = await self._history(session_id, after, PAGE)
+        if then:  # nothing newer than the open's history before its end
+            events = [event for event in events if event["seq"] <= mark]
         if not events:  # the history is gone (the session was removed)
             self._behind.pop(session_id, None)
+            self._then.pop(session_id, None)
+            for event in then:
+                self.put(event)
             return
         for event in events:
+            event = {**event, "replay": True}  # read back from the store, as a replay is
             texts = frames(event)
             self._queue(texts, sum(len(t.encode()) for t in texts), session_id, event["seq"])

@@ -183,24 +183,28 @@ class ChatConsumer(AsyncWebsocketConsumer):
             replay = [{**event, "replay": True} for event in await page()]
             for event in replay:
                 self.outbox.put(event)
-            await self._rest_of(session_id, replay)
-            self.outbox.put(self._session_event(session, chat))
+            await self._rest_of(session_id, replay, [self._session_event(session, chat)])
             return
         subscription = await chat.subscribe(self.outbox.put, page, after=after)
         self.subscriptions[session_id] = (chat, subscription)
         for event in subscription.replay:
             self.outbox.put(event)
-        await self._rest_of(session_id, subscription.replay)
-        self.outbox.put(self._session_event(session, chat))
         queued = await database_sync_to_async(prompt_queue.queued_list)(session_id)
-        self.outbox.put(chat.event("queue", {"items": queued}))
+        ending = [self._session_event(session, chat), chat.event("queue", {"items": queued})]
+        await self._rest_of(session_id, subscription.replay, ending)
         subscription.start()
 
-    async def _rest_of(self, session_id: str, replay: list[dict[str, Any]]) -> None:
-        """A history longer than one page: the rest is read back as the socket drains."""
-        if len(replay) >= PAGE:
-            last = await database_sync_to_async(selectors.session_last_seq)(session_id)
-            self.outbox.behind(session_id, last)
+    async def _rest_of(
+        self, session_id: str, replay: list[dict[str, Any]], ending: list[dict[str, Any]]
+    ) -> None:
+        """The open's end (`session`, `queue`) after its whole history: a history longer than
+        one page has the rest read back as the socket drains, and the end follows it."""
+        if len(replay) < PAGE:
+            for event in ending:
+                self.outbox.put(event)
+            return
+        last = await database_sync_to_async(selectors.session_last_seq)(session_id)
+        self.outbox.behind(session_id, last, ending)
 
     def _session_event(self, session: Any, chat: AcpSession | None) -> dict[str, Any]:
         return {
