@@ -20,6 +20,7 @@ from typing import Any
 
 from core import untrusted_json
 from core.errors import DomainError
+from sessions_app.prompt_queue import queue_changed
 
 logger = logging.getLogger(__name__)
 
@@ -108,11 +109,13 @@ class RemoteChat:
             return
         if kind == "queue":
             self.queued = list(event.get("items") or [])
+        elif kind == "queue_change":
+            self.queued = queue_changed(self.queued, event)
         elif kind == "user_message_chunk":
             self.busy = True
         elif kind == "turn_end":
             self.busy = False
-        if self._listener is not None and kind != "queue":
+        if self._listener is not None and kind not in ("queue", "queue_change"):
             self._listener(event)
 
     async def _send(self, message: dict[str, Any]) -> None:

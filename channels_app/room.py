@@ -158,6 +158,9 @@ class Room:
                     await self.channel.handed_over(event_id)
                 else:
                     await self._prompt(text, event_id)
+            except prompt_queue.QueueFull as exc:  # refused for good: not kept to send again
+                await self.channel.handed_over(event_id)
+                await self.say(f"Not sent: {exc.message}")
             except DomainError as exc:
                 await self.say(f"Could not start the agent: {exc.message}")
             except Exception:

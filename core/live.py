@@ -96,7 +96,7 @@ class SharedSnapshot:
     def __init__(self, list_name: str, runtime: Any = None, extend: Extender | None = None) -> None:
         self.list_name, self.runtime, self._extend = list_name, runtime, extend
         self._wanted = self._built = 0
-        self._text = ""
+        self._frames: list[str] = []
         self._seen: collections.deque[str] = collections.deque(maxlen=256)
         self._building: asyncio.Future[None] | None = None
 
@@ -107,12 +107,20 @@ class SharedSnapshot:
             self._seen.append(change)
         self._wanted += 1
 
-    async def text(self) -> str:
-        while self._built < self._wanted or not self._text:
+    async def frames(self) -> list[str]:
+        """The snapshot as the frames that carry it (`list_frames`)."""
+        while self._built < self._wanted or not self._frames:
             if self._building is None:
                 self._building = asyncio.ensure_future(self._build())
             await asyncio.shield(self._building)
-        return self._text
+        return self._frames
+
+    async def text(self) -> str:
+        """The whole list as one JSON array (readers in the process, not sockets)."""
+        frames = await self.frames()
+        if len(frames) == 1:
+            return frames[0]
+        return json.dumps([item for frame in frames for item in json.loads(frame)["items"]])
 
     async def _build(self) -> None:
         generation = self._wanted
@@ -120,9 +128,36 @@ class SharedSnapshot:
             items = await database_sync_to_async(snapshot)(self.list_name, self.runtime)
             if self._extend is not None:
                 items = self._extend(self.list_name, items)
-            self._text, self._built = json.dumps(items), max(generation, 1)
+            self._frames, self._built = list_frames(items), max(generation, 1)
         finally:
             self._building = None
+
+
+PAGE_BYTES = 512 << 10  # a list frame's most; what WebSocket clients take is 1 MiB
+
+
+def list_frames(items: list[dict[str, Any]]) -> list[str]:
+    """The frames that carry a list (contract §7): the JSON array itself when it fits in one
+    (every list but a long one), else pages `{"part", "parts", "items"}` of at most PAGE_BYTES
+    each, sent one after the other; the list is the items of parts 0…parts-1 together. daphne
+    refuses to send a message over 1 MiB, which closed `/ws/sessions` (1011) past ~2,000
+    sessions and left the dashboard empty."""
+    text = json.dumps(items)
+    if len(text) <= PAGE_BYTES:  # json.dumps escapes to ASCII: characters are bytes
+        return [text]
+    pages: list[list[str]] = [[]]
+    size = 0
+    for item in items:
+        one = json.dumps(item)
+        if pages[-1] and size + len(one) + 2 > PAGE_BYTES - 64:
+            pages.append([])
+            size = 0
+        pages[-1].append(one)
+        size += len(one) + 2
+    return [
+        f'{{"part": {i}, "parts": {len(pages)}, "items": [{", ".join(page)}]}}'
+        for i, page in enumerate(pages)
+    ]
 
 
 class Snapshots:

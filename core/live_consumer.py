@@ -8,6 +8,7 @@ import asyncio
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from core import live as lists
+from core import server_compat
 from core.runtime import current
 
 
@@ -28,6 +29,7 @@ class ListConsumer(AsyncWebsocketConsumer):
         self._dirty = asyncio.Event()
         await self.channel_layer.group_add(lists.group_name(self.list_name), self.channel_name)
         await self.accept()
+        self._flow = server_compat.socket_flow(self.base_send)
         self._shared.changed(None)  # changes made while nobody listened here are not known
         await self._send_snapshot()
         self._sender = asyncio.create_task(self._send_when_dirty())
@@ -58,7 +60,11 @@ class ListConsumer(AsyncWebsocketConsumer):
             await self._send_snapshot()
 
     async def _send_snapshot(self) -> None:
-        await self.send(text_data=await self._shared.text())
+        # A client that reads slowly holds its changes back here, where they collapse into one
+        # re-send, rather than in Twisted's buffer (core.server_compat.socket_flow).
+        for frame in await self._shared.frames():
+            await self._flow.wait_writable()
+            await self.send(text_data=frame)
 
 
 def websocket_urlpatterns() -> list:

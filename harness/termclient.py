@@ -165,6 +165,7 @@ class Chat:
     def __init__(self, ws: ClientConnection) -> None:
         self.ws = ws
         self.events: list[dict[str, Any]] = []
+        self.queued: list[dict[str, Any]] = []
         self.cursor = 0
 
     @classmethod
@@ -183,7 +184,19 @@ class Chat:
                     self.cursor += 1
                     if event["kind"] == kind and all(event.get(k) == v for k, v in match.items()):
                         return event
-                self.events.append(json.loads(await self.ws.recv()))
+                self._add(json.loads(await self.ws.recv()))
+
+    def _add(self, event: dict[str, Any]) -> None:
+        """Keep an event. A `queue_change` is applied to the queue last known, as a client does,
+        and that queue is kept after it as a `queue` event (`applied: true`): tests wait for what
+        waits, whichever way svc said it."""
+        self.events.append(event)
+        if event["kind"] == "queue":
+            self.queued = list(event["items"])
+        elif event["kind"] == "queue_change":
+            known = {i["id"]: i for i in self.queued} | {i["id"]: i for i in event["added"]}
+            self.queued = [known[i] for i in event["order"] if i in known]
+            self.events.append({**event, "kind": "queue", "items": self.queued, "applied": True})
 
     def texts(self, kind: str = "agent_message_chunk") -> str:
         return "".join(e.get("text", "") for e in self.events if e["kind"] == kind)

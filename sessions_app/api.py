@@ -212,6 +212,17 @@ class SessionHandoverView(APIView):
         return Response(offer, status=status.HTTP_201_CREATED)
 
 
+class SessionEventView(APIView):
+    def get(self, request: Request, session_id: str, seq: int) -> Response:
+        """One stored chat event, whole: what a /ws/chat event cut at the frame limit
+        (`truncated: true`) names in its `fetch` (docs/sessions.md, "Frames"). Whoever may read
+        the chat on /ws/chat may read this."""
+        event = selectors.session_event(_session_id(session_id), seq)
+        if event is None:
+            raise NotFound(f"no event {seq} in session {session_id}")
+        return Response(event)
+
+
 LOG_KIB_MAX = 1024
 LOG_MAIN_PORT_ONLY = (
     "an agent's log may hold secrets (what it printed of its environment): read it on svc's "

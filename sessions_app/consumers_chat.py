@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from core import untrusted_json
+from core import server_compat, untrusted_json
 from core.errors import DomainError
-from core.runtime import current, until_started
+from core.runtime import START_WAIT_S, current, until_started
 from sessions_app import approvals, handover, prompt_queue, selectors, services
+from sessions_app.chat_outbox import HARD_BYTES, PAGE, ChatOutbox
 from sessions_app.host.acp import AcpSession
 from sessions_app.host.subscription import ChatSubscription
 from sessions_app.remote_sockets import RemoteChats
@@ -30,6 +30,7 @@ logger = logging.getLogger(__name__)
 
 CHANNEL_SURFACES = ("telegram", "slack")  # what another member's chat may say it passes on
 MAX_EVENT = 4 * 1024 * 1024  # characters of one client event (a prompt is most of it)
+CLOSE_TOO_FAR_BEHIND = 4008  # a client that sends and never reads (chat_outbox.HARD_BYTES)
 
 
 def error(message: str, session_id: str | None = None, key: Any = "") -> dict[str, Any]:
@@ -45,17 +46,27 @@ def seen_upto(after: Any) -> int:
 
 class ChatConsumer(AsyncWebsocketConsumer):
     async def connect(self) -> None:
-        self.outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.subscriptions: dict[str, tuple[AcpSession, ChatSubscription]] = {}
-        fleet = current().fleet_sockets  # another member's chats on this socket (contract §18)
-        self.remote = RemoteChats(self.scope, fleet, self.outbox.put_nowait) if fleet else None
         await self.accept()
+        # What waits for this client is bounded, and read back from the database when it
+        # falls behind (chat_outbox): a client that stops reading never costs svc more.
+        flow = server_compat.socket_flow(self.base_send)
+        self.outbox = ChatOutbox(self._send_text, flow, self._history_page)
+        fleet = current().fleet_sockets  # another member's chats on this socket (contract §18)
+        self.remote = RemoteChats(self.scope, fleet, self.outbox.put) if fleet else None
         self.writer = asyncio.get_running_loop().create_task(self._write())
 
+    async def _send_text(self, text: str) -> None:
+        await self.send(text_data=text)
+
+    async def _history_page(self, session_id: str, after: int, limit: int) -> list[dict[str, Any]]:
+        history = database_sync_to_async(selectors.session_events)
+        return await history(session_id, after=after, limit=limit)
+
     async def _write(self) -> None:
-        while True:
-            event = await self.outbox.get()
-            await self.send(text_data=json.dumps(event))
+        await self.outbox.run()
+        logger.warning("a /ws/chat client read nothing of %d bytes: closed", HARD_BYTES)
+        await self.close(code=CLOSE_TOO_FAR_BEHIND)
 
     async def disconnect(self, code: int) -> None:
         for _, subscription in self.subscriptions.values():
@@ -72,12 +83,12 @@ class ChatConsumer(AsyncWebsocketConsumer):
         try:
             message = untrusted_json.loads(text_data or "", max_bytes=MAX_EVENT)
         except untrusted_json.UntrustedJSONError as exc:
-            self.outbox.put_nowait(error(f"{exc}; send a JSON object with a `type`"))
+            self.outbox.put(error(f"{exc}; send a JSON object with a `type`"))
             return
         except ValueError:
             message = None
         if not isinstance(message, dict):
-            self.outbox.put_nowait(error("send a JSON object with a `type`"))
+            self.outbox.put(error("send a JSON object with a `type`"))
             return
         if self.remote is not None and await self._sent_elsewhere(message):
             return
@@ -93,7 +104,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         }.get(kind if isinstance(kind, str) else "")
         if handler is None:
             known = "open, prompt, cancel, permission, visible, unqueue or send_now"
-            self.outbox.put_nowait(error(f"type must be {known}"))
+            self.outbox.put(error(f"type must be {known}"))
             return
         try:
             await handler(message)
@@ -102,7 +113,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             # it every subscription this consumer holds).
             logger.exception("chat event %r failed", kind)
             problem = f"could not handle this {kind!r} event; check its fields"
-            self.outbox.put_nowait(error(problem, key=message.get("key")))
+            self.outbox.put(error(problem, key=message.get("key")))
 
     async def _sent_elsewhere(self, message: dict[str, Any]) -> bool:
         """A message for another member's session (or to start one there) goes to it."""
@@ -110,7 +121,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         try:
             machine = await self.remote.machine_for(message)
         except LookupError as exc:
-            self.outbox.put_nowait(error(str(exc)))
+            self.outbox.put(error(str(exc)))
             return True
         if machine is None:
             return False
@@ -142,14 +153,14 @@ class ChatConsumer(AsyncWebsocketConsumer):
                     profile_id=str(message.get("profile_id") or ""),
                 )
             except DomainError as exc:
-                self.outbox.put_nowait(error(str(exc)))
+                self.outbox.put(error(str(exc)))
                 return
             session_id = str(session.id)
         elif message.get("resume"):
             try:
                 await services.asession_resume(host=current().host, session_id=str(session_id))
             except DomainError as exc:
-                self.outbox.put_nowait(error(str(exc), str(session_id)))
+                self.outbox.put(error(str(exc), str(session_id)))
                 return
         await self._attach(str(session_id), seen_upto(message.get("after")))
 
@@ -158,29 +169,45 @@ class ChatConsumer(AsyncWebsocketConsumer):
         its chat on a new socket), its `session` event, its queue, then its live events."""
         session = await database_sync_to_async(selectors.session_get)(session_id)
         if session is None:
-            self.outbox.put_nowait(error(f"no session {session_id}", session_id))
+            self.outbox.put(error(f"no session {session_id}", session_id))
             return
         session_id = str(session.id)
         if session.kind == "terminal":
-            self.outbox.put_nowait(error("a terminal session: open it on /ws", session_id))
+            self.outbox.put(error("a terminal session: open it on /ws", session_id))
             return
-        chat = current().host.chat(session_id)
+        chat = await current().host.chat_after_resume(session_id, START_WAIT_S)
+        self.outbox.opened(session_id, after)
         history = database_sync_to_async(selectors.session_events)
+
+        def page() -> Any:  # the first page; the rest follows as a catch-up (chat_outbox)
+            return history(session_id, after=after, limit=PAGE)
+
         if chat is None or session_id in self.subscriptions:
-            for event in await history(session_id, after=after):
-                self.outbox.put_nowait({**event, "replay": True})
-            self.outbox.put_nowait(self._session_event(session, chat))
+            replay = [{**event, "replay": True} for event in await page()]
+            for event in replay:
+                self.outbox.put(event)
+            await self._rest_of(session_id, replay, [self._session_event(session, chat)])
             return
-        subscription = await chat.subscribe(
-            self.outbox.put_nowait, lambda: history(session_id, after=after), after=after
-        )
+        subscription = await chat.subscribe(self.outbox.put, page, after=after)
         self.subscriptions[session_id] = (chat, subscription)
         for event in subscription.replay:
-            self.outbox.put_nowait(event)
-        self.outbox.put_nowait(self._session_event(session, chat))
+            self.outbox.put(event)
         queued = await database_sync_to_async(prompt_queue.queued_list)(session_id)
-        self.outbox.put_nowait(chat.event("queue", {"items": queued}))
+        ending = [self._session_event(session, chat), chat.event("queue", {"items": queued})]
+        await self._rest_of(session_id, subscription.replay, ending)
         subscription.start()
+
+    async def _rest_of(
+        self, session_id: str, replay: list[dict[str, Any]], ending: list[dict[str, Any]]
+    ) -> None:
+        """The open's end (`session`, `queue`) after its whole history: a history longer than
+        one page has the rest read back as the socket drains, and the end follows it."""
+        if len(replay) < PAGE:
+            for event in ending:
+                self.outbox.put(event)
+            return
+        last = await database_sync_to_async(selectors.session_last_seq)(session_id)
+        self.outbox.behind(session_id, last, ending)
 
     def _session_event(self, session: Any, chat: AcpSession | None) -> dict[str, Any]:
         return {
@@ -194,12 +221,12 @@ class ChatConsumer(AsyncWebsocketConsumer):
             "busy": bool(chat and chat.busy),
         }
 
-    def _chat_for(self, message: dict[str, Any]) -> AcpSession | None:
+    async def _chat_for(self, message: dict[str, Any]) -> AcpSession | None:
         session_id = str(message.get("session_id") or "")
-        chat = current().host.chat(session_id)
+        chat = await current().host.chat_after_resume(session_id, START_WAIT_S)
         if chat is None:
             problem = f"no live chat session {session_id!r}"
-            self.outbox.put_nowait(error(problem, session_id, message.get("key")))
+            self.outbox.put(error(problem, session_id, message.get("key")))
         return chat
 
     async def on_prompt(self, message: dict[str, Any]) -> None:
@@ -207,12 +234,12 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if isinstance(text, str) and text.strip().lower().startswith("/pickup"):
             await self.on_pickup(text.strip()[len("/pickup") :].strip())
             return
-        chat = self._chat_for(message)
+        chat = await self._chat_for(message)
         if chat is None:
             return
         if not isinstance(text, str) or not text.strip():
             problem = "prompt needs a non-empty `text`"
-            self.outbox.put_nowait(error(problem, chat.session_id, message.get("key")))
+            self.outbox.put(error(problem, chat.session_id, message.get("key")))
             return
         # Sent now when the chat is idle, else queued (contract §17): the turn runs on its own,
         # so this socket can still cancel it, answer permissions or change the queue.
@@ -241,18 +268,18 @@ class ChatConsumer(AsyncWebsocketConsumer):
         except prompt_queue.AlreadyReceived:
             again = True
         except DomainError as exc:
-            self.outbox.put_nowait(error(exc.message, chat.session_id, key))
+            self.outbox.put(error(exc.message, chat.session_id, key))
             return
         received = {"session_id": chat.session_id, "key": key, "again": again, "waiting": waiting}
-        self.outbox.put_nowait({"kind": "prompt_received", **received})
+        self.outbox.put({"kind": "prompt_received", **received})
 
     async def on_unqueue(self, message: dict[str, Any]) -> None:
-        chat = self._chat_for(message)
+        chat = await self._chat_for(message)
         if chat is not None:
             await self._queue_call(chat, prompt_queue.remove(chat, message.get("id")))
 
     async def on_send_now(self, message: dict[str, Any]) -> None:
-        chat = self._chat_for(message)
+        chat = await self._chat_for(message)
         if chat is not None:
             await self._queue_call(chat, prompt_queue.send_now(chat, message.get("id")))
 
@@ -260,7 +287,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         try:
             await call
         except DomainError as exc:
-            self.outbox.put_nowait(error(exc.message, chat.session_id))
+            self.outbox.put(error(exc.message, chat.session_id))
 
     async def on_pickup(self, code: str) -> None:
         """`/pickup CODE` typed as a prompt: the handed-over session, then (a chat) its history
@@ -270,16 +297,16 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 code=code, failures=current().handover_failures
             )
         except DomainError as exc:
-            self.outbox.put_nowait(error(exc.message))
+            self.outbox.put(error(exc.message))
             return
-        self.outbox.put_nowait(
+        self.outbox.put(
             {"kind": "pickup", "session_id": str(session.id), "session": session.to_dict()}
         )
         if session.kind != "terminal":
             await self._attach(str(session.id))
 
     async def on_cancel(self, message: dict[str, Any]) -> None:
-        chat = self._chat_for(message)
+        chat = await self._chat_for(message)
         if chat is not None:
             with contextlib.suppress(Exception):
                 await chat.cancel()
@@ -290,7 +317,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         event would show in the chat)."""
         session_id, visible = str(message.get("session_id") or ""), message.get("visible")
         if not isinstance(visible, bool):
-            self.outbox.put_nowait(error("visible must be true or false", session_id or None))
+            self.outbox.put(error("visible must be true or false", session_id or None))
             return
         held = self.subscriptions.get(session_id)
         if held is not None:
@@ -313,4 +340,4 @@ class ChatConsumer(AsyncWebsocketConsumer):
             for machine in self.remote.machines:
                 await self.remote.send(machine, message)
             return
-        self.outbox.put_nowait(error(problem))
+        self.outbox.put(error(problem))

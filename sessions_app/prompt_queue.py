@@ -48,12 +48,20 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 TEXT_MAX = 100_000  # characters; what a chat message may carry (contract §6)
+# What may wait for one chat. The queue is shown on every surface: each prompt's text up to
+# SHOWN_CHARS (the rest is in the record and is what is sent), so a `queue` event stays well
+# under a WebSocket frame (1 MiB, sessions_app/chat_frames.py) at QUEUE_MAX prompts.
+QUEUE_MAX = 50
+QUEUE_BYTES = 1 << 20  # UTF-8 bytes of the prompts waiting
+SHOWN_CHARS = 2000
 KEY_MAX = 200  # a client's own; stored with who sent it (consumers_chat)
 KEY_DAYS = 2  # a member that restarts sends what it passed on again within minutes
 
 # One drain at a time per chat: two could both find it idle and both start a turn.
 _draining: weakref.WeakKeyDictionary[AcpSession, asyncio.Lock] = weakref.WeakKeyDictionary()
 _turns: set[asyncio.Task[Any]] = set()
+# The ids each chat's clients were last told wait (publish sends what changed since).
+_published: weakref.WeakKeyDictionary[AcpSession, list[int]] = weakref.WeakKeyDictionary()
 
 
 # --- the record -----------------------------------------------------------------------------
@@ -64,7 +72,15 @@ def _sealed(session_id: str) -> list[QueuedPrompt]:
 
 
 def queued_list(session_id: str) -> list[dict[str, Any]]:
-    return [row.to_dict() for row in _sealed(session_id)]
+    """What waits, first to go first, each text cut to SHOWN_CHARS (`truncated: true`)."""
+    return [_shown(row.to_dict()) for row in _sealed(session_id)]
+
+
+def _shown(item: dict[str, Any]) -> dict[str, Any]:
+    text = item.get("text")
+    if isinstance(text, str) and len(text) > SHOWN_CHARS:
+        return {**item, "text": text[:SHOWN_CHARS], "truncated": True, "length": len(text)}
+    return item
 
 
 def queued_count(session_id: str) -> int:
@@ -104,10 +120,26 @@ def _keep_key(session_id: str, key: str) -> None:
     PromptKey.objects.create(session_id=session_id, key=stored)
 
 
+class QueueFull(DomainError):
+    status = 429
+    code = "queue_full"
+
+
+def _room_for(session_id: str, text: str) -> None:
+    waiting = _sealed(session_id)
+    size = sum(len(row.text.encode()) for row in waiting) + len(text.encode())
+    if len(waiting) >= QUEUE_MAX or size > QUEUE_BYTES:
+        raise QueueFull(
+            f"this chat's queue is full ({len(waiting)} prompts wait, at most {QUEUE_MAX} and "
+            f"{QUEUE_BYTES // 1024} KiB in all): remove one or wait for the running turn to end"
+        )
+
+
 def _append(
     session_id: str, text: str, source: str, who: str, recorded: Callable[[], None] | None
 ) -> QueuedPrompt:
     with transaction.atomic():
+        _room_for(session_id, text)
         if recorded is not None:  # the caller's own record of the hand-over, in one step
             recorded()
         last = QueuedPrompt.objects.filter(session_id=session_id).aggregate(m=Max("position"))
@@ -218,9 +250,27 @@ async def send_now(chat: AcpSession, queued_id: Any) -> None:
 
 
 async def publish(chat: AcpSession) -> None:
-    """The chat's clients see what waits (an event not kept in the history: the record is)."""
+    """The chat's clients see what changed in what waits (an event not kept in the history: the
+    record is): `queue_change` `{added, removed, order}` — the prompts new since the last change,
+    the ids gone, and every id still waiting in order. A client holds the `queue` it got on open
+    and applies each change; `order` alone says what waits, so a change seen twice is harmless."""
     items = await database_sync_to_async(queued_list)(chat.session_id)
-    await chat.emit("queue", {"items": items}, store=False)
+    order = [item["id"] for item in items]
+    before = _published.get(chat)
+    if before == order:
+        return
+    _published[chat] = order
+    known = set(before or ())
+    added = [item for item in items if item["id"] not in known]
+    removed = [i for i in before or () if i not in set(order)]
+    change = {"added": added, "removed": removed, "order": order}
+    await chat.emit("queue_change", change, store=False)
+
+
+def queue_changed(items: list[dict[str, Any]], change: dict[str, Any]) -> list[dict[str, Any]]:
+    """A client's queue after a `queue_change` (what the dashboard's chat-log.js does too)."""
+    known = {item["id"]: item for item in items} | {i["id"]: i for i in change.get("added") or []}
+    return [known[i] for i in change.get("order") or [] if i in known]
 
 
 async def drain(chat: AcpSession) -> None:

@@ -61,13 +61,32 @@ def session_id_resolve(given: str) -> str:
     return found[0] if len(found) == 1 else ""
 
 
-def session_events(session_id: str, *, after: int = 0) -> list[dict[str, Any]]:
-    """A chat session's stored events in order (those after seq `after`), shaped as /ws/chat
-    sends them."""
+def session_events(
+    session_id: str, *, after: int = 0, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """A chat session's stored events in order (those after seq `after`, the first `limit`),
+    shaped as /ws/chat sends them."""
     from sessions_app.models import SessionEvent
 
     stored = SessionEvent.objects.filter(session_id=session_id, seq__gt=after).order_by("seq")
+    if limit is not None:
+        stored = stored[:limit]
     return [{**e.payload, "kind": e.kind, "session_id": session_id, "seq": e.seq} for e in stored]
+
+
+def session_event(session_id: str, seq: int) -> dict[str, Any] | None:
+    """One stored event, whole (what a truncated /ws/chat event points to)."""
+    found = session_events(session_id, after=seq - 1, limit=1)
+    return found[0] if found and found[0]["seq"] == seq else None
+
+
+def session_last_seq(session_id: str) -> int:
+    from django.db.models import Max
+
+    from sessions_app.models import SessionEvent
+
+    last = SessionEvent.objects.filter(session_id=session_id).aggregate(m=Max("seq"))["m"]
+    return int(last or 0)
 
 
 APPROVALS_LIMIT = 1000

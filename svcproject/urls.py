@@ -34,6 +34,7 @@ api_patterns = [
     path("sessions/<str:session_id>", sessions_api.SessionDetailView.as_view()),
     path("sessions/<str:session_id>/resume", sessions_api.SessionResumeView.as_view()),
     path("sessions/<str:session_id>/log", sessions_api.SessionLogView.as_view()),
+    path("sessions/<str:session_id>/events/<int:seq>", sessions_api.SessionEventView.as_view()),
     path("sessions/<str:session_id>/handover", sessions_api.SessionHandoverView.as_view()),
     path("sessions/<str:session_id>/permissions", api_approvals.SessionPermissionsView.as_view()),
     path("sessions/<str:session_id>/diff", turns_api.SessionDiffView.as_view()),

@@ -22,6 +22,7 @@ commands on that line, separated by " ; ", run one after another:
   permission       a tool call, a permission request, then which option came back
   sleep <seconds>  streams a dot every 50 ms until done or cancelled (stop reason `cancelled`)
   count <n> <ms>   streams "1 ", "2 ", … "<n> ", one chunk every <ms> milliseconds
+  flood <n> <size> streams <n> chunks of <size> characters as fast as it can ("<i>:" then dots)
   wait <seconds>   says nothing until done or cancelled (an agent thinking before its first word)
   env              the SVC_* variables it was started with, as JSON
   plan             a two-entry plan
@@ -306,6 +307,13 @@ class FakeAgent:
                 return "cancelled"
             await self.say(session_id, f"{i} ")
             await asyncio.sleep(float(ms) / 1000)
+        return "end_turn"
+
+    async def do_flood(self, session_id: str, rest: str) -> str:
+        n, size = (int(v) for v in [*rest.split(), "1", "1"][:2])
+        for i in range(1, n + 1):
+            head = f"{i}:"
+            await self.say(session_id, head + "." * max(size - len(head), 0))
         return "end_turn"
 
     async def do_wait(self, session_id: str, rest: str) -> str:

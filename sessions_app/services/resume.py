@@ -94,6 +94,8 @@ async def asessions_resume_interrupted(*, host: ProcessHost, sessions: list[Sess
             resumed += 1
         except Exception as exc:
             logger.warning("could not resume interrupted session %s: %s", session.id, exc)
+        finally:
+            host.resumed_at_start(str(session.id))
     return resumed
 
 

@@ -91,7 +91,15 @@ export function live(path, receive) {
   const open = () => {
     ws = socket(path);
     ws.onopen = () => { delay = 500; failures = 0; up(); };
-    ws.onmessage = (event) => receive(JSON.parse(event.data));
+    let parts = []; // a long list comes in pages {part, parts, items} (contract §7)
+    ws.onmessage = (event) => {
+      const said = JSON.parse(event.data);
+      if (Array.isArray(said)) { parts = []; receive(said); return; }
+      if (said.part === 0) parts = [];
+      if (said.part !== parts.length) return; // a page of a list already replaced
+      parts.push(said.items);
+      if (parts.length === said.parts) { const list = parts.flat(); parts = []; receive(list); }
+    };
     ws.onclose = (event) => {
       if (stopped) return;
       if (event.code === 4401 || event.code === 4403) { refused(event.code); return; }

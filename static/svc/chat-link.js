@@ -83,7 +83,9 @@ class ChatLink {
     if ((e.kind === "prompt_received" || e.kind === "error") && e.key && this.answered(e)) return;
     if (typeof e.seq === "number") {
       // Shown already; a permission request still waiting comes again on purpose (chat-log.js).
-      if (e.seq <= this.seq && e.kind !== "permission_request") return;
+      // The later parts of an event split at the frame limit share its seq.
+      const part = e.seq === this.seq && e.part > 0;
+      if (e.seq <= this.seq && e.kind !== "permission_request" && !part) return;
       this.seq = Math.max(this.seq, e.seq);
     }
     if (e.kind === "session" && this.reopened) { this.reopened = false; e = { ...e, again: true }; }

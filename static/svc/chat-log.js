@@ -111,8 +111,25 @@ function single(log, e) {
   }
 }
 
+// What waits after a `queue_change` (added, removed, order: contract §7): `order` says what
+// waits and in which order; a prompt is known from the `queue` of the open or from `added`.
+function queueChanged(queued, e) {
+  const known = new Map(queued.map((item) => [item.id, item]));
+  for (const item of e.added || []) known.set(item.id, item);
+  return (e.order || []).filter((id) => known.has(id)).map((id) => known.get(id));
+}
+
+// An event too large for one frame (docs/sessions.md "Frames"): what it is, and where it is whole.
+const tooLarge = (e) => `${e.kind} too large to show here (${e.bytes} bytes)${e.fetch ? `: ${e.fetch}` : ""}`;
+
 export function apply(log, e) {
   if (e.kind === "queue") return { ...log, queued: e.items || [] }; // a streamed row goes on
+  if (e.kind === "queue_change") return { ...log, queued: queueChanged(log.queued, e) };
+  // The later parts of a split prompt go on its row (streamed chunks go on by themselves).
+  if (e.part > 0 && e.kind === "user_message_chunk" && log.rows.length) {
+    return update(log, log.rows.length - 1, (row) => ({ ...row, text: row.text + (e.text || "") }));
+  }
+  if (e.truncated) return add(apply(log, { ...e, truncated: false }), "end", tooLarge(e), e.seq);
   // The chat opened again on a new socket (svc restarted) and still running: nothing to add.
   if (e.kind === "session" && e.again && e.status === "running") return { ...log, running: Boolean(e.busy) };
   if (e.kind === "agent_message_chunk") return stream(log, "bubble", "agent", e.text || "", e.seq);

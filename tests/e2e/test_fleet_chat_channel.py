@@ -6,6 +6,8 @@ said it has it. Against two live members, one PostgreSQL, one Redis and the fake
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import signal
@@ -168,6 +170,14 @@ def inbox(fleet: Fleet, member: str, needle: str = "", event_id: str = "") -> li
     )
 
 
+def sealed_key(fleet: Fleet, member: str, sid: str, key: str) -> str:
+    """What the member stores of a prompt key: its HMAC under the member's own row-seal key,
+    which the database does not hold (docs/security.md)."""
+    seal_key = bytes.fromhex((fleet.daemon(member).home / "row-seal.key").read_text().strip())
+    text = json.dumps(["prompt key", sid, key], separators=(",", ":"), sort_keys=True)
+    return hmac.new(seal_key, text.encode(), hashlib.sha256).hexdigest()
+
+
 def test_a_message_passed_on_is_taken_once_when_its_member_dies_before_hearing_back(
     fleet: Fleet, tg: FakeTelegram
 ) -> None:
@@ -204,5 +214,7 @@ def test_a_message_passed_on_is_taken_once_when_its_member_dies_before_hearing_b
     )
     # Kept under the member that sent it: no browser's key is ever one of these.
     a_id = fleet.members["a"].machine_id  # a's key: its machine, its channel, the update
-    assert [k for (k,) in keys] == [f"member {a_id}:{a_id}:telegram:{event_id}"]
+    assert [k for (k,) in keys] == [
+        sealed_key(fleet, "b", sid, f"member {a_id}:{a_id}:telegram:{event_id}")
+    ]
     api(a, "DELETE", f"/api/sessions/{sid}", params={"wait": "1"})

@@ -250,7 +250,12 @@ def test_an_agent_is_edited_from_the_dashboard_keeping_unknown_keys(
     form.get_by_role("button", name="New agent").click()
     edit_agent(page, "helper")
     expect(form.locator("input[name=command]")).to_have_value("sh -c 'exec cat'")
-    expect(form.locator("textarea[name=env]")).to_have_value("HELPER_MODE=quiet")
+    # The value is a secret as far as any API knows (contract §1): the form shows the marker,
+    # and saving it back unchanged keeps the stored value.
+    expect(form.locator("textarea[name=env]")).to_have_value("HELPER_MODE=[redacted]")
+    assert "quiet" not in page.content()
+    save_agent(page, "helper")
+    assert on_disk(svc)["agents"]["helper"]["env"] == {"HELPER_MODE": "quiet"}
 
     # A built-in: the edit writes an override entry; dropping it brings the defaults back.
     shell = page.locator('#agents tr[data-agent="shell"]')
