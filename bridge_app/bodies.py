@@ -13,6 +13,9 @@ from typing import Any
 
 LARGE = 1024 * 1024
 PIECE = 256 * 1024
+# A provider's answer is as large as the provider makes it: only its nesting is limited when it
+# is parsed (core.untrusted_json).
+MAX_ANSWER = 1 << 30
 _encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
 

@@ -12,6 +12,7 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from core import untrusted_json
 from core.errors import DomainError
 
 Role = Literal["user", "assistant", "system"]
@@ -22,13 +23,16 @@ def new_id(prefix: str) -> str:
     return f"{prefix}{secrets.token_hex(12)}"
 
 
+MAX_ARGUMENTS = 64 * 1024 * 1024  # a request body's limit (contract §11)
+
+
 def parse_args(args_json: str) -> dict[str, Any]:
     """Tool arguments as an object; Anthropic and Gemini want objects, weak models send junk."""
     if not args_json:
         return {}
     try:
-        value = json.loads(args_json)
-    except ValueError:
+        value = untrusted_json.loads(args_json, max_bytes=MAX_ARGUMENTS)
+    except ValueError:  # not JSON, or nested past the limit: carried as the text it is
         return {"_raw": args_json}
     return value if isinstance(value, dict) else {"value": value}
 

@@ -3,13 +3,13 @@ into the client's own stream grammar (or relayed as they are, when nothing needs
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from bridge_app import dialects, ir
+from bridge_app import bodies, dialects, ir
 from bridge_app.dialects.common import dumps
 from bridge_app.translate import Outbound, json_of
 from bridge_app.usage import Meter
+from core import untrusted_json
 
 
 class SSEParser:
@@ -80,7 +80,7 @@ class StreamTranslator:
             if data == "[DONE]":
                 continue
             try:
-                obj = json.loads(data)
+                obj = untrusted_json.loads(data, max_bytes=bodies.MAX_ANSWER)
             except ValueError:
                 continue  # keep-alives and junk lines are not events
             self.events += 1

@@ -4,7 +4,6 @@ into the client's dialect. Plain functions over the codecs; no I/O (exchange.py 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -13,7 +12,7 @@ from typing import Any
 from bridge_app import bodies, dialects, ir
 from bridge_app.dialects.common import dumps
 from bridge_app.routes import Route
-from core import config
+from core import config, untrusted_json
 
 
 @dataclass
@@ -203,7 +202,7 @@ def prepare(
 
 def _json(raw: bytes) -> Any:
     try:
-        return json.loads(raw)
+        return untrusted_json.loads(raw, max_bytes=bodies.MAX_ANSWER)
     except ValueError:
         return raw.decode("utf-8", "replace")
 

@@ -8,13 +8,13 @@ writes are added to its `input_tokens`), `output` includes reasoning."""
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import uuid
 from typing import Any
 
-from bridge_app import ir
+from bridge_app import bodies, ir
 from bridge_app.dialects import anthropic, gemini, openai_chat, openai_responses
+from core import untrusted_json
 
 # `{agent}.{session id}` (contract §0); `s-{session id}` is what svc handed out before, still
 # recognised so rows and agents of that time keep their attribution.
@@ -58,7 +58,7 @@ class Meter:
 
     def whole_bytes(self, raw: bytes) -> None:
         with contextlib.suppress(ValueError):
-            self.whole(json.loads(raw))
+            self.whole(untrusted_json.loads(raw, max_bytes=bodies.MAX_ANSWER))
 
     def event(self, event: str, obj: Any) -> None:
         if not isinstance(obj, dict):
@@ -91,7 +91,9 @@ class Meter:
                 elif line.startswith("event:"):
                     event = line[6:].strip()
             try:
-                self.event(event, json.loads("\n".join(data)))
+                self.event(
+                    event, untrusted_json.loads("\n".join(data), max_bytes=bodies.MAX_ANSWER)
+                )
             except ValueError:
                 continue
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -21,6 +20,7 @@ from typing import Any
 
 from bridge_app import agent_api, bodies, dialects, exchange, gate, ir, routes
 from bridge_app.dialects.common import dumps
+from core import untrusted_json
 from core.asgi_helpers import header
 from core.runtime import current
 
@@ -101,7 +101,9 @@ def decode_text(raw: bytearray) -> str:
 
 def parse_json(text: str) -> dict[str, Any]:
     try:
-        body = json.loads(text)
+        body = untrusted_json.loads(text, max_bytes=MAX_BODY)
+    except untrusted_json.UntrustedJSONError as exc:
+        raise ir.bad_request(f"the body is refused: {exc}") from None
     except ValueError as exc:
         raise ir.bad_request(f"the body is not valid JSON: {exc}") from exc
     if not isinstance(body, dict):

@@ -18,12 +18,14 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from core import untrusted_json
 from core.errors import DomainError
 from sessions_app.prompt_queue import queue_changed
 
 logger = logging.getLogger(__name__)
 
 OPEN_TIMEOUT_S = 15.0
+MAX_FRAME = 64 * 1024 * 1024  # an event of the owner's /ws/chat, relayed whole
 RECEIVED_TIMEOUT_S = 15.0  # the owner records a prompt in a database write or two
 Listener = Callable[[dict[str, Any]], None]
 
@@ -76,7 +78,7 @@ class RemoteChat:
     async def _events(self) -> None:
         while (frame := await self._socket.recv()) is not None and frame[0] == "text":
             try:
-                event = json.loads(frame[1])
+                event = untrusted_json.loads(frame[1], max_bytes=MAX_FRAME)
             except ValueError:
                 continue
             if isinstance(event, dict):

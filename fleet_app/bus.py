@@ -192,6 +192,11 @@ class Bus:
                 await self._listen(pubsub)
             except (RedisError, OSError, _ConnectionLost) as exc:
                 await self._lost(client, pubsub, f"{self._where}: {exc or type(exc).__name__}")
+            except Exception as exc:
+                # svc's own bug, not Redis: still never the end of the loop, or the fleet splits
+                # for good while this member's status reads online.
+                logger.exception("fleet: the bus reader failed; subscribing again")
+                await self._lost(client, pubsub, f"the bus reader failed: {type(exc).__name__}")
             await asyncio.sleep(delay)
             delay = min(delay * 2, BACKOFF_MAX_S)
 
@@ -212,7 +217,7 @@ class Bus:
             if message is not None:
                 heard = now
                 if message["type"] == "message":
-                    self._receive(message["channel"], message["data"])
+                    self._receive_any(message["channel"], message["data"])
                 continue
             if now - heard > SILENT_DEAD_S:
                 raise _ConnectionLost(f"no answer to a ping for {SILENT_DEAD_S:g} s")
@@ -308,6 +313,16 @@ class Bus:
         return Envelope(self.machine_id, self.machine_id, time.time(), "local", kind, body, call)
 
     # --- receiving ----------------------------------------------------------------------------
+
+    def _receive_any(self, channel: bytes, data: bytes) -> None:
+        """Whatever anyone with Redis access published: a message that cannot be read costs one
+        (rate-limited) log line, never the reader."""
+        try:
+            self._receive(channel, data)
+        except Exception as exc:
+            unreadable = Refused(f"unreadable ({type(exc).__name__})", verified=False)
+            if self._refusals.note(unreadable, "the bus"):
+                logger.warning("fleet: what the bus could not read", exc_info=exc)
 
     def _receive(self, channel: bytes, data: bytes) -> None:
         on_inbox = channel != self._channel_all_bytes

@@ -17,7 +17,8 @@ from asgiref.sync import async_to_sync, sync_to_async
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from core import api_errors
+from core import api_errors, untrusted_json
+from core.api_parsers import MAX_BODY
 from core.runtime import current_or_none
 from fleet_app import merge, routes, stop_all
 from fleet_app.bus import FleetUnreachable
@@ -121,8 +122,8 @@ class FleetRequest:
 
     def _json_body(self) -> dict[str, Any]:
         try:
-            data = json.loads(self.request.body or b"{}")
-        except ValueError:
+            data = untrusted_json.loads(self.request.body or b"{}", max_bytes=MAX_BODY)
+        except ValueError:  # DRF's parser answers it with a 400 where the view runs
             return {}
         return data if isinstance(data, dict) else {}
 

@@ -10,10 +10,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from core import untrusted_json
+
 from .signing import SKEW_S, Refused, claimed_sender, sign, verify
 
 DATA = ("bytes", "text")
 KINDS = (*DATA, "ack", "open", "close")
+MAX_META = 4096  # a sealed meta is ~200 bytes
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,7 @@ def opened(
     if not verify(secret, meta_raw + b"\n" + data, signature):
         raise Refused("bad signature", claimed_sender(meta_raw), verified=False)
     try:
-        meta = json.loads(meta_raw)
+        meta = untrusted_json.loads(meta_raw, max_bytes=MAX_META)
         sender, seq, off = meta["from"], meta["seq"], meta["off"]
         kind, ts = meta["kind"], float(meta["ts"])
     except (ValueError, KeyError, TypeError):

@@ -316,13 +316,23 @@ class Relay:
                 for _key, entries in answer or ():
                     for entry_id, fields in entries:
                         last = entry_id
-                        self._take(entry_id, fields)
+                        self._take_any(entry_id, fields)
                 self._arrived.set()
             if self._peer_gone:
                 # Its close entry was the last word: nobody reads that stream any more.
                 await self._redis.delete(self.in_key)
         except (RedisError, OSError) as exc:
             self._end(f"Redis failed: {exc}", writing_too=True)
+
+    def _take_any(self, entry_id: bytes, fields: dict[bytes, bytes]) -> None:
+        """An entry anyone with Redis access may have added: one that cannot be read costs one
+        (rate-limited) log line and is skipped; the relay goes on."""
+        try:
+            self._take(entry_id, fields)
+        except Exception as exc:
+            unreadable = Refused(f"unreadable ({type(exc).__name__})", verified=False)
+            if self._refusals.note(unreadable, self._where):
+                logger.warning("fleet: what relay %s could not read", self.relay_id, exc_info=exc)
 
     def _take(self, entry_id: bytes, fields: dict[bytes, bytes]) -> None:
         try:

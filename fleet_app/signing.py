@@ -1,11 +1,12 @@
 """Signed fleet messages (contract §18 "Trust"): every message between members carries an HMAC of
 the fleet secret and a timestamp, and a receiver drops what is forged, stale, replayed or its own.
 
-Plain standard library (no Django, no Redis): the bus and the byte relays both use it, and it is
-tested with bytes in and bytes out. Wire form: `<hex hmac-sha256(secret, payload)>.<payload>`,
-payload the canonical JSON `{"v":1,"from","to","ts","nonce","kind","body"[,"call"]}`. `to` is the
-recipient's machine id, or "*" on the broadcast channel: it is signed so that a message captured on
-one member's inbox cannot be replayed into another's (each member keeps its own nonce cache).
+Plain standard library (no Django, no Redis; core.untrusted_json is stdlib too): the bus and the
+byte relays both use it, and it is tested with bytes in and bytes out. Wire form:
+`<hex hmac-sha256(secret, payload)>.<payload>`, payload the canonical JSON
+`{"v":1,"from","to","ts","nonce","kind","body"[,"call"]}`. `to` is the recipient's machine id,
+or "*" on the broadcast channel: it is signed so that a message captured on one member's inbox
+cannot be replayed into another's (each member keeps its own nonce cache).
 """
 
 from __future__ import annotations
@@ -21,11 +22,17 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from core import untrusted_json
+
 VERSION = 1
 SKEW_S = 30.0  # §18: older (or newer) than 30 s → dropped
 NONCE_TTL_S = 60.0  # twice the skew window: a nonce outlives every message that could carry it
 NONCE_CAP = 100_000  # ≈ 1,600 messages/s for a minute before the oldest nonce is forgotten
 BROADCAST = "*"
+# A member's message is read whole only once its signature verified; one that does not verify is
+# parsed for the log (who it claims to be) only this far: a forger's 16 MiB costs a hash, no parse.
+MAX_MESSAGE = 64 << 20
+MAX_CLAIM = 64 << 10
 
 
 class Refused(Exception):
@@ -161,8 +168,8 @@ def open_sealed(
 
 def _parse(payload: bytes) -> Envelope:
     try:
-        raw = json.loads(payload)
-    except ValueError:
+        raw = untrusted_json.loads(payload, max_bytes=MAX_MESSAGE)
+    except ValueError:  # not JSON, too large or too deeply nested
         raise Refused("malformed") from None
     if not isinstance(raw, dict) or raw.get("v") != VERSION:
         raise Refused("malformed")
@@ -188,7 +195,7 @@ def _parse(payload: bytes) -> Envelope:
 def claimed_sender(payload: bytes) -> str:
     """Who a forged message says it is from, for the log: labelled unverified."""
     try:
-        claimed = json.loads(payload).get("from")
+        claimed = untrusted_json.loads(payload, max_bytes=MAX_CLAIM).get("from")
     except (ValueError, AttributeError):
         return "?"
     return f"{claimed} (unverified)" if isinstance(claimed, str) else "? (unverified)"

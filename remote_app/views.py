@@ -3,7 +3,6 @@ dashboard as a paired browser gets it. Only ever answered on the remote listener
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -140,11 +139,3 @@ def _is_https(request: HttpRequest) -> bool:
         return True
     online = current().public_urls
     return public.scheme_for_host(online, request.headers.get("Host", "")) == "https"
-
-
-def json_body(request: HttpRequest) -> dict[str, Any]:
-    try:
-        data = json.loads(request.body or b"{}")
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from core import server_compat
+from core import server_compat, untrusted_json
 from core.errors import DomainError
 from core.runtime import START_WAIT_S, current, until_started
 from sessions_app import approvals, handover, prompt_queue, selectors, services
@@ -30,6 +29,7 @@ from sessions_app.remote_sockets import RemoteChats
 logger = logging.getLogger(__name__)
 
 CHANNEL_SURFACES = ("telegram", "slack")  # what another member's chat may say it passes on
+MAX_EVENT = 4 * 1024 * 1024  # characters of one client event (a prompt is most of it)
 CLOSE_TOO_FAR_BEHIND = 4008  # a client that sends and never reads (chat_outbox.HARD_BYTES)
 
 
@@ -81,7 +81,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
         # the held chats are taken back: before, its chat read "exited" and a prompt "not live".
         await until_started()
         try:
-            message = json.loads(text_data or "")
+            message = untrusted_json.loads(text_data or "", max_bytes=MAX_EVENT)
+        except untrusted_json.UntrustedJSONError as exc:
+            self.outbox.put(error(f"{exc}; send a JSON object with a `type`"))
+            return
         except ValueError:
             message = None
         if not isinstance(message, dict):

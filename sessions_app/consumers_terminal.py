@@ -15,7 +15,7 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from core import server_compat
+from core import server_compat, untrusted_json
 from core.runtime import current, until_started
 from sessions_app import selectors
 from sessions_app.host.pty import SCROLLBACK_BYTES, TerminalView
@@ -24,6 +24,7 @@ from sessions_app.remote_sockets import RemoteTerminal
 logger = logging.getLogger(__name__)
 
 CLOSE_NOT_FOUND = 4404
+MAX_RESIZE = 1024  # a resize message is ~40 characters: longer text is typed without parsing
 
 
 def text_frame(text: str) -> bytes | tuple[int, int] | None:
@@ -31,8 +32,9 @@ def text_frame(text: str) -> bytes | tuple[int, int] | None:
     resize message with a size no terminal has (a pty nobody sized sends 0x0), which is dropped
     rather than typed into the shell."""
     try:
-        message = json.loads(text) if text.startswith("{") else None
-    except ValueError:
+        resize = text.startswith("{") and len(text) <= MAX_RESIZE
+        message = untrusted_json.loads(text, max_bytes=MAX_RESIZE) if resize else None
+    except ValueError:  # not JSON, or nested past the limit: typed like any other text
         message = None
     if not isinstance(message, dict) or message.get("type") != "resize":
         return text.encode()

@@ -15,11 +15,13 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from core import server_compat
+from core import server_compat, untrusted_json
 from sessions_app.host.pty import SCROLLBACK_BYTES
 
 logger = logging.getLogger(__name__)
 
+# Another member's chat event: signed, so trusted, and still never a reason for the pump to die.
+MAX_FRAME = 64 * 1024 * 1024
 CLOSE_UNREACHABLE = 4503  # the owning member could not be reached, or went away
 
 
@@ -151,7 +153,7 @@ class RemoteChats:
     async def _relay_down(self, machine: str, socket: Socket) -> None:
         while (frame := await socket.recv()) is not None and frame[0] == "text":
             try:
-                event = json.loads(frame[1])
+                event = untrusted_json.loads(frame[1], max_bytes=MAX_FRAME)
             except ValueError:
                 continue
             if isinstance(event, dict):

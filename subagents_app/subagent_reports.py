@@ -11,6 +11,8 @@ import json
 import re
 from typing import Any
 
+from core import untrusted_json
+
 SUMMARY_MAX = 200
 _REPORT = re.compile(r"<svc-report>(?P<body>.*?)</svc-report>", re.DOTALL)
 
@@ -94,8 +96,8 @@ def parse(final: str) -> tuple[Any, str]:
     if blocks:
         body = blocks[-1]["body"].strip()
         try:
-            report = json.loads(body)
-        except ValueError:
+            report = untrusted_json.loads(body, max_bytes=len(final))
+        except ValueError:  # not JSON, or nested past the limit (its size is the message's)
             report = {"unparsed": body}
     said = _REPORT.sub("", final).strip()
     summary = report.get("summary") if isinstance(report, dict) else None

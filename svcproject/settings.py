@@ -166,8 +166,8 @@ LOGIN_URL = "/login"
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["core.auth.OwnerTokenAuthentication"],
     # JSON only: a form post (the one body a page of another site can send without a CORS
-    # preflight) gets 415 before any view runs.
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    # preflight) gets 415 before any view runs. Nested past core.untrusted_json's limit → 400.
+    "DEFAULT_PARSER_CLASSES": ["core.api_parsers.UntrustedJSONParser"],
     "DEFAULT_PERMISSION_CLASSES": ["core.auth.IsOwner"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "core.api_errors.exception_handler",

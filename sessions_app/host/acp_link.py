@@ -21,10 +21,12 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+from core import untrusted_json
 from holder import protocol as frames
 
 logger = logging.getLogger(__name__)
 
+MAX_LINE = 1 << 30  # an agent's line is as long as it writes it; only its nesting is limited
 ID_SPAN = 1 << 32
 # The offset of the agent message being handled, in its handler's task (the SDK starts one task
 # per message from the receive loop, which copies the context receive() set).
@@ -84,8 +86,8 @@ class Link:
                 return None
             src, line = read
             try:
-                message = json.loads(line)
-            except ValueError:
+                message = untrusted_json.loads(line, max_bytes=MAX_LINE)
+            except ValueError:  # nested past the limit too: a reader that dies ends the chat
                 logger.warning("an agent wrote a line that is not JSON: %r", line[:200])
                 continue
             if not isinstance(message, dict):

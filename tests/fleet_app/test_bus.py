@@ -346,3 +346,51 @@ async def test_a_link_that_goes_silent_is_noticed_by_its_pings(
             assert time.monotonic() < deadline, "a never listened again"
             await asyncio.sleep(0.1)
     link.close()
+
+
+async def test_whatever_one_message_raises_costs_a_log_line_not_the_reader(
+    make_bus: MakeBus, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Beyond what the parser refuses (tests/fleet_app/test_signing.py): a message that makes
+    reading it raise anything at all, here once, is dropped and the next one is heard."""
+    a, b = await make_bus(A), await make_bus(B)
+    heard = inbox_of(b, "list.changed")
+    opened = b._receive
+
+    def receive_once_failing(channel: bytes, data: bytes) -> None:
+        if b'"n":1' in data:  # that message only: b also hears its own hello, for one
+            raise RuntimeError("a bug of svc's own")
+        opened(channel, data)
+
+    monkeypatch.setattr(b, "_receive", receive_once_failing)
+    caplog.set_level(logging.WARNING, logger="fleet_app.bus")
+    await a.broadcast("list.changed", {"n": 1})
+    await a.broadcast("list.changed", {"n": 2})
+    assert (await asyncio.wait_for(heard.get(), 5)).body == {"n": 2}
+    assert b.status == "online"
+    assert "unreadable (RuntimeError)" in caplog.text
+
+
+async def test_a_reader_that_fails_subscribes_again_and_says_so_meanwhile(
+    make_bus: MakeBus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug in the loop itself (not Redis) is not the end of it: the status goes unreachable,
+    then online again, and messages flow (before, the loop died and the status stayed online)."""
+    a, b = await make_bus(A), await make_bus(B)
+    heard = inbox_of(b, "list.changed")
+    statuses: list[str] = []
+    b.on_status(lambda status, detail: statuses.append(status))
+    failing = iter([True])
+
+    def receive_any(channel: bytes, data: bytes) -> None:
+        if b'"n":1' in data and next(failing, False):
+            raise RuntimeError("the loop's own bug")
+        Bus._receive_any(b, channel, data)
+
+    monkeypatch.setattr(b, "_receive_any", receive_any)
+    await a.broadcast("list.changed", {"n": 1})
+    await until(lambda: statuses[-2:] == ["unreachable", "online"])
+    await until(lambda: a.status == "online")
+    await asyncio.sleep(0.2)  # b's new subscription is in place before the next broadcast
+    await a.broadcast("list.changed", {"n": 2})
+    assert (await asyncio.wait_for(heard.get(), 5)).body == {"n": 2}

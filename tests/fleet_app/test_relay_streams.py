@@ -173,6 +173,21 @@ async def test_a_forged_or_replayed_entry_is_dropped_and_the_relay_goes_on(
     assert viewer.ended is None
 
 
+async def test_nested_and_signed_nested_entries_are_dropped_and_the_relay_goes_on(
+    open_pair: OpenPair, redis: tuple[Redis, str]
+) -> None:
+    client, _ = redis
+    owner, viewer = await open_pair()
+    deep = b"[" * 100_000 + b"]" * 100_000
+    await owner.send("bytes", b"first ")
+    assert await viewer.recv() == ("bytes", b"first ")
+    await client.xadd(owner.out_key, {b"m": deep, b"d": b"", b"s": b"0" * 64})
+    await client.xadd(owner.out_key, {b"m": deep, b"d": b"", b"s": sign(SECRET, deep + b"\n")})
+    await owner.send("bytes", b"second")
+    assert await asyncio.wait_for(viewer.recv(), 5) == ("bytes", b"second")
+    assert viewer.ended is None
+
+
 async def test_close_tells_the_other_side_and_leaves_no_key(
     open_pair: OpenPair, redis: tuple[Redis, str]
 ) -> None:

@@ -14,6 +14,7 @@ from fleet_app.signing import (
     NonceCache,
     RefusalLog,
     Refused,
+    claimed_sender,
     open_sealed,
     seal,
     sign,
@@ -177,3 +178,25 @@ def test_a_forger_inventing_senders_gets_one_line_a_minute_without_secret_or_bod
     assert "bad signature" in text
     assert "forger-0" in text and "\nsvc: fake" not in text  # no forged line break
     assert "BODY-MARK" not in text and SECRET not in text and "w" * 40 not in text
+
+
+DEEP = b"[" * 100_000 + b"]" * 100_000
+
+
+@pytest.mark.parametrize(
+    "data",
+    [DEEP, b"0" * 64 + b"." + DEEP, b"0" * 64 + b"." + b'{"from":' * 100_000 + b"}" * 100_000],
+)
+def test_nested_json_with_a_forged_signature_is_refused_not_raised(data: bytes) -> None:
+    refused = refusal(data, to=BROADCAST)
+    assert refused in ("malformed", "bad signature")
+
+
+def test_a_well_signed_payload_nested_too_deep_is_malformed() -> None:
+    assert refusal(sign(SECRET, DEEP) + b"." + DEEP, to=BROADCAST) == "malformed"
+
+
+def test_a_huge_forged_message_is_not_parsed_for_its_claimed_sender() -> None:
+    payload = b'{"from":"' + b"x" * (1 << 20) + b'"}'
+    assert claimed_sender(payload) == "?"
+    assert claimed_sender(b'{"from":"m-1"}') == "m-1 (unverified)"
