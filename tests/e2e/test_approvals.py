@@ -20,7 +20,8 @@ from harness.daemon import Daemon
 from harness.termclient import Chat, start_hosting_daemon, stop_session
 from tests.e2e.test_remote_tunnel import Remote
 
-TIMEOUT_S = 2  # SVC_PERMISSION_TIMEOUT: an unanswered request is refused after this long
+TIMEOUT_S = 6  # SVC_PERMISSION_TIMEOUT: an unanswered request is refused after this long
+# (long enough for step 2's six HTTP calls on a loaded machine: at 2 s CI saw it time out)
 IPHONE = (
     "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 "
     "(KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1"

@@ -61,7 +61,8 @@ async def test_a_terminal_outlives_five_sigkills_and_its_viewer_sees_every_line_
         assert get_session(daemon, session_id)["status"] == "running"
         term = await Term.open(daemon, session_id)
         assert term.state == {"type": "running"}
-    await term.expect(b"DONE\r\n", timeout=60)
+    if b"DONE\r\n" not in term.scrollback:  # the loop may end while svc is away (a slow start)
+        await term.expect(b"DONE\r\n", timeout=60)
     seen = (term.scrollback + bytes(term.out)).decode(errors="replace")
     assert numbered(seen) == list(range(1, LINES + 1)), seen[:300]  # every line, once, in order
     await term.run("exit 5")
