@@ -32,6 +32,13 @@ QUEUE_BYTES = 4 << 20  # a socket's stored events waiting in svc, beyond its 512
 HARD_BYTES = 16 << 20  # everything waiting in svc for one socket
 PAGE = 50  # events read back at a time (each may be up to a MiB)
 
+
+def _fitting(size: int) -> int:
+    """How many events of about `size` bytes to read back at once: a page of them is read into
+    memory whole, so large ones are read a few at a time."""
+    return max(1, min(PAGE, QUEUE_BYTES // max(size, 1)))
+
+
 History = Callable[[str, int, int], Awaitable[list[dict[str, Any]]]]  # (session, after, limit)
 
 
@@ -61,6 +68,7 @@ class ChatOutbox:
         self._ready = asyncio.Event()
         self.overrun = False
         self.fell_behind = 0  # times a chat fell behind here (tests, logs)
+        self._page = PAGE  # events read back at a time: as many as QUEUE_BYTES holds (_fitting)
 
     @property
     def waiting_bytes(self) -> int:
@@ -100,6 +108,7 @@ class ChatOutbox:
         size = sum(len(t.encode()) for t in texts)
         if stored and self._bytes and self._bytes + size > QUEUE_BYTES:
             self._fall_behind(str(session_id), int(seq))  # type: ignore[arg-type]
+            self._page = _fitting(size)
             return
         self._queue(texts, size, str(session_id) if stored else None, seq if stored else None)
         if self._bytes > HARD_BYTES:
@@ -154,16 +163,28 @@ class ChatOutbox:
         if after >= upto:  # caught up: live from here, decided without yielding
             del self._behind[session_id]
             return
-        events = await self._history(session_id, after, PAGE)
+        events = await self._history(session_id, after, self._page)
         if then:  # nothing newer than the open's history before its end
             events = [event for event in events if event["seq"] <= mark]
+            if not events:  # the rest of that history is gone (removed): its end now
+                del self._then[session_id]
+                for event in then:
+                    self.put(event)
+                return
         if not events:  # the history is gone (the session was removed)
             self._behind.pop(session_id, None)
-            self._then.pop(session_id, None)
-            for event in then:
-                self.put(event)
             return
-        for event in events:
+        # A page read back keeps to QUEUE_BYTES as live events do: 50 events of up to a MiB
+        # each, held at once, closed the socket 4008 as soon as anything else was put
+        # (HARD_BYTES), on every open of the chat, so it was never read. What does not fit is read
+        # again once the rest is sent.
+        largest = 0
+        for index, event in enumerate(events):
             event = {**event, "replay": True}  # read back from the store, as a replay is
             texts = frames(event)
-            self._queue(texts, sum(len(t.encode()) for t in texts), session_id, event["seq"])
+            size = sum(len(t.encode()) for t in texts)
+            if index and self._bytes + size > QUEUE_BYTES:
+                break
+            self._queue(texts, size, session_id, event["seq"])
+            largest = max(largest, size)
+        self._page = _fitting(largest)

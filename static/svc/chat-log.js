@@ -4,8 +4,9 @@
 // to the row that holds its event (streamed chunks share one row).
 //
 // A row: {key, kind, text, seq, ...}. Kinds: user, agent (Markdown), agent-error (a failed prompt,
-// with its log one click away), thought, tool, plan, turn-end, error, end, permission, decision
-// (who answered a permission request, from where, when: contract §17), handover.
+// with its log one click away), thought, tool, plan, turn-end, error, end (of an event too large to
+// show: `fetch`, where it is whole), permission, decision (who answered a permission request, from
+// where, when: contract §17), handover.
 
 // `asked`: each permission request seen, by request_id → {title, options, at (its row, if shown)}.
 // `queued`: the prompts waiting for the running turn, in order (contract §17; not rows: they are
@@ -119,8 +120,9 @@ function queueChanged(queued, e) {
   return (e.order || []).filter((id) => known.has(id)).map((id) => known.get(id));
 }
 
-// An event too large for one frame (docs/sessions.md "Frames"): what it is, and where it is whole.
-const tooLarge = (e) => `${e.kind} too large to show here (${e.bytes} bytes)${e.fetch ? `: ${e.fetch}` : ""}`;
+// An event too large for one frame (docs/sessions.md "Frames"): what it is; the row keeps where it
+// is whole (`fetch`), which the view links.
+const tooLarge = (e) => `${e.kind} too large to show here (${e.bytes} bytes)`;
 
 export function apply(log, e) {
   if (e.kind === "queue") return { ...log, queued: e.items || [] }; // a streamed row goes on
@@ -129,7 +131,7 @@ export function apply(log, e) {
   if (e.part > 0 && e.kind === "user_message_chunk" && log.rows.length) {
     return update(log, log.rows.length - 1, (row) => ({ ...row, text: row.text + (e.text || "") }));
   }
-  if (e.truncated) return add(apply(log, { ...e, truncated: false }), "end", tooLarge(e), e.seq);
+  if (e.truncated) return add(apply(log, { ...e, truncated: false }), "end", tooLarge(e), e.seq, { fetch: e.fetch || null });
   // The chat opened again on a new socket (svc restarted) and still running: nothing to add.
   if (e.kind === "session" && e.again && e.status === "running") return { ...log, running: Boolean(e.busy) };
   if (e.kind === "agent_message_chunk") return stream(log, "bubble", "agent", e.text || "", e.seq);

@@ -5,7 +5,7 @@
 // yet is shown above the box until it has, and one it refuses goes back into the box, said not
 // sent. The page tells svc whether the person sees this chat, so a turn that ends out of sight
 // is notified (§15).
-import { api, pageKey } from "./api.js";
+import { api, headers, pageKey } from "./api.js";
 import { chatLink } from "./chat-link.js";
 import { answered, apply, emptyLog, rowAt } from "./chat-log.js";
 import { Markdown } from "./markdown.js";
@@ -57,6 +57,20 @@ function when(iso) {
   return html`<time datetime=${iso} title=${date.toLocaleString()}>${date.toLocaleTimeString()}</time>`;
 }
 
+// An event too large for the chat (docs/sessions.md "Frames"), whole in a tab of its own: the
+// browser's session opens the link on svc's machine; through a tunnel only this page holds the
+// page key, so the page fetches it and opens what came.
+function Whole({ href }) {
+  const url = `${href}?format=json`;
+  const click = async (event) => {
+    if (!pageKey()) return;
+    event.preventDefault();
+    const response = await fetch(url, { headers: headers(), credentials: "same-origin" });
+    open(URL.createObjectURL(await response.blob()), "_blank", "noopener");
+  };
+  return html`<a class="chat-whole" href=${url} target="_blank" rel="noopener" onClick=${click}>open it whole</a>`;
+}
+
 function Permission({ row, attrs, answer }) {
   return html`<div ...${attrs}>${row.text}${row.options.map((option) => html`<button type="button" disabled=${row.answered}
     onClick=${() => answer(row, option)}>${option.name}</button>`)}</div>`;
@@ -72,6 +86,7 @@ function rowView(row, attrs, { sessionId, answer, painted }) {
     case "permission": return html`<${Permission} row=${row} attrs=${attrs} answer=${answer} />`;
     case "decision": return html`<div ...${attrs} data-surface=${row.surface || undefined}>${row.text}${row.at && html` · ${when(row.at)}`}</div>`;
     case "turn-end": return html`<div ...${attrs} role="separator">${row.text}</div>`;
+    case "end": return html`<div ...${attrs}>${row.text}${row.fetch && html`: <${Whole} href=${row.fetch} />`}</div>`;
     default: return html`<div ...${attrs}>${row.text}</div>`;
   }
 }

@@ -244,18 +244,21 @@ async def flood_turn(driver: Chat, session_id: str, flood: str, pid: int) -> tup
     return peak, await ended
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(300)
 async def test_a_viewer_that_stops_reading_keeps_svc_memory_bounded_and_loses_nothing(
     fresh_daemon: Daemon, tmp_path: Path
 ) -> None:
-    """Two turns of 4,000 chunks of 16 KB (~130 MB of events as sent; SVC_TEST_FLOOD="30000
-    4096" for the issue's 30,000-chunk turn): the first read by its one viewer (what svc itself
-    needs for such a turn), the second while another viewer reads nothing. The stalled viewer
-    adds a bounded amount to svc's peak memory, and once it reads again it gets every event, in
-    order, once — read back from the database where it fell behind."""
+    """Two turns of 200 chunks of 128 KB (each event ~256 KB as sent, its text twice: ~100 MB
+    in all; SVC_TEST_FLOOD="30000 4096" for the issue's 30,000-chunk turn): the first read by
+    its one viewer (what svc itself needs for such a turn), the second while another viewer,
+    which opened the chat from its start, reads nothing. The stalled viewer adds a bounded
+    amount to svc's peak memory (before the outbox: the history and every event it had not
+    read, +175 MiB here), and once it reads again it gets every event, in order, once — read
+    back from the database where it fell behind, without being closed for it (4008 is for a
+    client that never reads)."""
     daemon = start(fresh_daemon)
     pid = daemon.proc.pid  # type: ignore[union-attr]
-    flood = os.environ.get("SVC_TEST_FLOOD", "4000 16384")
+    flood = os.environ.get("SVC_TEST_FLOOD") or "200 131072"
     session_id = create_session(daemon, tmp_path, agent="fake", kind="chat")["id"]
     driver = await chat_on(daemon)
     await driver.open(session_id=session_id)
@@ -277,11 +280,13 @@ async def test_a_viewer_that_stops_reading_keeps_svc_memory_bounded_and_loses_no
     # read nothing for longer than daphne's ping timeout (30 s) was let go meanwhile: it opens
     # the chat again after the last event it has, as the dashboard's chat-link.js does.
     seqs: list[int] = []
-    async with asyncio.timeout(300):
+    closed: list[int | None] = []
+    async with asyncio.timeout(120):
         while not seqs or seqs[-1] < turn_end["seq"]:
             try:
                 event = json.loads(await stalled.recv())
             except ConnectionClosed:
+                closed.append(stalled.close_code)
                 stalled = await socket(daemon, "/ws/chat")
                 after = seqs[-1] if seqs else 0
                 await stalled.send(
@@ -290,7 +295,39 @@ async def test_a_viewer_that_stops_reading_keeps_svc_memory_bounded_and_loses_no
                 continue
             if isinstance(event.get("seq"), int) and event.get("part", 0) == 0:
                 seqs.append(event["seq"])
+    print(f"read back in {time.monotonic() - started - seconds:.1f} s; closed {closed}")
     assert seqs == list(range(1, turn_end["seq"] + 1)), "a gap or a repeat"
+    assert 4008 not in closed, closed
     assert first_end["seq"] < turn_end["seq"]
     await stalled.close()
     await driver.close()
+
+
+async def test_a_history_of_large_events_opens_whole_without_the_socket_closing(
+    fresh_daemon: Daemon, tmp_path: Path
+) -> None:
+    """60 events of ~512 KB each (chunks of 256 KB: the text twice). Opening the chat sends a
+    first page and reads the rest back as the socket drains; that read-back held a page of 50
+    such events (26 MB) at once, past the 16 MiB at which a socket is taken for one that never
+    reads, so the next thing put (the `session` event) closed it 4008 — on every open, each
+    `after` where the last one stopped: the chat could not be read."""
+    daemon = start(fresh_daemon)
+    session_id = create_session(daemon, tmp_path, agent="fake", kind="chat")["id"]
+    driver = await chat_on(daemon)
+    await driver.open(session_id=session_id)
+    await driver.send(type="prompt", session_id=session_id, text="flood 60 262144")
+    last = (await driver.next("turn_end", timeout=120))["seq"]
+    await driver.close()
+    viewer = await socket(daemon, "/ws/chat")
+    await viewer.send(json.dumps({"type": "open", "session_id": session_id}))
+    seqs: list[int] = []
+    async with asyncio.timeout(60):
+        while not seqs or seqs[-1] < last:
+            try:
+                event = json.loads(await viewer.recv())
+            except ConnectionClosed:
+                pytest.fail(f"closed {viewer.close_code} after {len(seqs)} of {last} events")
+            if isinstance(event.get("seq"), int) and event.get("part", 0) == 0:
+                seqs.append(event["seq"])
+    assert seqs == list(range(1, last + 1))
+    await viewer.close()
