@@ -33,8 +33,8 @@ class Open:
         await asyncio.sleep(0)
 
 
-async def test_an_open_ends_after_its_whole_history_and_before_newer_events() -> None:
-    store, sent = Store(3 * PAGE + 7), []
+async def opened_with_first_page(store: Store, sent: list) -> tuple[ChatOutbox, asyncio.Task]:
+    """An outbox writing into `sent`, with the chat opened and its first page put."""
 
     async def send(text: str) -> None:
         sent.append(json.loads(text))
@@ -44,6 +44,12 @@ async def test_an_open_ends_after_its_whole_history_and_before_newer_events() ->
     outbox.opened(SID, 0)
     for event in await store.page(SID, 0, PAGE):
         outbox.put({**event, "replay": True})
+    return outbox, writer
+
+
+async def test_an_open_ends_after_its_whole_history_and_before_newer_events() -> None:
+    store, sent = Store(3 * PAGE + 7), []
+    outbox, writer = await opened_with_first_page(store, sent)
     last = store.events[-1]["seq"]
     ending = [{"kind": "session", "session_id": SID}, {"kind": "queue", "items": []}]
     outbox.behind(SID, last, ending)
@@ -64,15 +70,7 @@ async def test_an_open_ends_after_its_whole_history_and_before_newer_events() ->
 
 async def test_a_short_history_ends_at_once() -> None:
     store, sent = Store(3), []
-
-    async def send(text: str) -> None:
-        sent.append(json.loads(text))
-
-    outbox = ChatOutbox(send, Open(), store.page)
-    writer = asyncio.create_task(outbox.run())
-    outbox.opened(SID, 0)
-    for event in await store.page(SID, 0, PAGE):
-        outbox.put({**event, "replay": True})
+    outbox, writer = await opened_with_first_page(store, sent)
     outbox.behind(SID, 3, [{"kind": "session", "session_id": SID}])
     async with asyncio.timeout(5):
         while len(sent) < 4:
