@@ -166,7 +166,7 @@ async def _reconcile(rt: Runtime, host: ProcessHost) -> None:
         )
     if interrupted and config.current_settings().host_resume_on_start:
         chats = [s for s in interrupted if s.kind == "chat"]
-        host.resuming_at_start([str(s.id) for s in chats])  # before a socket is answered
+        host.resuming.mark([str(s.id) for s in chats])  # before a socket is answered
         host.in_background(session_services.asessions_resume_interrupted(host=host, sessions=chats))
     mirrored = await database_sync_to_async(_reconcile_and_mirror)()
     rt.settings_applied_ns = mirrored.loaded_mtime_ns  # the watcher compares with this

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import contextvars
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
@@ -37,6 +36,7 @@ from sessions_app.host.activity import Activity
 from sessions_app.host.direct import DirectPipes, DirectPty
 from sessions_app.host.fanout import Flow, SendBytes, SendJson
 from sessions_app.host.pty import SCROLLBACK_BYTES, PtySession, TerminalView
+from sessions_app.host.resuming import ResumesAtStart
 
 if TYPE_CHECKING:
     from sessions_app.selectors import ChatPosition
@@ -60,9 +60,7 @@ class ProcessHost:
         # One resume at a time: two requests that find a chat ended must not start it twice.
         self.resume_lock = asyncio.Lock()
         self._stopped_by: dict[str, str] = {}  # who asked a session to stop ("svc", "user")
-        # Chats this start resumes in its background (host.resume_on_start): set when each is
-        # done, so a client asking for one meanwhile waits for it instead of hearing "not live".
-        self._resuming: dict[str, asyncio.Event] = {}
+        self.resuming = ResumesAtStart()  # chats this start resumes (host.resume_on_start)
         # Given to every chat: what runs when it becomes idle (the composition root sets it to
         # send the prompts that wait, sessions_app/prompt_queue.py).
         self.on_idle: Callable[[AcpSession], Awaitable[None]] | None = None
@@ -309,23 +307,9 @@ class ProcessHost:
     def chat(self, session_id: str) -> AcpSession | None:
         return self._chats.get(session_id)
 
-    def resuming_at_start(self, session_ids: list[str]) -> None:
-        """Say, before the start is over, which chats it will resume in its background."""
-        for session_id in session_ids:
-            self._resuming.setdefault(session_id, asyncio.Event())
-
-    def resumed_at_start(self, session_id: str) -> None:
-        """One of those is resumed (or could not be): who waits for it goes on."""
-        if (done := self._resuming.pop(session_id, None)) is not None:
-            done.set()
-
     async def chat_after_resume(self, session_id: str, wait_s: float) -> AcpSession | None:
-        """The chat; one this start is still resuming, once it is (at most `wait_s` s). A
-        page that reconnects at once must reach the resumed agent, not be told it is gone."""
-        waiting = self._resuming.get(session_id)
-        if waiting is not None:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(waiting.wait(), wait_s)
+        """The chat; one this start is still resuming, once it is (at most `wait_s` s)."""
+        await self.resuming.wait(session_id, wait_s)
         return self._chats.get(session_id)
 
     # --- both ----------------------------------------------------------------------------------

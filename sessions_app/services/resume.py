@@ -95,7 +95,7 @@ async def asessions_resume_interrupted(*, host: ProcessHost, sessions: list[Sess
         except Exception as exc:
             logger.warning("could not resume interrupted session %s: %s", session.id, exc)
         finally:
-            host.resumed_at_start(str(session.id))
+            host.resuming.done(str(session.id))
     return resumed
 
 
