@@ -363,8 +363,9 @@ def test_svc_run_on_a_new_home_says_what_it_does_and_prints_a_login_url_that_wor
             assert proc.poll() is None, "".join(said)
             assert time.monotonic() < deadline, "".join(said)
             time.sleep(0.2)
-        migrating = next(i for i, line in enumerate(said) if line.startswith("svc: migrating"))
-        assert "(a new home: ~20 s)…" in said[migrating], said[migrating]
+        first = "svc: setting up the database of a new home ("
+        migrating = next(i for i, line in enumerate(said) if line.startswith(first))
+        assert said[migrating].rstrip().endswith(" migrations)…"), said[migrating]
         url = next(line.strip() for line in said if "/login?token=" in line)
         assert said.index(next(x for x in said if "/login?token=" in x)) > migrating
         token = json.loads((home / "auth.json").read_text())["owner_token"]

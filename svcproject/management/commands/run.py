@@ -1,7 +1,7 @@
 """bin/svc run: the daemon in the foreground, as `make run` starts it but without make — what the
 service unit runs (docs/service.md). In order: a port already in use ends it at once, with one
 line and before any banner; the database is migrated, saying so when there is something to
-migrate (a new home: ~20 s); then daphne, and the login URL (issue 43, friction 7)."""
+migrate; then daphne, and the login URL (issue 43, friction 7)."""
 
 import errno
 import os
@@ -67,9 +67,12 @@ def migrate() -> None:
     executor = MigrationExecutor(connection)
     plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
     if plan:
-        new = not executor.loader.applied_migrations
-        first = " (a new home: ~20 s)" if new else ""
-        sys.stderr.write(f"svc: migrating the database, {len(plan)} migrations{first}…\n")
+        what = (
+            "setting up the database of a new home"
+            if not executor.loader.applied_migrations
+            else "migrating the database"
+        )
+        sys.stderr.write(f"svc: {what} ({len(plan)} migrations)…\n")
         sys.stderr.flush()
     call_command("migrate", interactive=False, verbosity=0)
 
