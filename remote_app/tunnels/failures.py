@@ -67,7 +67,7 @@ def read_line(line: str, service: str, known: Sequence[Known] = ()) -> Reading |
 def unreachable(found: Found, service: str) -> str:
     host, reason = found.host, found.reason
     if not _is_name(host):  # an address or nothing: the service the tool needs is the one
-        reason = f"{reason} ({host})" if host else reason
+        reason = f"{reason} ({host})" if host and host != service else reason
         host = service
     if not host:
         return f"cannot reach its server: {reason}"

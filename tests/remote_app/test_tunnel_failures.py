@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pwd
+import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
+from harness.daemon import free_port
 from harness.runtime import running, settings_file
 from remote_app.tunnels import registry
 from remote_app.tunnels.base import TunnelError
@@ -152,3 +155,29 @@ async def test_as_a_service_it_stays_error_with_its_reason_and_waits_longer_each
     assert all(detail.startswith(LOCALTUNNEL_OFFLINE) for _, detail, _ in after)
     assert 0.0 in {retry for _, _, retry in after}  # trying again, still `error`
     assert [waits[n] for n in sorted(waits)][:3] == [0.2, 0.4, 0.8]
+
+
+# npm's cache of this machine's user (the tests run with a HOME of their own).
+NPM_CACHE = Path(pwd.getpwuid(os.getuid()).pw_dir) / ".npm"
+
+
+def npx_has_localtunnel() -> bool:
+    """localtunnel already in npx's cache: the real one runs with no download."""
+    return bool(list(NPM_CACHE.glob("_npx/*/node_modules/localtunnel/package.json")))
+
+
+@pytest.mark.skipif(
+    not shutil.which("npx") or not npx_has_localtunnel(),
+    reason="the real localtunnel is not in npx's cache (this test never downloads it)",
+)
+async def test_the_real_localtunnel_whose_server_refuses_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The real tool under npx, pointed at a port nothing listens on: without svc's DEBUG it
+    would print nothing at all for ever (seen with 2.0.2)."""
+    monkeypatch.delenv("DEBUG", raising=False)
+    monkeypatch.setenv("npm_config_cache", str(NPM_CACHE))
+    closed = free_port()
+    said = await failure(build("localtunnel", host=f"http://127.0.0.1:{closed}"), limit=60)
+    assert said.startswith(f"cannot reach 127.0.0.1:{closed}: connection refused ("), said
+    assert f"tunnel server offline: connect ECONNREFUSED 127.0.0.1:{closed}, retry 1s" in said
