@@ -383,6 +383,32 @@ def test_svc_run_on_a_new_home_says_what_it_does_and_prints_a_login_url_that_wor
         end_holder(home)
 
 
+def test_svc_run_started_by_systemd_never_prints_the_login_url(tmp_path: Path) -> None:
+    """A unit written before `SVC_PRINT_LOGIN=0` was: systemd's INVOCATION_ID is enough to keep
+    the owner token out of the journal (docs/service.md)."""
+    home = migrated_home(tmp_path / "home")
+    port = free_port()
+    proc = subprocess.Popen(
+        [str(SVC), "run", "--port", str(port)],
+        env=svc_env(home, INVOCATION_ID="0123456789abcdef0123456789abcdef"),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        svc_url_when_up(home, port, proc)
+        time.sleep(1)  # the URL would be printed right after the bind
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+        assert b"/login?token=" not in (proc.stderr.read() if proc.stderr else b"")
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+        end_holder(home)
+
+
 def svc_url_when_up(home: Path, port: int, proc: subprocess.Popen) -> str:
     deadline = time.monotonic() + START_LIMIT_S
     while time.monotonic() < deadline:
