@@ -48,11 +48,8 @@ def listening_tcp_ports() -> list[int]:
     return sorted(set(ports))
 
 
-def listen_beside(port: int, max_connections: int, header_seconds: float) -> int:
-    """Bind one more loopback socket served by the same daphne HTTP factory as the main one (the
-    remote listener, contract §13), behind a budget of its own (core.connection_budget);
-    returns the port bound. The app tells the two apart by the ASGI scope's `server` port, which
-    is the socket's own, whatever the request says."""
+def main_http_factory() -> object:
+    """daphne's HTTP factory, the main socket's: another socket it serves is the same app."""
     reactor = _reactor()
     if reactor is None:
         raise RuntimeError("not running under daphne")
@@ -61,8 +58,16 @@ def listen_beside(port: int, max_connections: int, header_seconds: float) -> int
     main = next((r for r in reactor.getReaders() if isinstance(r, tcp.Port) and r.connected), None)
     if main is None:
         raise RuntimeError("daphne's listening socket was not found")
-    budget = BudgetFactory(main.factory, max_connections, header_seconds)
-    listening = reactor.listenTCP(port, budget, interface="127.0.0.1")
+    return main.factory
+
+
+def listen_beside(port: int, max_connections: int, header_seconds: float) -> int:
+    """Bind one more loopback socket served by the same daphne HTTP factory as the main one (the
+    remote listener, contract §13), behind a budget of its own (core.connection_budget);
+    returns the port bound. The app tells the two apart by the ASGI scope's `server` port, which
+    is the socket's own, whatever the request says. (Its LAN socket: core.tls_listener.)"""
+    budget = BudgetFactory(main_http_factory(), max_connections, header_seconds)
+    listening = _reactor().listenTCP(port, budget, interface="127.0.0.1")  # type: ignore[union-attr]
     budget.port = listening
     return int(listening.getHost().port)
 

@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 
 from core import public_urls as public
 from core.errors import DomainError, Forbidden, NotFound
-from remote_app import pairing, selectors, tunnel_setup
+from remote_app import lan, pairing, selectors, tunnel_setup
 from remote_app.routes import MAIN_PORT_ONLY
 from remote_app.tunnels import offers
 
@@ -70,12 +70,17 @@ class PairingInviteView(APIView):
             raise Forbidden("invite phones from svc's own machine (dashboard, svc pair --invite)")
         invite = pairing.invite_issue()
         base = public.share_base(_runtime().public_urls)
+        url = f"{base}/pair#invite={invite.secret}" if base else None
+        on_lan = _runtime().lan.state()
+        if url is None and on_lan["url"]:  # no tunnel: the phone on the same network
+            url = f"{on_lan['url']}pair#invite={invite.secret}&cert={on_lan['fingerprint']}"
+        hint = "no tunnel is online and the LAN listener is off: start one, then make the invite"
         return Response(
             {
-                "url": f"{base}/pair#invite={invite.secret}" if base else None,
+                "url": url,
                 "invite": invite.secret,
                 "expires_in": invite.expires_in,
-                "hint": None if base else "no tunnel is online: start one, then make the invite",
+                "hint": None if url else hint,
             },
             status=status.HTTP_201_CREATED,
         )
@@ -156,3 +161,30 @@ class TunnelActionView(APIView):
             raise NotFound(f"no tunnel {name!r} in settings.json") from None
         row = next(r for r in selectors.tunnel_list_dicts(_runtime()) if r["name"] == name)
         return Response(row)
+
+
+class LanIn(serializers.Serializer):
+    enabled = serializers.BooleanField()
+
+
+class RemoteAccessView(APIView):
+    """GET: where the remote listener is (address and port), its LAN socket, and the SSH command
+    for a computer that can log in here (contract §13). Paired devices may read it: it names
+    nothing they could not reach already."""
+
+    def get(self, request: Request) -> Response:
+        return Response(lan.access_state(_runtime()))
+
+
+class RemoteLanView(APIView):
+    """PUT {enabled}: the LAN socket on or off now, and in settings.json. Who may reach svc is
+    decided on the machine: main port only (a paired device gets 403 `main_port_only`)."""
+
+    @extend_schema(request=LanIn)
+    def put(self, request: Request) -> Response:
+        _main_port_only(request)
+        data = LanIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        settings = lan.lan_enable(data.validated_data["enabled"])
+        async_to_sync(_runtime().lan.apply)(settings)
+        return Response(lan.access_state(_runtime()))

@@ -133,8 +133,11 @@ def pair_session(request: HttpRequest) -> JsonResponse:
 
 
 def _is_https(request: HttpRequest) -> bool:
-    """The browser sees https: the tunnel's public URL for this Host is https, or the tunnel
-    says so (cloudflared and ngrok add X-Forwarded-Proto)."""
+    """The browser sees https: it came over svc's own TLS (the LAN listener), the tunnel's
+    public URL for this Host is https, or the tunnel says so (cloudflared and ngrok add
+    X-Forwarded-Proto)."""
+    if _scope(request).get("scheme") == "https":
+        return True
     if request.headers.get("X-Forwarded-Proto", "").lower() == "https":
         return True
     online = current().public_urls

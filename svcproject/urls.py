@@ -59,6 +59,8 @@ api_patterns = [
     re_path(
         r"^tunnels/(?P<name>[^/]+)/(?P<action>start|stop)$", remote_api.TunnelActionView.as_view()
     ),
+    path("remote", remote_api.RemoteAccessView.as_view()),
+    path("remote/lan", remote_api.RemoteLanView.as_view()),
     path("pairings", remote_api.PairingListView.as_view()),
     path("pairings/pending", remote_api.PairingPendingView.as_view()),
     path("pairings/approve", remote_api.PairingApproveView.as_view()),

@@ -1,29 +1,15 @@
-// Remote access (contract §13): what works on this machine offered as one-click tunnels, the
-// tunnels (status, public URL with a copy button and a QR code for a phone, start/stop/remove)
-// and pairing (each waiting phone with its code and Approve beside the QR, approve a code, invite
-// a phone, paired devices). A paired phone sees its devices but approves and starts nothing.
-import qrcode from "qrcode-generator";
+// Remote access (contract §13): the ways in with nothing but this machine (remote-lan.js), what
+// works on this machine offered as one-click tunnels, the tunnels (status, public URL with a copy
+// button and a QR code for a phone, start/stop/remove) and pairing (each waiting phone with its
+// code and Approve beside the QR, approve a code, invite a phone, paired devices). A paired phone
+// sees its devices but approves and starts nothing.
 import { age, api, call, pageKey } from "./api.js";
+import { QRCode } from "./qr.js";
+import { ReachHere } from "./remote-lan.js";
 import { pairings, tunnels } from "./store.js";
 import { CopyButton, Status, html, useEffect, useRef, useState, useStatus, useTick } from "./ui.js";
 
 const time = (iso) => new Date(iso).toLocaleString();
-
-// The URL as a QR code, drawn as SVG: dark on white in both colour schemes, with the 4-module
-// quiet zone scanners need.
-function QRCode({ text }) {
-  const qr = qrcode(0, "M");
-  qr.addData(text);
-  qr.make();
-  const count = qr.getModuleCount();
-  const size = count + 8;
-  let path = "";
-  for (let row = 0; row < count; row++) {
-    for (let col = 0; col < count; col++) if (qr.isDark(row, col)) path += `M${col + 4} ${row + 4}h1v1h-1z`;
-  }
-  return html`<svg viewBox=${`0 0 ${size} ${size}`} class="qr" role="img" aria-label=${`QR code of ${text}`}>
-    <rect width=${size} height=${size} fill="#fff" /><path d=${path} fill="#000" /></svg>`;
-}
 
 function TunnelCard({ t, report, remote }) {
   const act = (action) => () => {
@@ -175,7 +161,8 @@ export function RemoteView() {
   const [text, run, setText] = useStatus();
   // Deny and Revoke say what went wrong where Approve does; success leaves that line as it was.
   const report = (action) => action().catch((error) => setText(error.message));
-  return html`<p class="hint">A tunnel makes svc reachable from elsewhere; a browser that comes through one must be paired first.</p>
+  return html`<p class="hint">A phone on the same network, an SSH forward or a tunnel makes svc reachable from elsewhere; a browser that comes through one must be paired first.</p>
+    <${ReachHere} />
     <${Tunnels} remote=${remote} />
     <h3>Phones and paired devices</h3>
     <${Pairings} report=${report} remote=${remote} />
