@@ -10,8 +10,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core import public_urls as public
+from core.devices import NAME_MAX
 from core.errors import DomainError, Forbidden, NotFound
-from remote_app import lan, pairing, selectors, tunnel_setup
+from remote_app import device_names, lan, pairing, selectors, tunnel_setup
 from remote_app.routes import MAIN_PORT_ONLY
 from remote_app.tunnels import offers
 
@@ -86,7 +87,24 @@ class PairingInviteView(APIView):
         )
 
 
+class RenameIn(serializers.Serializer):
+    name = serializers.CharField(max_length=NAME_MAX, allow_blank=True, trim_whitespace=True)
+
+
 class PairingDetailView(APIView):
+    @extend_schema(request=RenameIn)
+    def patch(self, request: Request, device_id: str) -> Response:
+        """Rename a paired device (blank: its readable name again). Through the remote listener
+        a device renames only itself (docs/remote.md "Device names")."""
+        data = RenameIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        scope = getattr(request._request, "scope", None) or {}
+        by = str(scope.get("svc_device") or "") if _from_remote(request) else ""
+        device = device_names.device_rename(
+            device_id=device_id, name=data.validated_data["name"], by_device=by
+        )
+        return Response(device.to_dict())
+
     def delete(self, request: Request, device_id: str) -> Response:
         if not pairing.device_revoke(device_id):
             raise NotFound(f"no paired device {device_id!r}")

@@ -61,7 +61,11 @@ def remote_dashboard(request: HttpRequest) -> HttpResponse:
             content_type="text/plain",
         )
         return _secure_headers(response)
-    context = {"port": config.current_auth().port, "page_key": scope["svc_page_key"]}
+    context = {
+        "port": config.current_auth().port,
+        "page_key": scope["svc_page_key"],
+        "device_id": scope["svc_device"],
+    }
     # Only a signed cookie finds a device (pairing.device_for_cookie): one from before cookies
     # were signed opens nothing, and its browser pairs again.
     return _secure_headers(render(request, "dashboard.html", context))

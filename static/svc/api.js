@@ -11,6 +11,8 @@ const meta = (name) => {
 export const csrf = () => meta("csrf-token");
 // Through a tunnel only this page holds the key that opens /api/ and /ws.
 export const pageKey = () => meta("svc-page-key");
+// …and the id of the paired device it runs on (its own row in the Remote view's list).
+export const deviceId = () => meta("svc-device");
 
 export function headers() {
   const sent = { "Content-Type": "application/json", "X-CSRFToken": csrf() };

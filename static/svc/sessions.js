@@ -1,13 +1,14 @@
 // The Sessions view: the new-session form (with "Add a folder…", asked for at once on a first run,
 // and in a fleet the machine it starts on), the handover box, and the table of every session with
-// its filter and actions (in a fleet: which machine each runs on, and a filter by machine).
+// its filter and actions (in a fleet: which machine each runs on, and a filter by machine); on a
+// phone the table comes first.
 import { age, api } from "./api.js";
 import { openSession, view } from "./nav.js";
 import {
   LIVE, choices, choicesError, clock, forgetSession, isAway, isFleet, isLive, loadChoices, machineNameOf,
   machines, resumable, sessions, thisMachine,
 } from "./store.js";
-import { Option, Status, html, useEffect, useRef, useState, useStatus } from "./ui.js";
+import { Option, Status, html, narrow, useEffect, useRef, useState, useStatus } from "./ui.js";
 
 function place(w) {
   return { value: w.path, label: w.name && w.name !== w.path ? `${w.name} — ${w.path}` : w.path };
@@ -225,6 +226,11 @@ function SessionsTable() {
     </table></div>`;
 }
 
+// On a phone the sessions come first (it has no sidebar: this is where they are listed), then
+// starting one; on a desktop the form leads, the sidebar lists them. Keyed, so crossing the
+// breakpoint moves the parts without drawing them again (a half-filled form keeps its values).
 export function SessionsView() {
-  return html`<${NewSession} /><${Pickup} /><${SessionsTable} />`;
+  const list = html`<${SessionsTable} key="list" />`;
+  const start = [html`<${NewSession} key="form" />`, html`<${Pickup} key="pickup" />`];
+  return narrow.value ? [list, ...start] : [...start, list];
 }

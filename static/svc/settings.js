@@ -1,7 +1,8 @@
 // The Settings view: workspaces (register, rename, remove), profiles (keys never shown; added and
 // edited through PATCH /api/settings, so settings.json stays the source of truth), agents
-// (settings-agents.js), the agent integrations and this browser's notifications.
-import { api } from "./api.js";
+// (settings-agents.js), the agent integrations and this browser's notifications. On a paired device
+// profiles, agents and integrations are read-only.
+import { api, pageKey } from "./api.js";
 import { IntegrationsBox } from "./integrations.js";
 import { PushSettings } from "./push.js";
 import { AgentsSettings } from "./settings-agents.js";
@@ -121,6 +122,20 @@ function Profiles() {
     </form>`;
 }
 
+// What a paired device may read but not change (docs/remote.md "What a paired device may change":
+// its writes are refused with 403 main_port_only): shown with every control disabled and a note
+// saying where it is changed. Workspaces and this browser's notifications stay editable there.
+function MachineOnly({ name, children }) {
+  if (!pageKey()) return children;
+  return html`<fieldset class="machine-only" disabled data-machine-only=${name}>
+    <legend class="notice">Read-only on this paired device: ${name} are changed on svc's own machine (its dashboard, or <code>bin/svc</code> there).</legend>
+    ${children}</fieldset>`;
+}
+
 export function SettingsView() {
-  return html`<${Workspaces} /><${Profiles} /><${AgentsSettings} /><${IntegrationsBox} /><${PushSettings} />`;
+  return html`<${Workspaces} />
+    <${MachineOnly} name="profiles"><${Profiles} /><//>
+    <${MachineOnly} name="agents"><${AgentsSettings} /><//>
+    <${MachineOnly} name="agent integrations"><${IntegrationsBox} /><//>
+    <${PushSettings} />`;
 }

@@ -10,6 +10,12 @@ export const html = htm.bind(h);
 export { Component, render, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState };
 export { batch, computed, effect, signal, useComputed, useSignal, useSignalEffect };
 
+// Whether the page has the phone's layout (dashboard.css's 40 rem breakpoint): for what the CSS
+// cannot do alone, such as the order of a view's parts.
+const PHONE = matchMedia("(max-width: 40rem)");
+export const narrow = signal(PHONE.matches);
+PHONE.addEventListener("change", (event) => { narrow.value = event.matches; });
+
 // The URL hash carries what is shown: `#view=usage`, `#session=<id>&at=<seq>`, `#view=diff&of=…`.
 export function hashParams() {
   return new URLSearchParams(location.hash.slice(1));
