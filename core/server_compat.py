@@ -48,6 +48,20 @@ def listening_tcp_ports() -> list[int]:
     return sorted(set(ports))
 
 
+def listening_host(port: int) -> str:
+    """The address the reactor's TCP socket on `port` is bound to ("127.0.0.1", "::1",
+    "0.0.0.0"); "" outside Twisted or when no socket listens on that port."""
+    reactor = _reactor()
+    if reactor is None:
+        return ""
+    from twisted.internet import tcp
+
+    for reader in reactor.getReaders():
+        if isinstance(reader, tcp.Port) and reader.connected and reader.getHost().port == port:
+            return str(reader.getHost().host)
+    return ""
+
+
 def listen_beside(port: int, max_connections: int, header_seconds: float) -> int:
     """Bind one more loopback socket served by the same daphne HTTP factory as the main one (the
     remote listener, contract §13), behind a budget of its own (core.connection_budget);

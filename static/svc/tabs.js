@@ -6,7 +6,7 @@ import { Chat } from "./chat.js";
 import { activate, activations, closeSession, current, tabs, view } from "./nav.js";
 import { isAway, isFleet, isLive, isOwn, machineNameOf, resumable, sessions } from "./store.js";
 import { Terminal } from "./terminal.js";
-import { Status, html, useComputed, useLayoutEffect, useRef, useState, useStatus } from "./ui.js";
+import { Status, Submit, html, useComputed, useLayoutEffect, useRef, useState, useStatus } from "./ui.js";
 
 // The session's name (its title, else `<agent> in <folder>`), as the live list has it now.
 const nameOf = (s) => s.name || s.title || `${s.agent} in ${s.workspace.split("/").filter(Boolean).pop() || s.workspace}`;
@@ -30,19 +30,19 @@ function SessionName({ session }) {
   const [editing, setEditing] = useState(false);
   // What the person types: a name the agent or the first prompt gives meanwhile must not replace it.
   const [draft, setDraft] = useState("");
-  const [text, run] = useStatus();
+  const [text, run, , busy] = useStatus();
   const input = useRef(null);
   useLayoutEffect(() => { if (editing) input.current.select(); }, [editing]);
   const save = (event) => {
     event.preventDefault();
-    run(async () => { await api("PATCH", `sessions/${session.id}`, { title: draft }); setEditing(false); });
+    run(async () => { await api("PATCH", `sessions/${session.id}`, { title: draft }); setEditing(false); }, "renaming…");
   };
   const keyDown = (event) => { if (event.key === "Escape") setEditing(false); };
   if (editing) {
     return html`<form class="session-rename row" onSubmit=${save}>
       <label>Name <input name="title" ref=${input} value=${draft} maxlength="200" autocomplete="off" onInput=${(e) => setDraft(e.currentTarget.value)} onKeyDown=${keyDown} /></label>
-      <button type="submit" class="primary">Save</button><button type="button" onClick=${() => setEditing(false)}>Cancel</button>
-      <${Status} text=${text} /></form>`;
+      <${Submit} busy=${busy}>Save<//><button type="button" onClick=${() => setEditing(false)}>Cancel</button>
+      <${Status} text=${text} busy=${busy} /></form>`;
   }
   return html`<h2 title=${`${session.agent} · ${session.kind} · ${session.workspace} · ${session.id.slice(0, 8)}`}>${nameOf(row)}</h2>
     <button type="button" class="session-rename-button" aria-label=${`Rename ${nameOf(row)}`} onClick=${() => { setDraft(row.title || nameOf(row)); setEditing(true); }}>Rename</button>`;
@@ -65,21 +65,22 @@ function SessionHead({ session }) {
     const row = rowOf(session);
     return isLive(row) ? "live" : isAway(row) ? "away" : resumable(row) ? "resumable" : "ended";
   });
-  const [text, run] = useStatus();
+  const [text, run, , busy] = useStatus();
   const resume = () => run(async () => { await api("POST", `sessions/${session.id}/resume`); }, "resuming…");
   const handOver = () => run(async () => {
     const offer = await api("POST", `sessions/${session.id}/handover`);
     return `Handover code ${offer.code}: pick this session up on another device within ${offer.expires_in} s`;
-  }, "…");
+  }, "asking for a code…");
+  const stop = () => run(async () => { await api("DELETE", `sessions/${session.id}`); }, "stopping…");
   return html`<div class="session-head">
     <${SessionName} session=${session} />
     <${SessionMachine} session=${session} />
     <button type="button" title="What this session changed in its git workspace"
       onClick=${() => { location.hash = `#view=diff&of=sessions/${session.id}`; }}>Changes</button>
     ${state.value === "live" && html`<button type="button" class="session-handover" title="A code to continue this session on another device" onClick=${handOver}>Hand over</button>`}
-    ${state.value === "live" && html`<button type="button" class="danger session-stop" onClick=${() => api("DELETE", `sessions/${session.id}`)}>Stop</button>`}
+    ${state.value === "live" && html`<button type="button" class="danger session-stop" onClick=${stop}>Stop</button>`}
     ${state.value === "resumable" && html`<button type="button" class="session-resume" onClick=${resume}>Resume</button>`}
-    <${Status} text=${text} />
+    <${Status} text=${text} busy=${busy} />
     <button type="button" onClick=${() => closeSession(session.id)}>Close</button>
   </div>`;
 }
