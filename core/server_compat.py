@@ -34,31 +34,36 @@ def _reactor():  # type: ignore[no-untyped-def]
     return reactor
 
 
-def listening_tcp_ports() -> list[int]:
-    """Ports of the TCP sockets the reactor listens on (daphne's endpoints)."""
+def _listening() -> list:  # type: ignore[type-arg]
+    """The reactor's listening TCP sockets (daphne's endpoints, then those svc added)."""
     reactor = _reactor()
     if reactor is None:
         return []
     from twisted.internet import tcp
 
-    ports = []
-    for reader in reactor.getReaders():
-        if isinstance(reader, tcp.Port) and reader.connected:
-            ports.append(reader.getHost().port)
-    return sorted(set(ports))
+    return [r for r in reactor.getReaders() if isinstance(r, tcp.Port) and r.connected]
+
+
+def listening_tcp_ports() -> list[int]:
+    """Ports of the TCP sockets the reactor listens on (daphne's endpoints)."""
+    return sorted({reader.getHost().port for reader in _listening()})
+
+
+def listening_host(port: int) -> str:
+    """The address the reactor's TCP socket on `port` is bound to ("127.0.0.1", "::1",
+    "0.0.0.0"); "" outside Twisted or when no socket listens on that port."""
+    hosts = [str(r.getHost().host) for r in _listening() if r.getHost().port == port]
+    return hosts[0] if hosts else ""
 
 
 def main_http_factory() -> object:
     """daphne's HTTP factory, the main socket's: another socket it serves is the same app."""
-    reactor = _reactor()
-    if reactor is None:
+    if _reactor() is None:
         raise RuntimeError("not running under daphne")
-    from twisted.internet import tcp
-
-    main = next((r for r in reactor.getReaders() if isinstance(r, tcp.Port) and r.connected), None)
-    if main is None:
+    sockets = _listening()
+    if not sockets:
         raise RuntimeError("daphne's listening socket was not found")
-    return main.factory
+    return sockets[0].factory
 
 
 def listen_beside(port: int, max_connections: int, header_seconds: float) -> int:

@@ -10,7 +10,7 @@ from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
-from core import config
+from core import config, restart_command
 from core import public_urls as public
 from core.asgi_helpers import own_origin
 from core.runtime import current
@@ -65,6 +65,7 @@ def remote_dashboard(request: HttpRequest) -> HttpResponse:
         "port": config.current_auth().port,
         "page_key": scope["svc_page_key"],
         "device_id": scope["svc_device"],
+        **restart_command.page_context(),  # the down banner's command, for the owner to run there
     }
     # Only a signed cookie finds a device (pairing.device_for_cookie): one from before cookies
     # were signed opens nothing, and its browser pairs again.

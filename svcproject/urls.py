@@ -28,6 +28,7 @@ api_patterns = [
     path("usage", bridge_api.UsageView.as_view()),
     path("agents", sessions_api.AgentListView.as_view()),
     path("agents/<str:name>", sessions_api.AgentDetailView.as_view()),
+    path("agents/<str:name>/check", sessions_api.AgentCheckView.as_view()),
     path("sessions", sessions_api.SessionListView.as_view()),
     # Before sessions/<id>: `stop_all` is never taken for a session's id.
     path("sessions/stop_all", sessions_api.SessionStopAllView.as_view()),

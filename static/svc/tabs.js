@@ -6,7 +6,7 @@ import { Chat } from "./chat.js";
 import { activate, activations, closeSession, current, tabs, view } from "./nav.js";
 import { isAway, isFleet, isLive, isOwn, machineNameOf, resumable, sessions } from "./store.js";
 import { Terminal } from "./terminal.js";
-import { Status, html, useComputed, useEffect, useLayoutEffect, useRef, useState, useStatus } from "./ui.js";
+import { Status, Submit, html, useComputed, useEffect, useLayoutEffect, useRef, useState, useStatus } from "./ui.js";
 
 // The session's name (its title, else `<agent> in <folder>`), as the live list has it now.
 const nameOf = (s) => s.name || s.title || `${s.agent} in ${s.workspace.split("/").filter(Boolean).pop() || s.workspace}`;
@@ -29,19 +29,19 @@ const rowOf = (session) => sessions.value.find((s) => s.id === session.id) || se
 function SessionName({ session, rename }) {
   const row = useComputed(() => rowOf(session)).value;
   const { editing, draft, setDraft, stop } = rename;
-  const [text, run] = useStatus();
+  const [text, run, , busy] = useStatus();
   const input = useRef(null);
   useLayoutEffect(() => { if (editing) input.current.select(); }, [editing]);
   const save = (event) => {
     event.preventDefault();
-    run(async () => { await api("PATCH", `sessions/${session.id}`, { title: draft }); stop(); });
+    run(async () => { await api("PATCH", `sessions/${session.id}`, { title: draft }); stop(); }, "renaming…");
   };
   const keyDown = (event) => { if (event.key === "Escape") { event.stopPropagation(); stop(); } };
   if (editing) {
     return html`<form class="session-rename row" onSubmit=${save}>
       <label>Name <input name="title" ref=${input} value=${draft} maxlength="200" autocomplete="off" onInput=${(e) => setDraft(e.currentTarget.value)} onKeyDown=${keyDown} /></label>
-      <button type="submit" class="primary">Save</button><button type="button" onClick=${stop}>Cancel</button>
-      <${Status} text=${text} /></form>`;
+      <${Submit} busy=${busy}>Save<//><button type="button" onClick=${stop}>Cancel</button>
+      <${Status} text=${text} busy=${busy} /></form>`;
   }
   return html`<h2 title=${`${session.agent} · ${session.kind} · ${session.workspace} · ${session.id.slice(0, 8)}`}>${nameOf(row)}</h2>`;
 }
@@ -93,7 +93,7 @@ function SessionHead({ session }) {
     const row = rowOf(session);
     return isLive(row) ? "live" : isAway(row) ? "away" : resumable(row) ? "resumable" : "ended";
   });
-  const [text, run] = useStatus();
+  const [text, run, , busy] = useStatus();
   const rename = useRename(session);
   const head = useRef(null);
   const toggle = useRef(null);
@@ -102,7 +102,8 @@ function SessionHead({ session }) {
   const handOver = () => run(async () => {
     const offer = await api("POST", `sessions/${session.id}/handover`);
     return `Handover code ${offer.code}: pick this session up on another device within ${offer.expires_in} s`;
-  }, "…");
+  }, "asking for a code…");
+  const stop = () => run(async () => { await api("DELETE", `sessions/${session.id}`); }, "stopping…");
   const changes = () => { location.hash = `#view=diff&of=sessions/${session.id}`; };
   const actions = `session-actions-${session.id}`;
   return html`<div class="session-head" ref=${head} onKeyDown=${menu.keyDown}>
@@ -114,11 +115,11 @@ function SessionHead({ session }) {
       ${!pageKey() && !rename.editing && html`<button type="button" class="session-rename-button" onClick=${menu.then(rename.start)}>Rename</button>`}
       <button type="button" title="What this session changed in its git workspace" onClick=${menu.then(changes)}>Changes</button>
       ${state.value === "live" && html`<button type="button" class="session-handover" title="A code to continue this session on another device" onClick=${menu.then(handOver)}>Hand over</button>`}
-      ${state.value === "live" && html`<button type="button" class="danger session-stop" onClick=${menu.then(() => api("DELETE", `sessions/${session.id}`))}>Stop</button>`}
+      ${state.value === "live" && html`<button type="button" class="danger session-stop" onClick=${menu.then(stop)}>Stop</button>`}
       ${state.value === "resumable" && html`<button type="button" class="session-resume" onClick=${menu.then(resume)}>Resume</button>`}
       <button type="button" onClick=${menu.then(() => closeSession(session.id))}>Close</button>
     </div>
-    <${Status} text=${text} />
+    <${Status} text=${text} busy=${busy} />
   </div>`;
 }
 
