@@ -55,7 +55,10 @@ class _Budgeted(ProtocolWrapper):
         self._timer = None
         # Twisted's HTTP factory builds a proxy that negotiates HTTP/1.1 or HTTP/2 around the
         # channel: the requests are the channel's.
-        inner = getattr(self.wrappedProtocol, "_channel", self.wrappedProtocol)
+        inner = self.wrappedProtocol
+        while hasattr(inner, "wrappedProtocol"):  # TLS (the LAN listener) around the HTTP
+            inner = inner.wrappedProtocol
+        inner = getattr(inner, "_channel", inner)
         requests = getattr(inner, "requests", None)
         if requests is None:
             return  # upgraded to a WebSocket: daphne's own timeouts and pings apply from here

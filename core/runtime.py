@@ -80,8 +80,16 @@ class Reach:
 
     def __init__(self) -> None:
         self.remote_port = 0
+        # Every port the remote listener's LAN socket (remote_app.lan) was bound on in this run,
+        # never shrinking: a request that arrived on one is the remote listener's, whatever
+        # became of the socket since.
+        self.lan_ports: set[int] = set()
         self.urls: dict[str, str] = {}
         self.started: dict[str, str] = {}
+
+    def is_remote_port(self, port: object) -> bool:
+        """Whether a connection accepted on `port` came to the remote listener (contract §13)."""
+        return bool(port) and (port == self.remote_port or port in self.lan_ports)
 
 
 class Runtime:

@@ -34,35 +34,45 @@ def _reactor():  # type: ignore[no-untyped-def]
     return reactor
 
 
-def listening_tcp_ports() -> list[int]:
-    """Ports of the TCP sockets the reactor listens on (daphne's endpoints)."""
+def _listening() -> list:  # type: ignore[type-arg]
+    """The reactor's listening TCP sockets (daphne's endpoints, then those svc added)."""
     reactor = _reactor()
     if reactor is None:
         return []
     from twisted.internet import tcp
 
-    ports = []
-    for reader in reactor.getReaders():
-        if isinstance(reader, tcp.Port) and reader.connected:
-            ports.append(reader.getHost().port)
-    return sorted(set(ports))
+    return [r for r in reactor.getReaders() if isinstance(r, tcp.Port) and r.connected]
+
+
+def listening_tcp_ports() -> list[int]:
+    """Ports of the TCP sockets the reactor listens on (daphne's endpoints)."""
+    return sorted({reader.getHost().port for reader in _listening()})
+
+
+def listening_host(port: int) -> str:
+    """The address the reactor's TCP socket on `port` is bound to ("127.0.0.1", "::1",
+    "0.0.0.0"); "" outside Twisted or when no socket listens on that port."""
+    hosts = [str(r.getHost().host) for r in _listening() if r.getHost().port == port]
+    return hosts[0] if hosts else ""
+
+
+def main_http_factory() -> object:
+    """daphne's HTTP factory, the main socket's: another socket it serves is the same app."""
+    if _reactor() is None:
+        raise RuntimeError("not running under daphne")
+    sockets = _listening()
+    if not sockets:
+        raise RuntimeError("daphne's listening socket was not found")
+    return sockets[0].factory
 
 
 def listen_beside(port: int, max_connections: int, header_seconds: float) -> int:
     """Bind one more loopback socket served by the same daphne HTTP factory as the main one (the
     remote listener, contract §13), behind a budget of its own (core.connection_budget);
     returns the port bound. The app tells the two apart by the ASGI scope's `server` port, which
-    is the socket's own, whatever the request says."""
-    reactor = _reactor()
-    if reactor is None:
-        raise RuntimeError("not running under daphne")
-    from twisted.internet import tcp
-
-    main = next((r for r in reactor.getReaders() if isinstance(r, tcp.Port) and r.connected), None)
-    if main is None:
-        raise RuntimeError("daphne's listening socket was not found")
-    budget = BudgetFactory(main.factory, max_connections, header_seconds)
-    listening = reactor.listenTCP(port, budget, interface="127.0.0.1")
+    is the socket's own, whatever the request says. (Its LAN socket: core.tls_listener.)"""
+    budget = BudgetFactory(main_http_factory(), max_connections, header_seconds)
+    listening = _reactor().listenTCP(port, budget, interface="127.0.0.1")  # type: ignore[union-attr]
     budget.port = listening
     return int(listening.getHost().port)
 

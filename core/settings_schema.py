@@ -95,6 +95,17 @@ class FleetSettings:
 
 
 @dataclass(frozen=True)
+class LanSettings:
+    """Contract §13 `remote.lan`: the remote listener on a LAN address too, with TLS, for a phone
+    on the same network (off unless turned on). `address` "" = this machine's LAN address;
+    `port` 0 = the remote listener's port number when free there, else any free port."""
+
+    enabled: bool = False
+    address: str = ""
+    port: int = 0
+
+
+@dataclass(frozen=True)
 class Settings:
     path: Path
     raw: dict[str, Any]
@@ -111,6 +122,7 @@ class Settings:
     # The remote listener's budget (core.connection_budget).
     remote_max_connections: int = 256
     remote_header_timeout_s: float = 10.0
+    remote_lan: LanSettings = field(default_factory=LanSettings)
     # Contract §17: what svc's own stop does to hosted sessions ("keep" | "stop"), and whether
     # interrupted chats are resumed at start.
     host_on_exit: str = "keep"
@@ -215,6 +227,23 @@ def _flag(path: Path, key: str, value: Any, default: bool) -> bool:
     return value
 
 
+def _parse_lan(path: Path, lan: Any) -> LanSettings:
+    _expect(path, "remote.lan", lan, dict, "an object")
+    address = lan.get("address", "")
+    _expect(path, "remote.lan.address", address, str, 'an IPv4 address ("" = this machine\'s)')
+    if address:
+        try:
+            socket.inet_pton(socket.AF_INET, address)
+        except OSError:
+            raise SettingsError(path, "remote.lan.address", "must be an IPv4 address") from None
+    port = lan.get("port", 0)
+    _expect(path, "remote.lan.port", port, int, "a port number (0 = the remote listener's)")
+    if not 0 <= port < 65536:
+        raise SettingsError(path, "remote.lan.port", "must be between 0 and 65535")
+    enabled = _flag(path, "remote.lan.enabled", lan.get("enabled"), False)
+    return LanSettings(enabled=enabled, address=address, port=port)
+
+
 def parse_settings(path: Path, raw: Any) -> Settings:
     _expect(path, "(top level)", raw, dict, "a JSON object")
     profiles_raw = raw.get("profiles", {})
@@ -241,6 +270,7 @@ def parse_settings(path: Path, raw: Any) -> Settings:
     _expect(path, "remote.max_connections", max_connections, int, "a number of connections")
     if not 1 <= max_connections <= 100_000:
         raise SettingsError(path, "remote.max_connections", "must be between 1 and 100000")
+    lan = _parse_lan(path, remote.get("lan", {}))
     host = raw.get("host", {})
     _expect(path, "host", host, dict, "an object")
     on_exit = host.get("on_exit", "keep")
@@ -272,6 +302,7 @@ def parse_settings(path: Path, raw: Any) -> Settings:
         remote_port=remote_port,
         remote_max_connections=max_connections,
         remote_header_timeout_s=_seconds(path, "remote.header_timeout_s", remote, 10),
+        remote_lan=lan,
         host_on_exit=on_exit,
         host_resume_on_start=_flag(path, "host.resume_on_start", host.get("resume_on_start"), True),
         fleet=_parse_fleet(path, raw.get("fleet", {})),

@@ -17,3 +17,15 @@ def show(page: Page, view: str) -> None:
         page.locator("#bottom-nav a.nav-more").click()
         page.locator(f"#more-nav a.nav-{view}").click()
     expect(page.locator(f"#views > [data-view='{view}']")).to_be_visible()
+
+
+def session_action(page: Page, name: str) -> None:
+    """Clicks one of the open session's actions (Rename, Changes, Hand over, Stop, Resume,
+    Close): in a row on a desktop, behind the head's "⋯" button on a phone."""
+    head = page.locator("#session-panel .session-view.active .session-head")
+    menu = head.get_by_role("button", name="Session actions")
+    if menu.is_visible():
+        menu.click()
+    head.get_by_role("group", name="Session actions").get_by_role(
+        "button", name=name, exact=True
+    ).click()

@@ -7,11 +7,27 @@ import secrets
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
 REDIS_URL = os.environ.get("SVC_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-PG_DSN = os.environ.get("SVC_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+def _pg_dsn() -> str:
+    """SVC_TEST_PG_DSN; else the role scripts/ensure-services.sh made where PostgreSQL refuses a
+    password-less login (a default Debian server); else `postgres` on trusted loopback."""
+    if given := os.environ.get("SVC_TEST_PG_DSN"):
+        return given
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    made = Path(os.environ.get("SVC_TEST_STATE") or cache / "svc-test") / "pg-dsn"
+    if made.is_file() and (dsn := made.read_text().strip()):
+        return dsn
+    return "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+PG_DSN = _pg_dsn()
 
 
 def _reachable(port: int) -> bool:
@@ -51,3 +67,13 @@ def postgres_database() -> Iterator[str]:
     finally:
         with psycopg.connect(PG_DSN, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def with_password(url: str, made_up: str) -> tuple[str, str]:
+    """The URL and the password it logs in with: its own where the server asks for one, else
+    `made_up` put in (a server that trusts loopback takes any password)."""
+    parts = urlsplit(url)
+    if parts.password:
+        return url, parts.password
+    netloc = f"{parts.username}:{made_up}@{parts.hostname}:{parts.port}"
+    return urlunsplit(parts._replace(netloc=netloc)), made_up

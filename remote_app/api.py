@@ -10,8 +10,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core import public_urls as public
+from core.devices import NAME_MAX
 from core.errors import DomainError, Forbidden, NotFound
-from remote_app import pairing, selectors, tunnel_setup
+from remote_app import device_names, lan, pairing, selectors, tunnel_setup
 from remote_app.routes import MAIN_PORT_ONLY
 from remote_app.tunnels import offers
 
@@ -70,18 +71,40 @@ class PairingInviteView(APIView):
             raise Forbidden("invite phones from svc's own machine (dashboard, svc pair --invite)")
         invite = pairing.invite_issue()
         base = public.share_base(_runtime().public_urls)
+        url = f"{base}/pair#invite={invite.secret}" if base else None
+        on_lan = _runtime().lan.state()
+        if url is None and on_lan["url"]:  # no tunnel: the phone on the same network
+            url = f"{on_lan['url']}pair#invite={invite.secret}&cert={on_lan['fingerprint']}"
+        hint = "no tunnel is online and the LAN listener is off: start one, then make the invite"
         return Response(
             {
-                "url": f"{base}/pair#invite={invite.secret}" if base else None,
+                "url": url,
                 "invite": invite.secret,
                 "expires_in": invite.expires_in,
-                "hint": None if base else "no tunnel is online: start one, then make the invite",
+                "hint": None if url else hint,
             },
             status=status.HTTP_201_CREATED,
         )
 
 
+class RenameIn(serializers.Serializer):
+    name = serializers.CharField(max_length=NAME_MAX, allow_blank=True, trim_whitespace=True)
+
+
 class PairingDetailView(APIView):
+    @extend_schema(request=RenameIn)
+    def patch(self, request: Request, device_id: str) -> Response:
+        """Rename a paired device (blank: its readable name again). Through the remote listener
+        a device renames only itself (docs/remote.md "Device names")."""
+        data = RenameIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        scope = getattr(request._request, "scope", None) or {}
+        by = str(scope.get("svc_device") or "") if _from_remote(request) else ""
+        device = device_names.device_rename(
+            device_id=device_id, name=data.validated_data["name"], by_device=by
+        )
+        return Response(device.to_dict())
+
     def delete(self, request: Request, device_id: str) -> Response:
         if not pairing.device_revoke(device_id):
             raise NotFound(f"no paired device {device_id!r}")
@@ -156,3 +179,30 @@ class TunnelActionView(APIView):
             raise NotFound(f"no tunnel {name!r} in settings.json") from None
         row = next(r for r in selectors.tunnel_list_dicts(_runtime()) if r["name"] == name)
         return Response(row)
+
+
+class LanIn(serializers.Serializer):
+    enabled = serializers.BooleanField()
+
+
+class RemoteAccessView(APIView):
+    """GET: where the remote listener is (address and port), its LAN socket, and the SSH command
+    for a computer that can log in here (contract §13). Paired devices may read it: it names
+    nothing they could not reach already."""
+
+    def get(self, request: Request) -> Response:
+        return Response(lan.access_state(_runtime()))
+
+
+class RemoteLanView(APIView):
+    """PUT {enabled}: the LAN socket on or off now, and in settings.json. Who may reach svc is
+    decided on the machine: main port only (a paired device gets 403 `main_port_only`)."""
+
+    @extend_schema(request=LanIn)
+    def put(self, request: Request) -> Response:
+        _main_port_only(request)
+        data = LanIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        settings = lan.lan_enable(data.validated_data["enabled"])
+        async_to_sync(_runtime().lan.apply)(settings)
+        return Response(lan.access_state(_runtime()))

@@ -2,7 +2,8 @@
 passes here first, before the preview router, the bridge, /mcp or Django.
 
 The socket, not the request, says "remote": the ASGI scope's `server` port is the one the
-connection was accepted on. No token is honoured here (the Authorization header and `?token=`
+connection was accepted on (the loopback socket's, or one its LAN socket was bound on:
+remote_app.lan). No token is honoured here (the Authorization header and `?token=`
 are dropped); a paired browser is known by its `svc_remote` cookie alone, and its API calls and
 WebSockets must also carry the dashboard page's key (docs/remote.md says why).
 """
@@ -35,16 +36,16 @@ from remote_app.routes import (
 _UNSAFE = ("POST", "PUT", "PATCH", "DELETE")
 
 
-def remote_port() -> int:
+def is_remote_port(port: object) -> bool:
+    """The loopback socket's port, or one the LAN socket (remote_app.lan) was bound on."""
     from core.runtime import current_or_none
 
     runtime = current_or_none()
-    return runtime.remote_port if runtime is not None else 0
+    return runtime is not None and runtime.reach.is_remote_port(port)
 
 
 def is_remote(scope: dict) -> bool:
-    port = remote_port()
-    return bool(port) and (scope.get("server") or (None, None))[1] == port
+    return is_remote_port((scope.get("server") or (None, None))[1])
 
 
 def without_tokens(scope: dict) -> dict:

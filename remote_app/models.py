@@ -12,6 +12,8 @@ from typing import Any
 from django.db import models
 from django.utils import timezone
 
+from core.devices import NAME_MAX, readable_name
+
 
 def _iso(value: Any) -> str | None:
     return value.isoformat() if value else None
@@ -72,16 +74,23 @@ class PairedDevice(models.Model):
     token_fingerprint = models.CharField(max_length=64)  # the owner token in force when paired
     # svc's HMAC of the four fields above that let a browser in (remote_app/seals.py).
     seal = models.CharField(max_length=64, blank=True, default="", db_default="")
+    # What the owner's list calls it: its readable name when paired (remote_app/device_names.py),
+    # or what it was renamed to; "" for a device paired before names (its readable name is shown).
+    # Not sealed: a name lets nobody in, and the list always shows `browser` beside it.
+    name = models.CharField(max_length=NAME_MAX, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["first_seen"]
 
     def __str__(self) -> str:
-        return f"{self.id} ({self.device[:40]})"
+        return f"{self.id} ({self.name or self.device[:40]})"
 
     def to_dict(self) -> dict[str, Any]:
+        browser = readable_name(self.device)
         return {
             "id": self.id,
+            "name": self.name or browser,
+            "browser": browser,  # from its User-Agent whatever its name: a rename hides nothing
             "device": self.device,
             "host": self.host,
             "first_seen": _iso(self.first_seen),

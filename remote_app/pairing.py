@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from core import config
 from core.errors import DomainError
-from remote_app import seals, signals
+from remote_app import device_names, seals, signals
 from remote_app.models import PairedDevice, PairingInvite, PairingRequest, WrongPairingCode
 
 CODE_SECONDS = 60
@@ -254,6 +254,7 @@ def _deliver(request: PairingRequest) -> tuple[str | None, PairedDevice | None]:
         device=request.device,
         host=request.host,
         token_fingerprint=token_fingerprint(),
+        name=device_names.first_name(request.device),
     )
     device.seal = seals.device_seal(device)
     device.save(force_insert=True)

@@ -67,6 +67,9 @@ _REMOTE_WRITES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("POST", r"/api/push/subscriptions"),  # this browser's own notifications
         ("DELETE", r"/api/push/subscriptions"),
         ("DELETE", r"/api/pairings/[^/]+"),  # revoking lowers who may reach svc
+        # A device's name: changes nothing svc runs or who reaches it; the view lets a device
+        # rename only itself (remote_app/device_names.py).
+        ("PATCH", r"/api/pairings/[^/]+"),
         ("POST", r"/api/pairings/requests/[^/]+/deny"),
     )
 )

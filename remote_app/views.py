@@ -10,7 +10,7 @@ from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
-from core import config
+from core import config, restart_command
 from core import public_urls as public
 from core.asgi_helpers import own_origin
 from core.runtime import current
@@ -61,7 +61,12 @@ def remote_dashboard(request: HttpRequest) -> HttpResponse:
             content_type="text/plain",
         )
         return _secure_headers(response)
-    context = {"port": config.current_auth().port, "page_key": scope["svc_page_key"]}
+    context = {
+        "port": config.current_auth().port,
+        "page_key": scope["svc_page_key"],
+        "device_id": scope["svc_device"],
+        **restart_command.page_context(),  # the down banner's command, for the owner to run there
+    }
     # Only a signed cookie finds a device (pairing.device_for_cookie): one from before cookies
     # were signed opens nothing, and its browser pairs again.
     return _secure_headers(render(request, "dashboard.html", context))
@@ -133,8 +138,11 @@ def pair_session(request: HttpRequest) -> JsonResponse:
 
 
 def _is_https(request: HttpRequest) -> bool:
-    """The browser sees https: the tunnel's public URL for this Host is https, or the tunnel
-    says so (cloudflared and ngrok add X-Forwarded-Proto)."""
+    """The browser sees https: it came over svc's own TLS (the LAN listener), the tunnel's
+    public URL for this Host is https, or the tunnel says so (cloudflared and ngrok add
+    X-Forwarded-Proto)."""
+    if _scope(request).get("scheme") == "https":
+        return True
     if request.headers.get("X-Forwarded-Proto", "").lower() == "https":
         return True
     online = current().public_urls

@@ -13,6 +13,7 @@ from typing import Any
 from core import config
 from core import settings_store as settings_services
 from core.errors import DomainError, NotFound
+from sessions_app import agent_check as checks
 from sessions_app import agents as agent_registry
 from sessions_app.models import Agent
 
@@ -75,3 +76,16 @@ def agent_remove(*, name: str) -> None:
             raise NotFound(f"agent {name!r} has no entry in settings.json")
         del agents[name]
         settings_services.settings_update(changes={"agents": agents})
+
+
+def agent_check(name: str) -> checks.Check | None:
+    """Whether the agent's entry, as stored, will start (issue 34): what PUT answers and POST
+    /api/agents/{name}/check. The stored values, not a client's: a value sent back redacted was
+    kept, not replaced by the marker. None when the entry has no command of its own (a built-in
+    with an override of `enabled` or `env` only)."""
+    stored = config.current_settings().agents.get(name)
+    if stored is None:
+        return None
+    return checks.check(
+        command=list(stored.command), acp_command=list(stored.acp_command), env=dict(stored.env)
+    )

@@ -43,6 +43,8 @@ class _Builtin:
     # The npm package of a separate ACP adapter: run with `npx` only when it is not installed.
     adapter: str = ""
     env: dict[str, str] = field(default_factory=dict)
+    # The npm package of its CLI: how a person installs it (install_hint).
+    npm: str = ""
 
 
 def _claude_env() -> dict[str, str]:
@@ -58,15 +60,24 @@ def _builtins() -> dict[str, _Builtin]:
             ("claude-agent-acp",),
             adapter="@zed-industries/claude-agent-acp@0.23.1",
             env=_claude_env(),
+            npm="@anthropic-ai/claude-code",
         ),
-        "codex": _Builtin(("codex",), ("codex-acp",), adapter="@zed-industries/codex-acp@0.16.0"),
+        "codex": _Builtin(
+            ("codex",),
+            ("codex-acp",),
+            adapter="@zed-industries/codex-acp@0.16.0",
+            npm="@openai/codex",
+        ),
         # svc starts sessions only in folders its owner chose; an untrusted folder would hide the
         # user-level MCP servers, svc's own among them.
         "gemini": _Builtin(
-            ("gemini",), ("gemini", "--acp"), env={"GEMINI_CLI_TRUST_WORKSPACE": "true"}
+            ("gemini",),
+            ("gemini", "--acp"),
+            env={"GEMINI_CLI_TRUST_WORKSPACE": "true"},
+            npm="@google/gemini-cli",
         ),
-        "opencode": _Builtin(("opencode",), ("opencode", "acp")),
-        "qwen": _Builtin(("qwen",), ("qwen", "--acp")),
+        "opencode": _Builtin(("opencode",), ("opencode", "acp"), npm="opencode-ai"),
+        "qwen": _Builtin(("qwen",), ("qwen", "--acp"), npm="@qwen-code/qwen-code"),
     }
 
 
@@ -86,6 +97,22 @@ RESUME_ARGS = {
 
 def _found(argv: tuple[str, ...]) -> bool:
     return bool(argv) and shutil.which(argv[0]) is not None
+
+
+def install_hint(name: str) -> dict[str, object] | None:
+    """How a person installs a built-in agent's CLI (None for `shell` and any other agent): the
+    one place that says it, read by GET /api/agents (the dashboard's "not installed" list, the
+    settings table). A chat's ACP adapter needs no step of its own: `npx` runs it (_acp_argv)."""
+    spec = _builtins().get(name)
+    if spec is None or not spec.npm:
+        return None
+    return {
+        "manager": "npm",
+        "packages": [spec.npm],
+        "command": f"npm install -g {spec.npm}",
+        # Without npm the line cannot be followed as it is: the page says to get Node.js first.
+        "manager_found": _found(("npm",)),
+    }
 
 
 def _acp_argv(spec: _Builtin) -> tuple[str, ...]:

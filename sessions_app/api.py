@@ -11,14 +11,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core import config
 from core.errors import DomainError
 from core.runtime import current
 from sessions_app import (
-    agent_check,
     agent_logs,
     agent_settings,
     handover,
+    mirrors,
     naming,
     selectors,
     services,
@@ -63,6 +62,9 @@ class WorkspaceDetailView(APIView):
 
 class AgentListView(APIView):
     def get(self, request: Request) -> Response:
+        """Each row says how to install a built-in that is not (`install`); a CLI installed since
+        the last look is found here (mirrors.agents_rescan)."""
+        mirrors.agents_rescan()
         return Response([a.to_dict() for a in selectors.agent_list()])
 
 
@@ -97,24 +99,30 @@ class AgentDetailView(APIView):
 
     @extend_schema(request=AgentIn)
     def put(self, request: Request, name: str) -> Response:
+        """`?check=0` answers once the entry is written, without the check (which can take
+        seconds): the dashboard shows the saved row at once and asks POST …/check next."""
         data = AgentIn(data=request.data)
         data.is_valid(raise_exception=True)
         agent, created = agent_settings.agent_save(name=name, **data.validated_data)
         code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
-        given = data.validated_data
-        # Saved either way; the check says whether it will start (issue 34) — with the values
-        # stored: a value the client sent back redacted was kept, not replaced by the marker.
-        stored = config.current_settings().agents.get(name)
-        checked = agent_check.check(
-            command=given["command"],
-            acp_command=given["acp_command"],
-            env=stored.env if stored is not None else given["env"] or {},
-        )
-        return Response({**agent.to_dict(), "check": checked}, status=code)
+        if request.query_params.get("check") == "0":
+            return Response(agent.to_dict(), status=code)
+        # Saved either way; the check says whether it will start (issue 34).
+        return Response({**agent.to_dict(), "check": agent_settings.agent_check(name)}, status=code)
 
     def delete(self, request: Request, name: str) -> Response:
         agent_settings.agent_remove(name=name)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class AgentCheckView(APIView):
+    """POST: whether the agent as saved will start (its command found; an ACP agent answers
+    `initialize`), `{ok, message}`, or null when there is nothing of its own to check."""
+
+    def post(self, request: Request, name: str) -> Response:
+        if selectors.agent_get(name) is None:
+            raise NotFound(f"no agent {name!r}")
+        return Response(agent_settings.agent_check(name))
 
 
 class SessionIn(serializers.Serializer):

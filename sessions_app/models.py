@@ -9,6 +9,8 @@ from typing import Any, TypedDict
 from django.db import models
 from django.utils import timezone
 
+from sessions_app import agents as agent_registry
+
 
 def _iso(value: Any) -> str | None:
     return value.isoformat() if value else None
@@ -245,6 +247,8 @@ class Agent(models.Model):
             "enabled": self.enabled,
             "executable_found": self.executable_found,
             "source": self.source,
+            # How to install a built-in's CLI (None for others): computed, not mirrored.
+            "install": agent_registry.install_hint(self.name) if self.builtin else None,
         }
 
 

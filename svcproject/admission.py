@@ -153,10 +153,9 @@ def _credential_refusal(head: Head) -> Answer | None:
 
 
 def _on_remote_listener(head: Head) -> bool:
-    from remote_app.gate import remote_port
+    from remote_app.gate import is_remote_port
 
-    port = remote_port()
-    return bool(port) and head.server_port == port
+    return is_remote_port(head.server_port)
 
 
 def _remote_refusal(head: Head, too_big: bool) -> Answer | None:

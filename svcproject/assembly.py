@@ -41,6 +41,7 @@ def build(*, backoff_first_s: float | None = None) -> Runtime:
     from previews_app.proxy import PreviewClient
     from previews_app.render_pool import RenderPool
     from remote_app.gate import RemoteSockets
+    from remote_app.lan import LanListener
     from remote_app.tunnels.service import Tunnels
     from sessions_app import prompt_queue
     from sessions_app.handover import FailureWindow
@@ -79,6 +80,10 @@ def build(*, backoff_first_s: float | None = None) -> Runtime:
     if (fleet := fleet_conf.current()) is not None:  # contract §18: this daemon is a member
         _add_fleet(rt, fleet)
     tunnels = rt.add("tunnels", Tunnels(rt.supervisor, rt.reach), apply=lambda s: tunnels.apply(s))
+    # The remote listener's LAN socket (contract §13 `remote.lan`), bound while turned on.
+    lan = rt.add(
+        "lan", LanListener(rt.reach), apply=lambda s: lan.apply(s), stop=lambda: lan.stop()
+    )
     channels = rt.add(
         "channels",
         Channels(rt.supervisor, host),

@@ -8,12 +8,20 @@ of a small API request. Here each request borrows an idle single-thread executor
 connection (CONN_MAX_AGE None) for the next request; concurrent requests still each get a
 thread of their own, as before. asgiref supports this: a ThreadSensitiveContext given an
 executor leaves it running on exit.
+
+A client that leaves before its answer (a page closed or left while a save runs) must not leave a
+traceback: Django cancels the view, but a sync view's thread runs on to its end, and daphne kills
+an application still running 10 s after its client left (`application_close_timeout`), logging
+"took too long to shut down" — and Django's end-of-request work then fails on the executor the
+kill took away ("CurrentThreadExecutor already quit"). So the handler answers daphne as soon as the
+client has gone and lets the request finish by itself, with one quiet line (docs/dashboard.md).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -22,7 +30,12 @@ from django.core.handlers.asgi import ASGIHandler
 
 from core.runtime import until_started
 
+logger = logging.getLogger(__name__)
+
 KEEP_IDLE = 8  # threads kept between requests; more are started while more requests run
+ORPHAN_GRACE_S = 0.5  # how long a request whose client left may take to end before it is let go
+# Requests whose client left, finishing by themselves (a reference, so none is collected early).
+_ORPHANS: set[asyncio.Task] = set()
 
 
 class KeptThreadsASGIHandler(ASGIHandler):
@@ -34,6 +47,39 @@ class KeptThreadsASGIHandler(ASGIHandler):
         if scope["type"] != "http":
             raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
         await until_started()  # a request during start answers once it is done
+        left = asyncio.Event()
+
+        async def watched() -> dict:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                left.set()
+            return message
+
+        serving = asyncio.ensure_future(self._serve(scope, watched, send))
+        gone = asyncio.ensure_future(left.wait())
+        try:
+            await asyncio.wait({serving, gone}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            serving.cancel()
+            raise
+        finally:
+            gone.cancel()
+        if not serving.done():
+            # An async view or a streamed answer ends at once when cancelled: only a sync
+            # view's thread, which nothing can stop, is left to finish by itself.
+            await asyncio.wait({serving}, timeout=ORPHAN_GRACE_S)
+        if serving.done():
+            serving.result()  # its exception, if any, is the server's to log as before
+            return
+        logger.info(
+            "%s %s: the client left before the answer; the request finishes without it",
+            scope.get("method", ""),
+            scope.get("path", ""),
+        )
+        _ORPHANS.add(serving)
+        serving.add_done_callback(_orphan_done)
+
+    async def _serve(self, scope: dict, receive: Any, send: Any) -> None:
         executor = self._idle.pop() if self._idle else _new_thread()
         try:
             async with ThreadSensitiveContext(executor=executor):
@@ -43,6 +89,13 @@ class KeptThreadsASGIHandler(ASGIHandler):
                 self._idle.append(executor)
             else:
                 executor.shutdown(wait=False)
+
+
+def _orphan_done(task: asyncio.Task) -> None:
+    _ORPHANS.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        # Nobody waits for its answer any more: what went wrong is worth one line, not a trace.
+        logger.info("a request whose client left ended with %r", task.exception())
 
 
 def _new_thread() -> ThreadPoolExecutor:

@@ -29,6 +29,7 @@ api_patterns = [
     path("usage", bridge_api.UsageView.as_view()),
     path("agents", sessions_api.AgentListView.as_view()),
     path("agents/<str:name>", sessions_api.AgentDetailView.as_view()),
+    path("agents/<str:name>/check", sessions_api.AgentCheckView.as_view()),
     path("sessions", sessions_api.SessionListView.as_view()),
     # Before sessions/<id>: `stop_all` is never taken for a session's id.
     path("sessions/stop_all", sessions_api.SessionStopAllView.as_view()),
@@ -60,6 +61,8 @@ api_patterns = [
     re_path(
         r"^tunnels/(?P<name>[^/]+)/(?P<action>start|stop)$", remote_api.TunnelActionView.as_view()
     ),
+    path("remote", remote_api.RemoteAccessView.as_view()),
+    path("remote/lan", remote_api.RemoteLanView.as_view()),
     path("pairings", remote_api.PairingListView.as_view()),
     path("pairings/pending", remote_api.PairingPendingView.as_view()),
     path("pairings/approve", remote_api.PairingApproveView.as_view()),

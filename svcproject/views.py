@@ -3,7 +3,7 @@
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 
-from core import browser, config
+from core import browser, config, restart_command
 
 
 def dashboard(request: HttpRequest) -> HttpResponse:
@@ -11,7 +11,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         from remote_app.views import remote_dashboard
 
         return remote_dashboard(request)
-    return render(request, "dashboard.html", {"port": config.current_auth().port})
+    context = {"port": config.current_auth().port, **restart_command.page_context()}
+    return render(request, "dashboard.html", context)
 
 
 def admin_login(request: HttpRequest) -> HttpResponse:

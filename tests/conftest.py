@@ -37,6 +37,9 @@ def _isolate_home() -> None:
     for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "QWEN_HOME"):
         os.environ.pop(name, None)
     os.environ.pop("XDG_CONFIG_HOME", None)
+    # Where scripts/ensure-services.sh keeps the test role's DSN, fixed before HOME moves.
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    os.environ.setdefault("SVC_TEST_STATE", str(Path(cache) / "svc-test"))
     os.environ["HOME"] = tempfile.mkdtemp(prefix="svc-test-home-", dir="/var/tmp")
 
 

@@ -1,6 +1,6 @@
 """A real SSH server for the tunnel tests (asyncssh's server side), run as its own process so a
-test can take it away and bring it back: public-key login for one user, reverse port forwards
-allowed, and a session that prints `--banner` (how localhost.run tells its URL).
+test can take it away and bring it back: public-key login for one user, reverse and local port
+forwards allowed, and a session that prints `--banner` (how localhost.run tells its URL).
 
     python -m harness.fakes.ssh_server --port P --host-key F --authorized-keys F [--banner TEXT]
 """
@@ -17,6 +17,11 @@ import asyncssh
 class Server(asyncssh.SSHServer):
     def server_requested(self, listen_host: str, listen_port: int) -> bool:
         return True  # reverse forwards are what this server is for
+
+    def connection_requested(
+        self, dest_host: str, dest_port: int, orig_host: str, orig_port: int
+    ) -> bool:
+        return True  # local forwards too: what `ssh -L` (the Remote view's SSH command) asks
 
     def begin_auth(self, username: str) -> bool:
         return True

@@ -11,6 +11,8 @@ const meta = (name) => {
 export const csrf = () => meta("csrf-token");
 // Through a tunnel only this page holds the key that opens /api/ and /ws.
 export const pageKey = () => meta("svc-page-key");
+// …and the id of the paired device it runs on (its own row in the Remote view's list).
+export const deviceId = () => meta("svc-device");
 
 export function headers() {
   const sent = { "Content-Type": "application/json", "X-CSRFToken": csrf() };
@@ -18,16 +20,29 @@ export function headers() {
   return sent;
 }
 
-// What the banner says: null while svc answers, else {kind: "down" | "refused", text}.
+// What the banner says: null while svc answers, else {kind: "down" | "refused", text} and, when it
+// names a command to run, {command, after} (shown as code, with a Copy button).
 export const banner = signal(null);
 
+// What starts svc again as it ran (`bin/svc run`, its port and $SVC_HOME), and the secret
+// variables it had, by name: the page has them from its document, as a daemon that is gone
+// cannot be asked (core/restart_command.py). `make run` would start on port 8000.
 function down() {
   if (banner.peek() && banner.peek().kind === "refused") return;
-  banner.value = { kind: "down", text: `svc is not answering at ${location.host}. Start it with \`make run\` (or \`python manage.py runserver\`); this page reconnects by itself.` };
+  const env = meta("svc-restart-env").split(" ").filter(Boolean);
+  const also = env.length ? ` (with ${env.join(" and ")} set as before)` : "";
+  banner.value = {
+    kind: "down", text: `svc is not answering at ${location.host}. Start it again on its machine with`,
+    command: meta("svc-restart") || "bin/svc run", after: `${also}; this page reconnects by itself.`,
+  };
 }
 
 function refused(status) {
-  banner.value = { kind: "refused", text: `svc refused this browser (HTTP ${status}): log in again with the URL \`make run\` printed, or \`python manage.py status\`.` };
+  const login = meta("svc-login-command") || "bin/svc url";
+  // A paired device pairs again (its page, reloaded, asks for a code); the owner's browser logs in.
+  banner.value = pageKey()
+    ? { kind: "refused", text: `svc refused this device (HTTP ${status}): reload this page to pair it again.` }
+    : { kind: "refused", text: `svc refused this browser (HTTP ${status}): log in again with the URL`, command: login, after: " prints." };
 }
 
 function up() {

@@ -9,7 +9,7 @@
 // part is the machine's own: a paired device sees the list only.
 import { age, api, pageKey } from "./api.js";
 import { channels, choices, clock, loadChoices, notifications } from "./store.js";
-import { Option, RetryIn, Status, html, useEffect, useState, useStatus } from "./ui.js";
+import { Option, RetryIn, Status, Submit, html, useEffect, useState, useStatus } from "./ui.js";
 
 function facts(c, now) {
   const said = [];
@@ -42,7 +42,7 @@ function Outbox({ outbox, now }) {
 // row's count changes), each with an Allow button that adds them to settings.json.
 function Asking({ c }) {
   const [rows, setRows] = useState([]);
-  const [text, run] = useStatus();
+  const [text, run, , busy] = useStatus();
   useEffect(() => {
     if (!c.asking) { setRows([]); return; }
     api("GET", `channels/${encodeURIComponent(c.name)}/asking`).then(setRows, () => setRows([]));
@@ -60,7 +60,7 @@ function Asking({ c }) {
         <strong>${r.name || r.user}</strong> <span class="hint">id ${r.user}${r.text ? html`, wrote <q>${r.text}</q>` : ""}</span>${" "}
         <button type="button" class="primary" aria-label=${`Allow ${r.name || r.user}`} onClick=${() => allow(r)}>Allow</button>
       </li>`)}</ul>`}
-    <${Status} id=${`asking-status-${c.name}`} text=${text} />
+    <${Status} id=${`asking-status-${c.name}`} text=${text} busy=${busy} />
   </div>`;
 }
 
@@ -99,7 +99,7 @@ const TOKEN_FIELDS = {
 // One platform's form: tokens (or the env vars holding them), where the chat's sessions run,
 // Check (the platform says who the bot is) and Save. Tokens are never shown again once saved.
 function Setup({ kind, title }) {
-  const [text, run] = useStatus();
+  const [text, run, , busy] = useStatus();
   const [bot, setBot] = useState(null);
   const { agents, workspaces } = choices.value;
   const saved = channels.value.find((c) => c.name === kind);
@@ -114,6 +114,7 @@ function Setup({ kind, title }) {
   };
   const said = (checked) => `Token works: @${checked.bot_username}${checked.bot_name && checked.bot_name !== checked.bot_username ? ` (${checked.bot_name})` : ""}`;
   const check = (event) => {
+    if (busy) return;
     const form = event.currentTarget.form;
     run(async () => {
       const checked = await api("POST", `channels/${kind}/check`, body(form));
@@ -146,9 +147,9 @@ function Setup({ kind, title }) {
       <label>API server <input name="api_base" autocomplete="off" placeholder=${kind === "telegram" ? "https://api.telegram.org" : "https://slack.com/api/"} /></label>
     </div></details>
     <div class="row">
-      <button type="button" onClick=${check}>Check</button>
-      <button type="submit" class="primary">Save</button>
-      <${Status} id=${`${id}-status`} text=${text} />
+      <button type="button" aria-disabled=${busy ? "true" : undefined} onClick=${check}>Check</button>
+      <${Submit} busy=${busy}>Save<//>
+      <${Status} id=${`${id}-status`} text=${text} busy=${busy} />
     </div>
     ${bot && html`<p class="hint" data-bot=${bot.bot_username}>Bot: <strong>@${bot.bot_username}</strong>${bot.bot_name ? ` — ${bot.bot_name}` : ""}</p>`}
   </form>`;

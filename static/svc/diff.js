@@ -6,7 +6,7 @@
 import { api, request } from "./api.js";
 import { hljs } from "./markdown.js";
 import { view } from "./nav.js";
-import { html, useCallback, useEffect, useHash, useMemo, useRef, useState } from "./ui.js";
+import { SLOW_MS, html, useCallback, useEffect, useHash, useMemo, useRef, useState } from "./ui.js";
 
 const OF = /^(sessions|subagents)\/[A-Za-z0-9-]+$/;
 const OPEN_LINES = 1500; // files are shown open until this many diff lines; the rest start collapsed
@@ -220,25 +220,27 @@ function Actions({ of, data, reload, setNotice }) {
   if (!of.startsWith("subagents/")) return null;
   const merge = async () => {
     setBusy(true); setConflict(null); setNotice(null);
+    const slow = setTimeout(() => setNotice({ busy: true, text: "Merging…" }), SLOW_MS);
     try {
       const { ok, data: r } = await post(`${of}/merge`);
       if (!ok) {
         const error = (r && r.error) || {};
-        if (error.files && error.files.length) setConflict({ files: error.files, message: error.message });
+        if (error.files && error.files.length) { setNotice(null); setConflict({ files: error.files, message: error.message }); }
         else setNotice({ bad: true, text: `Not merged: ${error.message || "the merge failed"}` });
         return;
       }
       setNotice({ text: merged(r) });
       reload();
-    } catch (e) { setNotice({ bad: true, text: e.message }); } finally { setBusy(false); }
+    } catch (e) { setNotice({ bad: true, text: e.message }); } finally { clearTimeout(slow); setBusy(false); }
   };
   const discard = async () => {
     setBusy(true); setConfirming(false); setConflict(null); setNotice(null);
+    const slow = setTimeout(() => setNotice({ busy: true, text: "Discarding…" }), SLOW_MS);
     try {
       await api("POST", `${of}/discard`);
       setNotice({ text: `Discarded: the worktree and branch ${data ? data.branch : ""} were removed.` });
       reload();
-    } catch (e) { setNotice({ bad: true, text: e.message }); } finally { setBusy(false); }
+    } catch (e) { setNotice({ bad: true, text: e.message }); } finally { clearTimeout(slow); setBusy(false); }
   };
   return html`<div class="diff-actions">
     <div class="row">
@@ -298,13 +300,14 @@ function useComments(of, setNotice) {
   const remove = (c) => setPending((list) => list.filter((x) => x !== c));
   const send = async () => {
     setSending(true); setNotice(null);
+    const slow = setTimeout(() => setNotice({ busy: true, text: "Sending…" }), SLOW_MS);
     try {
       const comments = pending.map(({ path, line, side, text }) => ({ path, line, side, text }));
       const sent = await api("POST", `${of}/diff/comments`, { comments });
       setPending([]);
       const how = sent.delivered === "typed" ? "typed into its terminal" : sent.resumed ? "resumed it and sent the prompt" : "sent as one prompt";
       setNotice({ text: `${plural(comments.length, "comment")} sent to the agent of session ${String(sent.session_id).slice(0, 8)} (${how}).` });
-    } catch (e) { setNotice({ bad: true, text: `Not sent: ${e.message}` }); } finally { setSending(false); }
+    } catch (e) { setNotice({ bad: true, text: `Not sent: ${e.message}` }); } finally { clearTimeout(slow); setSending(false); }
   };
   return { pending, draft, setDraft, addComment, remove, send, sending };
 }
@@ -353,7 +356,7 @@ function DiffView({ of }) {
   return html`<div class="diff-view">
     <${Meta} of=${of} data=${data} reload=${reload} />
     <${Actions} of=${of} data=${data} reload=${reload} setNotice=${setNotice} />
-    ${notice && html`<p class=${notice.bad ? "diff-notice notice notice-bad" : "diff-notice notice notice-ok"} role="status">${notice.text}</p>`}
+    ${notice && html`<p class=${notice.bad ? "diff-notice notice notice-bad" : notice.busy ? "diff-notice notice" : "diff-notice notice notice-ok"} role="status" aria-busy=${notice.busy ? "true" : undefined}>${notice.text}</p>`}
     ${error && html`<p class="diff-error notice notice-bad" role="alert">${error}</p>`}
     ${data && html`
       ${shell ? html`<p class="hint diff-no-comments">${NO_COMMENTS}</p>`

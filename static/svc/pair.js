@@ -11,8 +11,17 @@ function show(text) { statusBox.textContent = text; }
 
 // An invite made on svc's machine comes in the link's fragment (never sent to a server): it is
 // taken out of the address bar at once and sent once, as a header (pairing takes no body).
-const invite = new URLSearchParams(location.hash.slice(1)).get("invite");
+const fragment = new URLSearchParams(location.hash.slice(1));
+const invite = fragment.get("invite");
 if (invite) history.replaceState(null, "", location.pathname + location.search);
+
+// On the LAN listener the QR code carries the certificate's fingerprint (docs/remote.md): shown
+// here for the person to compare with the one the browser's certificate viewer shows.
+const pinned = fragment.get("cert");
+if (pinned && /^([0-9A-F]{2}:){31}[0-9A-F]{2}$/.test(pinned)) {
+  document.getElementById("cert-fingerprint").textContent = pinned;
+  document.getElementById("cert").hidden = false;
+}
 
 async function begin(withInvite) {
   button.disabled = true;

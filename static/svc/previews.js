@@ -4,7 +4,7 @@
 // device gets 403 main_port_only), so through a tunnel the form is not offered.
 import { api, pageKey } from "./api.js";
 import { choices } from "./store.js";
-import { CopyButton, Option, Status, html, useEffect, useState, useTick } from "./ui.js";
+import { CopyButton, Option, Status, Submit, html, useEffect, useState, useStatus, useTick } from "./ui.js";
 
 function countdown(iso, now) {
   const left = Math.round((Date.parse(iso) - now) / 1000);
@@ -23,16 +23,14 @@ function Share({ p, now }) {
 
 function Card({ p, now, onRemoved }) {
   const title = p.title || (p.kind === "file" ? p.file : `port ${p.port}`);
-  const [status, setStatus] = useState("");
-  const remove = async () => {
-    try { await api("DELETE", `previews/${p.slug}`); onRemoved(); } catch (e) { setStatus(e.message); }
-  };
+  const [status, run, , busy] = useStatus();
+  const remove = () => busy || run(async () => { await api("DELETE", `previews/${p.slug}`); onRemoved(); }, "removing…");
   return html`<li class="card" data-slug=${p.slug}>
     <strong>${title}</strong> <a href=${p.owner_url} target="_blank" rel="noopener">${p.kind === "file" ? "open Markdown" : "open (owner)"}</a>
-    ${!pageKey() && html` <button type="button" class="small danger preview-remove" aria-label=${`Remove preview ${title}`} onClick=${remove}>Remove</button>`}
+    ${!pageKey() && html` <button type="button" class="small danger preview-remove" aria-label=${`Remove preview ${title}`} aria-disabled=${busy ? "true" : undefined} onClick=${remove}>Remove</button>`}
     ${p.share_url && html`<${Share} p=${p} now=${now} />`}
     <div class="hint">${p.workspace || ""}</div>
-    ${status && html`<${Status} text=${status} />`}
+    ${status && html`<${Status} text=${status} busy=${busy} />`}
   </li>`;
 }
 
@@ -54,20 +52,19 @@ function NewPreview({ onMade }) {
   const [picked, setPicked] = useState("");
   const workspace = places.includes(picked) ? picked : places[0] || "";
   const files = useMarkdownFiles(kind === "file" ? workspace : "");
-  const [status, setStatus] = useState("");
+  const [status, run, , busy] = useStatus();
   const [warning, setWarning] = useState("");
-  const submit = async (event) => {
+  const submit = (event) => {
     event.preventDefault();
     const form = event.currentTarget;
     const body = kind === "port" ? { port: Number(form.port.value), workspace } : { file: form.file.value, workspace };
     setWarning("");
-    setStatus("Making the preview…");
-    try {
+    run(async () => {
       const made = await api("POST", "previews", body);
-      setStatus(`Preview made: ${made.title || made.file || `port ${made.port}`}.`);
       setWarning(made.warning || "");
       onMade();
-    } catch (e) { setStatus(e.message); }
+      return `Preview made: ${made.title || made.file || `port ${made.port}`}.`;
+    }, "Making the preview…");
   };
   return html`<form id="new-preview" class="row" onSubmit=${submit} aria-label="New preview">
     <label>Of <select name="kind" value=${kind} onChange=${(e) => setKind(e.currentTarget.value)}>
@@ -78,8 +75,8 @@ function NewPreview({ onMade }) {
       ? html`<label>Port <input name="port" type="number" min="1" max="65535" required inputmode="numeric" placeholder="5173" /></label>`
       : html`<label>File <select name="file" required>${files.length
           ? files.map((f) => html`<${Option} key=${f} value=${f}>${f}<//>`) : html`<option value="">(no Markdown file here)</option>`}</select></label>`}
-    <button type="submit" class="primary">Create</button>
-    <${Status} id="new-preview-status" text=${status} />
+    <${Submit} busy=${busy}>Create<//>
+    <${Status} id="new-preview-status" text=${status} busy=${busy} />
     ${warning && html`<p class="notice notice-warn preview-warning" role="alert">${warning}</p>`}
   </form>`;
 }

@@ -1,29 +1,15 @@
-// Remote access (contract §13): what works on this machine offered as one-click tunnels, the
-// tunnels (status, public URL with a copy button and a QR code for a phone, start/stop/remove)
-// and pairing (each waiting phone with its code and Approve beside the QR, approve a code, invite
-// a phone, paired devices). A paired phone sees its devices but approves and starts nothing.
-import qrcode from "qrcode-generator";
-import { age, api, call, pageKey } from "./api.js";
+// Remote access (contract §13): the ways in with nothing but this machine (remote-lan.js), what
+// works on this machine offered as one-click tunnels, the tunnels (status, public URL with a copy
+// button and a QR code for a phone, start/stop/remove) and pairing (each waiting phone with its
+// code and Approve beside the QR, approve a code, invite a phone, paired devices with their
+// names). A paired phone sees its devices but approves and starts nothing; it renames only itself.
+import { age, api, call, deviceId, pageKey } from "./api.js";
+import { QRCode } from "./qr.js";
+import { ReachHere } from "./remote-lan.js";
 import { pairings, tunnels } from "./store.js";
 import { CopyButton, RetryIn, Status, html, useEffect, useRef, useState, useStatus, useTick } from "./ui.js";
 
 const time = (iso) => new Date(iso).toLocaleString();
-
-// The URL as a QR code, drawn as SVG: dark on white in both colour schemes, with the 4-module
-// quiet zone scanners need.
-function QRCode({ text }) {
-  const qr = qrcode(0, "M");
-  qr.addData(text);
-  qr.make();
-  const count = qr.getModuleCount();
-  const size = count + 8;
-  let path = "";
-  for (let row = 0; row < count; row++) {
-    for (let col = 0; col < count; col++) if (qr.isDark(row, col)) path += `M${col + 4} ${row + 4}h1v1h-1z`;
-  }
-  return html`<svg viewBox=${`0 0 ${size} ${size}`} class="qr" role="img" aria-label=${`QR code of ${text}`}>
-    <rect width=${size} height=${size} fill="#fff" /><path d=${path} fill="#000" /></svg>`;
-}
 
 function TunnelCard({ t, report, remote }) {
   const act = (action) => () => {
@@ -141,10 +127,45 @@ function PairingCard({ p, report, code }) {
       ${code && html` · code <strong class="pair-code">${code}</strong> <button type="button" class="primary" aria-label=${`Approve ${code}`} onClick=${approve}>Approve</button>`}
       <button type="button" class="danger" onClick=${deny}>Deny</button></li>`;
   }
+  return html`<${DeviceCard} p=${p} report=${report} />`;
+}
+
+// A paired device: its name (readable from its User-Agent when it paired, or as renamed), what
+// its User-Agent reads as when the name says something else (the whole string on hover), so a
+// name hides nothing, Rename — on svc's
+// machine for every device, on a paired one for itself only — and Revoke. A rename reaches every
+// open list live (/ws/pairings).
+function DeviceCard({ p, report }) {
+  const [renaming, setRenaming] = useState(false);
+  const [text, run, setText] = useStatus();
+  const field = useRef(null);
+  const self = deviceId() === p.id;
+  const mayRename = !pageKey() || self;
+  const save = (event) => {
+    event.preventDefault();
+    run(async () => {
+      await api("PATCH", `pairings/${encodeURIComponent(p.id)}`, { name: field.current.value });
+      setRenaming(false);
+    }, "saving…");
+  };
+  // The field is filled once, when the form opens: a rename arriving meanwhile keeps what is typed.
+  const start = () => {
+    field.current.value = p.name;
+    setText("");
+    setRenaming(true);
+    requestAnimationFrame(() => field.current.select());
+  };
   const revoke = () => report(() => api("DELETE", `pairings/${encodeURIComponent(p.id)}`));
   return html`<li class="card" data-device=${p.id}>
-    <strong>${p.device || "unknown browser"}</strong> <button type="button" class="danger" data-revoke=${p.id} onClick=${revoke}>Revoke</button>
-    <div class="hint">via ${p.host || "?"} · first seen ${time(p.first_seen)} · last seen ${age(p.last_seen)} ago</div>
+    <span hidden=${renaming}><strong class="device-name">${p.name}</strong>${self && html` <span class="device-self">(this device)</span>`}${" "}
+      ${mayRename && html`<button type="button" class="device-rename-button" aria-label=${`Rename ${p.name}`} onClick=${start}>Rename</button>`}${" "}
+      <button type="button" class="danger" data-revoke=${p.id} aria-label=${`Revoke ${p.name}`} onClick=${revoke}>Revoke</button></span>
+    ${mayRename && html`<form class="row device-rename" hidden=${!renaming} onSubmit=${save}>
+      <label>Name <input name="name" ref=${field} maxlength="60" autocomplete="off" placeholder="blank: from its browser" /></label>
+      <button type="submit" class="primary">Save name</button><button type="button" onClick=${() => setRenaming(false)}>Cancel</button>
+      <${Status} text=${text} />
+    </form>`}
+    <div class="hint" title=${p.device}>${p.name !== p.browser && `${p.browser} · `}via ${p.host || "?"} · first seen ${time(p.first_seen)} · last seen ${age(p.last_seen)} ago</div>
   </li>`;
 }
 
@@ -174,7 +195,8 @@ export function RemoteView() {
   const [text, run, setText] = useStatus();
   // Deny and Revoke say what went wrong where Approve does; success leaves that line as it was.
   const report = (action) => action().catch((error) => setText(error.message));
-  return html`<p class="hint">A tunnel makes svc reachable from elsewhere; a browser that comes through one must be paired first.</p>
+  return html`<p class="hint">A phone on the same network, an SSH forward or a tunnel makes svc reachable from elsewhere; a browser that comes through one must be paired first.</p>
+    <${ReachHere} />
     <${Tunnels} remote=${remote} />
     <h3>Phones and paired devices</h3>
     <${Pairings} report=${report} remote=${remote} />

@@ -1,9 +1,11 @@
-// Settings, agents: the table of agents (detected, enabled, where their entry comes from) and a
-// form that edits, adds or drops an agent's settings.json entry through /api/agents. A save
-// replaces only the keys the form shows and keeps every other one.
+// Settings, agents: the table of agents (detected — or how to install it —, enabled, where their
+// entry comes from) and a form that edits, adds or drops an agent's settings.json entry through
+// /api/agents. A save replaces only the keys the form shows and keeps every other one; the table
+// shows it at once, and the check that it starts (seconds, for an ACP agent) follows.
 import { api } from "./api.js";
 import { choices, loadChoices } from "./store.js";
-import { Status, html, useRef, useState } from "./ui.js";
+import { InstallHint } from "./install-hint.js";
+import { Status, Submit, html, useRef, useState, useStatus } from "./ui.js";
 
 // argv as words (quote a word that holds spaces), env as NAME=value lines.
 const WORD = /(?:"[^"]*"|'[^']*'|[^\s"']+)+/g;
@@ -57,14 +59,24 @@ function bodyOf(form) {
   };
 }
 
+function detected(a) {
+  if (a.executable_found) return "found";
+  return a.install ? html`not installed: <${InstallHint} a=${a} />` : "not found";
+}
+
 function AgentRow({ a, edit }) {
-  return html`<tr data-agent=${a.name}><td>${a.name}</td><td>${a.executable_found ? "found" : "not found"}</td>
+  return html`<tr data-agent=${a.name}><td>${a.name}</td><td>${detected(a)}</td>
     <td>${a.enabled ? "yes" : "no"}</td><td>${a.source}</td>
     <td><button type="button" aria-label=${`Edit agent ${a.name}`} onClick=${() => edit(a.name)}>Edit</button></td></tr>`;
 }
 
+const checked = (name, check) => {
+  if (!check) return `saved ${name}`;
+  return check.ok ? `saved ${name} — checked: ${check.message}` : `saved ${name}, but it will not start: ${check.message}`;
+};
+
 // What the form is: {name, entry (whether settings.json has one), busy}; name null for a new agent.
-function useAgentForm(form, rows, setText) {
+function useAgentForm(form, rows, setText, run) {
   const [state, setState] = useState({ name: null, entry: false, busy: false, hints: placeholders(null) });
   const edit = async (name) => {
     setState((s) => ({ ...s, busy: true }));
@@ -74,26 +86,23 @@ function useAgentForm(form, rows, setText) {
       setText("");
     } catch (error) { setState((s) => ({ ...s, busy: false })); setText(error.message); }
   };
-  const act = (action) => async () => {
-    try { setText(await action()); } catch (error) { setText(error.message); }
-  };
-  const save = act(async () => {
+  // Written first (the table shows it at once), then checked: starting an ACP agent to ask it
+  // `initialize` takes seconds (an npx package is fetched first), and the status says so.
+  const save = () => run(async (say) => {
     const name = form.current.agent_name.value.trim();
-    const saved = await api("PUT", `agents/${encodeURIComponent(name)}`, bodyOf(form.current));
+    await api("PUT", `agents/${encodeURIComponent(name)}?check=0`, bodyOf(form.current));
     setState((s) => ({ ...s, name, entry: true }));
     await loadChoices();
-    // Saved either way; the check (command found, ACP initialize answered) says if it will start.
-    const check = saved.check;
-    if (!check) return `saved ${name}`;
-    return check.ok ? `saved ${name} — checked: ${check.message}` : `saved ${name}, but it will not start: ${check.message}`;
-  });
-  const drop = act(async () => {
+    say(`saved ${name}; checking that it starts…`);
+    return checked(name, await api("POST", `agents/${encodeURIComponent(name)}/check`));
+  }, "saving…");
+  const drop = () => run(async () => {
     const name = form.current.agent_name.value.trim();
     await api("DELETE", `agents/${encodeURIComponent(name)}`);
     form.current.reset();
     await loadChoices();
     return `dropped the entry of ${name}`;
-  });
+  }, "dropping…");
   const reset = () => setState({ name: null, entry: false, busy: false, hints: placeholders(null) });
   const named = (event) => setState((s) => ({ ...s, hints: placeholders(rows[event.currentTarget.value.trim()]) }));
   return { state, edit, save, drop, reset, named };
@@ -103,16 +112,16 @@ export function AgentsSettings() {
   const { agents } = choices.value;
   const rows = Object.fromEntries(agents.map((a) => [a.name, a]));
   const form = useRef(null);
-  const [text, setText] = useState("");
-  const { state, edit, save, drop, reset, named } = useAgentForm(form, rows, setText);
-  const submit = (event) => { event.preventDefault(); save(); };
+  const [text, run, setText, busy] = useStatus();
+  const { state, edit, save, drop, reset, named } = useAgentForm(form, rows, setText, run);
+  const submit = (event) => { event.preventDefault(); if (!busy) save(); };
   return html`<h3>Agents</h3>
     <div class="table-wrap" tabindex="0" role="region" aria-label="agents table"><table id="agents">
       <thead><tr><th scope="col">Agent</th><th scope="col">Detected</th><th scope="col">Enabled</th><th scope="col">Source</th><th scope="col">Edit</th></tr></thead>
       <tbody>${agents.map((a) => html`<${AgentRow} key=${a.name} a=${a} edit=${edit} />`)}</tbody>
     </table></div>
     <h4 id="agent-form-title">${state.name ? `Edit agent ${state.name}` : "Add an agent"}</h4>
-    <form id="agent-form" ref=${form} aria-labelledby="agent-form-title" aria-busy=${state.busy ? "true" : undefined} onSubmit=${submit} onReset=${reset}>
+    <form id="agent-form" ref=${form} aria-labelledby="agent-form-title" aria-busy=${state.busy || busy ? "true" : undefined} onSubmit=${submit} onReset=${reset}>
       <div class="row">
         <label>Agent <input name="agent_name" required pattern="[a-z0-9][a-z0-9_\\-]{0,63}" placeholder="e.g. my-agent" autocomplete="off" onChange=${named} /></label>
         <label>Enabled <select name="enabled">${ENABLED.map(([value, label]) => html`<option value=${value}>${label}</option>`)}</select></label>
@@ -123,10 +132,10 @@ export function AgentsSettings() {
       </div>
       <div class="row"><label>Environment <textarea name="env" rows="2" cols="40" placeholder="NAME=value, one a line"></textarea></label></div>
       <div class="row">
-        <button type="submit" class="primary">Save agent</button>
-        <button type="button" id="agent-drop" class="danger" hidden=${!state.entry} onClick=${drop}>Drop its settings.json entry</button>
+        <${Submit} busy=${busy}>Save agent<//>
+        <button type="button" id="agent-drop" class="danger" hidden=${!state.entry} aria-disabled=${busy ? "true" : undefined} onClick=${() => busy || drop()}>Drop its settings.json entry</button>
         <button type="reset">New agent</button>
-        <${Status} id="agent-status" text=${text} />
+        <${Status} id="agent-status" text=${text} busy=${busy} />
       </div>
     </form>`;
 }

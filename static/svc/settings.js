@@ -1,19 +1,20 @@
 // The Settings view: workspaces (register, rename, remove), profiles (keys never shown; added and
 // edited through PATCH /api/settings, so settings.json stays the source of truth), agents
-// (settings-agents.js), the agent integrations and this browser's notifications.
-import { api } from "./api.js";
+// (settings-agents.js), the agent integrations and this browser's notifications. On a paired device
+// profiles, agents and integrations are read-only.
+import { api, pageKey } from "./api.js";
 import { IntegrationsBox } from "./integrations.js";
 import { PushSettings } from "./push.js";
 import { AgentsSettings } from "./settings-agents.js";
 import { choices, loadChoices } from "./store.js";
-import { Status, html, useRef, useState, useStatus } from "./ui.js";
+import { Status, Submit, html, useRef, useState, useStatus } from "./ui.js";
 
 const PROVIDERS = ["openai-chat", "openai-responses", "anthropic", "gemini"];
 
 // An empty list says so in one short line instead of showing an empty table or list.
 export const NoneYet = ({ empty, text }) => empty && html`<p class="hint none-yet">${text}</p>`;
 
-function Workspace({ w, report }) {
+function Workspace({ w, report, busy }) {
   const [renaming, setRenaming] = useState(false);
   const name = useRef(null);
   const rename = (event) => {
@@ -23,34 +24,34 @@ function Workspace({ w, report }) {
       setRenaming(false);
       await loadChoices();
       return "renamed";
-    });
+    }, "renaming…");
   };
-  const remove = () => report(async () => { await api("DELETE", `workspaces/${w.id}`); await loadChoices(); return "removed"; });
+  const remove = () => report(async () => { await api("DELETE", `workspaces/${w.id}`); await loadChoices(); return "removed"; }, "removing…");
   const start = () => { setRenaming(true); requestAnimationFrame(() => name.current.focus()); };
   return html`<li data-workspace=${w.path}><span>${w.name} — ${w.path} </span>
     <span hidden=${renaming}><button type="button" aria-label=${`Rename workspace ${w.name}`} onClick=${start}>Rename</button>${" "}
       <button type="button" class="danger" aria-label=${`Remove workspace ${w.name}`} onClick=${remove}>Remove</button></span>
     <form class="row" hidden=${!renaming} onSubmit=${rename}>
       <label>Name <input name="name" ref=${name} value=${w.name} maxlength="200" placeholder="blank: the folder's name" /></label>
-      <button type="submit" class="primary">Save name</button><button type="button" onClick=${() => setRenaming(false)}>Cancel</button>
+      <${Submit} busy=${busy}>Save name<//><button type="button" onClick=${() => setRenaming(false)}>Cancel</button>
     </form></li>`;
 }
 
 function Workspaces() {
   const { workspaces } = choices.value;
-  const [text, run] = useStatus();
+  const [text, run, , busy] = useStatus();
   const register = (event) => {
     event.preventDefault();
     const form = event.currentTarget;
-    run(async () => { await api("POST", "workspaces", { path: form.path.value, name: form.name.value }); form.reset(); await loadChoices(); return "registered"; });
+    run(async () => { await api("POST", "workspaces", { path: form.path.value, name: form.name.value }); form.reset(); await loadChoices(); return "registered"; }, "registering…");
   };
   return html`<h3>Workspaces</h3>
-    <ul id="workspaces" hidden=${!workspaces.length}>${workspaces.map((w) => html`<${Workspace} key=${w.id} w=${w} report=${run} />`)}</ul>
+    <ul id="workspaces" hidden=${!workspaces.length}>${workspaces.map((w) => html`<${Workspace} key=${w.id} w=${w} report=${run} busy=${busy} />`)}</ul>
     <${NoneYet} empty=${!workspaces.length} text="No workspaces yet: register a folder below." />
     <form id="register-workspace" class="row" onSubmit=${register}>
       <label>Folder <input name="path" required placeholder="/absolute/path" /></label>
       <label>Name <input name="name" placeholder="optional" /></label>
-      <button type="submit" class="primary">Register</button> <${Status} id="workspace-status" text=${text} />
+      <${Submit} busy=${busy}>Register<//> <${Status} id="workspace-status" text=${text} busy=${busy} />
     </form>`;
 }
 
@@ -102,8 +103,8 @@ function ProfileRow({ p, edit }) {
 function Profiles() {
   const { profiles } = choices.value;
   const form = useRef(null);
-  const [text, run, setText] = useStatus();
-  const submit = (event) => { event.preventDefault(); run(() => save(form.current)); };
+  const [text, run, setText, busy] = useStatus();
+  const submit = (event) => { event.preventDefault(); run(() => save(form.current), "saving…"); };
   return html`<h3>Profiles</h3>
     <div class="table-wrap" tabindex="0" role="region" aria-label="profiles table" hidden=${!profiles.length}><table id="profiles">
       <thead><tr><th scope="col">Profile</th><th scope="col">Provider</th><th scope="col">Base URL</th><th scope="col">Models</th><th scope="col">Key</th><th scope="col">Edit</th></tr></thead>
@@ -117,10 +118,24 @@ function Profiles() {
       <label>Models <input name="models" placeholder="comma-separated" /></label>
       <label>Key variable <input name="api_key_env" placeholder="OPENAI_API_KEY" /></label>
       <label>Key <input name="api_key" type="password" autocomplete="off" placeholder="or a literal key (blank: keep)" /></label>
-      <button type="submit" class="primary">Save profile</button> <${Status} id="profile-status" text=${text} />
+      <${Submit} busy=${busy}>Save profile<//> <${Status} id="profile-status" text=${text} busy=${busy} />
     </form>`;
 }
 
+// What a paired device may read but not change (docs/remote.md "What a paired device may change":
+// its writes are refused with 403 main_port_only): shown with every control disabled and a note
+// saying where it is changed. Workspaces and this browser's notifications stay editable there.
+function MachineOnly({ name, children }) {
+  if (!pageKey()) return children;
+  return html`<fieldset class="machine-only" disabled data-machine-only=${name}>
+    <legend class="notice">Read-only on this paired device: ${name} are changed on svc's own machine (its dashboard, or <code>bin/svc</code> there).</legend>
+    ${children}</fieldset>`;
+}
+
 export function SettingsView() {
-  return html`<${Workspaces} /><${Profiles} /><${AgentsSettings} /><${IntegrationsBox} /><${PushSettings} />`;
+  return html`<${Workspaces} />
+    <${MachineOnly} name="profiles"><${Profiles} /><//>
+    <${MachineOnly} name="agents"><${AgentsSettings} /><//>
+    <${MachineOnly} name="agent integrations"><${IntegrationsBox} /><//>
+    <${PushSettings} />`;
 }

@@ -18,7 +18,7 @@ import { BottomNav, LogoutForm, MoreNav, SideNav, Sidebar } from "./sidebar.js";
 import { fleetProblem, settingsProblem } from "./store.js";
 import { SessionPanel, SessionTabs } from "./tabs.js";
 import { TurnsView } from "./turns.js";
-import { computed, html } from "./ui.js";
+import { CopyButton, computed, html } from "./ui.js";
 import { Usage } from "./usage.js";
 
 // One view of the main pane: a titled section, shown while it is the view. Switching views draws
@@ -46,7 +46,10 @@ function FleetProblem({ problem }) {
 }
 
 function Notices() {
-  return html`<div id="banner" class="notice notice-warn" role="alert" hidden=${!banner.value}>${banner.value && banner.value.text}</div>
+  const said = banner.value;
+  const command = said && said.command && html` <code id="banner-command">${said.command}</code>${said.after}
+    <${CopyButton} text=${said.command} label="Copy the command" name=${`Copy ${said.command}`} />`;
+  return html`<div id="banner" class="notice notice-warn" role="alert" hidden=${!said}>${said && said.text}${command}</div>
     <${SettingsProblem} problem=${settingsProblem.value} />
     <${FleetProblem} problem=${fleetProblem.value} />`;
 }

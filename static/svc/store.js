@@ -40,11 +40,18 @@ export const isAway = (s) => s.status === "unreachable";
 // An ended chat, or any session whose process went while svc was away (contract §17 "Resume").
 export const resumable = (s) => !isLive(s) && !isAway(s) && (s.kind !== "terminal" || s.end_reason === "interrupted");
 
-// Fetched again after every change a form makes (a workspace, a profile, an agent).
+// Fetched again after every change a form makes (a workspace, a profile, an agent). Two writes
+// in quick succession each fetch; the answers may come back in either order, and one older than
+// what is shown is dropped (it would put back the list from before the second write).
+let asked = 0;
+let shown = 0;
 export async function loadChoices() {
+  const mine = ++asked;
   const [agents, workspaces, profiles] = await Promise.all([
     api("GET", "agents"), api("GET", "workspaces"), api("GET", "profiles"),
   ]);
+  if (mine < shown) return;
+  shown = mine;
   choices.value = { agents, workspaces, profiles, loaded: true };
   choicesError.value = "";
 }

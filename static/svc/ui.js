@@ -10,6 +10,12 @@ export const html = htm.bind(h);
 export { Component, render, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState };
 export { batch, computed, effect, signal, useComputed, useSignal, useSignalEffect };
 
+// Whether the page has the phone's layout (dashboard.css's 40 rem breakpoint): for what the CSS
+// cannot do alone, such as the order of a view's parts.
+const PHONE = matchMedia("(max-width: 40rem)");
+export const narrow = signal(PHONE.matches);
+PHONE.addEventListener("change", (event) => { narrow.value = event.matches; });
+
 // The URL hash carries what is shown: `#view=usage`, `#session=<id>&at=<seq>`, `#view=diff&of=…`.
 export function hashParams() {
   return new URLSearchParams(location.hash.slice(1));
@@ -67,18 +73,41 @@ export function Option({ value, children, ...rest }) {
   return html`<option value=${value} ref=${keep} ...${rest}>${children}</option>`;
 }
 
-// A form's status line (what a submit did, or why it failed).
-export function Status({ id, text, class: cls }) {
-  return html`<span id=${id} class=${cls || "form-status"} role="status">${text}</span>`;
+// How long an action may take before it says that it is working: a quicker answer shows only its
+// result, without a flash of "working…" (docs/dashboard.md "Busy and done").
+export const SLOW_MS = 300;
+
+// A form's status line (what a submit did, or why it failed). While `busy`, it is marked so and,
+// once SLOW_MS have passed, shows a spinner (a CSS delay: nothing flashes for a quick answer).
+export function Status({ id, text, busy, class: cls }) {
+  return html`<span id=${id} class=${cls || "form-status"} role="status" aria-busy=${busy ? "true" : undefined}>${text}</span>`;
 }
 
-// An action's status held by the component: [text, run(action)] where run shows the error, if any.
+// The submit button of a form whose action is under way: it says so (aria-disabled, styled as
+// busy) and ignores clicks and Enter (a second submit of the same form), keeping the focus where
+// it was, which `disabled` would not. Any other button of a form can take `busy` the same way.
+export function Submit({ busy, class: cls = "primary", children, ...rest }) {
+  const hold = (event) => { if (busy) event.preventDefault(); };
+  return html`<button type="submit" class=${cls} aria-disabled=${busy ? "true" : undefined} data-busy=${busy ? "" : undefined} onClick=${hold} ...${rest}>${children}</button>`;
+}
+
+// An action's status held by the component: [text, run(action, busyText), setText, busy].
+// `run` marks the component busy at once (for Submit and Status), says `busyText` once the
+// action has taken SLOW_MS, then what it answered (a string) or why it failed. The action gets
+// `say(text)` for a step worth telling on the way ("saved; checking that it starts…"). Several
+// actions may run at once (a table's rows share one status): busy until the last has answered.
 export function useStatus() {
-  const [text, setText] = useState("");
-  const run = useCallback(async (action, busy) => {
-    if (busy !== undefined) setText(busy);
-    try { const said = await action(); setText(typeof said === "string" ? said : ""); }
-    catch (error) { setText(error.message); }
+  const [state, setState] = useState({ text: "", busy: 0 });
+  const run = useCallback(async (action, busyText = "working…") => {
+    let timer = setTimeout(() => setState((s) => ({ ...s, text: busyText })), SLOW_MS);
+    const say = (text) => { clearTimeout(timer); timer = null; setState((s) => ({ ...s, text })); };
+    setState((s) => ({ ...s, busy: s.busy + 1 }));
+    let text = "";
+    try { const said = await action(say); text = typeof said === "string" ? said : ""; }
+    catch (error) { text = error.message; }
+    clearTimeout(timer);
+    setState((s) => ({ text, busy: s.busy - 1 }));
   }, []);
-  return [text, run, setText];
+  const setText = useCallback((text) => setState((s) => ({ ...s, text })), []);
+  return [state.text, run, setText, state.busy > 0];
 }

@@ -18,7 +18,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from harness.daemon import ROOT, Daemon
-from harness.dashboard import show
+from harness.dashboard import session_action, show
 from harness.termclient import create_session, start_hosting_daemon
 
 ACTIVE = "#session-panel .session-view.active"
@@ -136,7 +136,7 @@ def test_every_view_in_both_schemes(
             if view == "session" and size == "desktop":
                 page.locator(".session-tab").first.click()  # the tabs stay above every view
             elif view == "diff":  # reached from a session's "Changes" (not a git folder here)
-                page.locator(f"{ACTIVE} .session-head button", has_text="Changes").click()
+                session_action(page, "Changes")
                 expect(page.locator("#diff")).not_to_be_empty()
             else:
                 show(page, view)

@@ -11,32 +11,32 @@ import pytest
 
 from harness.daemon import Daemon, manage
 from harness.fleet import TcpProxy
-from harness.services import postgres_database, redis_env
+from harness.services import postgres_database, redis_env, with_password
 
-PASSWORD = "never-shown-9f3a"  # the local server trusts loopback: any password passes
+PASSWORD = "never-shown-9f3a"  # where the local server trusts loopback; else the role's own
 
 
 @pytest.fixture
-def behind_proxy(tmp_path: Path) -> Iterator[tuple[Daemon, TcpProxy]]:
+def behind_proxy(tmp_path: Path) -> Iterator[tuple[Daemon, TcpProxy, str]]:
     with postgres_database() as database_url:
         proxy = TcpProxy(("127.0.0.1", 5432))
-        url = proxy.url_for(database_url).replace("postgres@", f"postgres:{PASSWORD}@")
+        url, password = with_password(proxy.url_for(database_url), PASSWORD)
         home = tmp_path / "home"
         home.mkdir()
         env = {"DATABASE_URL": url, **redis_env()}
         manage(home, "migrate", "--noinput", "-v", "0", env=env)
         server = Daemon(home, env=env).start()
         try:
-            yield server, proxy
+            yield server, proxy, password
         finally:
             server.stop()
             proxy.close()
 
 
 def test_writes_answer_503_naming_the_database_while_it_is_gone(
-    behind_proxy: tuple[Daemon, TcpProxy], tmp_path: Path
+    behind_proxy: tuple[Daemon, TcpProxy, str], tmp_path: Path
 ) -> None:
-    server, proxy = behind_proxy
+    server, proxy, password = behind_proxy
     headers = server.owner_headers()
     made = httpx.post(f"{server.url}/api/workspaces", json={"path": str(tmp_path)}, headers=headers)
     assert made.status_code == 201, made.text
@@ -51,8 +51,8 @@ def test_writes_answer_503_naming_the_database_while_it_is_gone(
             f"the database (PostgreSQL at 127.0.0.1:{proxy.port}) is unreachable"
             in error["message"]
         )
-        assert PASSWORD not in gone.text
-    assert PASSWORD not in server.log() + (server.home / "logs" / "svc.log").read_text()
+        assert password not in gone.text
+    assert password not in server.log() + (server.home / "logs" / "svc.log").read_text()
     proxy.restore()
     back = httpx.patch(rename, json={"name": "back"}, headers=headers, timeout=30)
     assert back.status_code == 200, back.text

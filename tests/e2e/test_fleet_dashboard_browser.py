@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from harness.dashboard import show
+from harness.dashboard import session_action, show
 from harness.fleet import Fleet, api, hosting_fleet, wait_for, workspace_of
 from harness.own_redis import OwnRedis
 from tests.e2e.test_approvals_browser import PHONE, serious_violations
@@ -115,7 +115,7 @@ def test_a_shell_started_on_c_from_a_opens_types_and_runs_on_c(
         page.keyboard.type("echo form-$((1+1))")
         page.keyboard.press("Enter")
         expect(page.locator(f"{ACTIVE} .xterm-rows")).to_contain_text("form-2")
-        page.locator(f"{ACTIVE} .session-head button", has_text="Close").click()
+        session_action(page, "Close")
         expect(page.locator("#session-panel .session-view")).to_have_count(0)
 
         if size == "desktop":  # from the sidebar, where it says which machine it runs on

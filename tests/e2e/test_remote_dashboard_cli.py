@@ -141,7 +141,10 @@ def test_dashboard_remote_section_pairs_and_revokes(page: Page, server: Daemon) 
     assert pair_status(server, started["pair_id"]) == "approved"  # the phone picks it up
     revoke = page.locator("#pairings button[data-revoke]")
     expect(revoke).to_have_count(1)
-    expect(page.locator("#pairings li[data-device]")).to_contain_text(PHONE)
+    # Named from its User-Agent (issue 43), the whole string on hover.
+    device = page.locator("#pairings li[data-device]")
+    expect(device.locator(".device-name")).to_have_text("Android browser on Android 14, Pixel 8")
+    expect(device.locator(".hint")).to_have_attribute("title", PHONE)
     revoke.click()
     expect(revoke).to_have_count(0)
     assert api(server, "pairings") == []

@@ -24,7 +24,7 @@ import pytest
 
 from harness.daemon import Daemon, manage
 from harness.own_redis import OwnRedis
-from harness.services import postgres_database, require
+from harness.services import postgres_database, require, with_password
 
 # The agent: every environment it can read, and its ancestors' command lines (its holder).
 PEEK = """\
@@ -70,8 +70,9 @@ def member(tmp_path: Path) -> Iterator[tuple[Daemon, dict[str, str]]]:
     (home / "settings.json").write_text(json.dumps(settings))
     try:
         with postgres_database() as url:
+            url, secret["pg"] = with_password(url, secret["pg"])
             env = {
-                "DATABASE_URL": url.replace("postgres@", f"postgres:{secret['pg']}@", 1),
+                "DATABASE_URL": url,
                 **redis.env(),
                 "MY_FLEET_KEY": secret["fleet"],
                 "HOME": str(tmp_path),

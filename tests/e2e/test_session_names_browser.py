@@ -20,7 +20,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from harness.daemon import ROOT, Daemon
 from harness.daemon import manage as manage_py
-from harness.dashboard import show
+from harness.dashboard import session_action, show
 from harness.termclient import create_session, get_session, start_hosting_daemon, stop_session
 from tests.e2e.test_approvals_browser import PHONE, serious_violations
 from tests.e2e.test_remote_tunnel import Remote
@@ -123,7 +123,7 @@ def test_a_session_is_renamed_in_its_head_and_the_agent_does_not_rename_it_back(
         sid = start_chat(page, workspace)
         send(page, "echo hello")
         head = page.locator(f"{ACTIVE} .session-head")
-        head.get_by_role("button", name="Rename").click()
+        session_action(page, "Rename")  # behind "⋯" on a phone
         head.get_by_label("Name").fill("checkout work")
         assert serious_violations(page) == []
         head.get_by_role("button", name="Save").click()

@@ -1,7 +1,8 @@
 """Keys and the phone (issue 34, friction 9), in Chromium against a live daemon's shell:
 Alt+2 with no second tab never reaches the terminal (readline took it as a count, "(arg: 2)",
 and `ls` ran as `lls`), and on a 390x844 phone the terminal's key bar stays on screen above the
-bottom bar while the notification offer is shown above the session."""
+bottom bar once the notification offer has been made (issue 43 moved the offer out of an open
+session's way on a phone: it waits for another view)."""
 
 from __future__ import annotations
 
@@ -78,13 +79,14 @@ def test_alt_2_with_no_second_tab_never_reaches_the_shell(browser: Browser, host
         page.context.close()
 
 
-def test_the_phones_key_bar_stays_above_the_bottom_bar_under_the_notification_offer(
+def test_the_phones_key_bar_stays_above_the_bottom_bar_with_the_notification_offer_made(
     browser: Browser, host: Daemon
 ) -> None:
     page = open_terminal(browser, host, **PHONE)
     try:
-        offer = page.get_by_role("region", name="Notifications")
-        expect(offer).to_contain_text("Get a notification when an agent waits for you?")
+        offer = page.locator("#push-offer aside")
+        expect(offer).to_contain_text("Get a notification")  # made when the session opened ...
+        expect(offer).to_be_hidden()  # ... and shown on the next view, not over the terminal
         bar = page.locator(f"{ACTIVE} .term-keys")
         expect(bar).to_be_visible()
         bottom = page.locator("#bottom-nav")

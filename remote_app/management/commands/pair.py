@@ -10,7 +10,7 @@ from typing import Any
 
 from core.client_command import ClientCommand, api, table
 
-DEVICES = ("id", "device", "host", "first_seen", "last_seen")
+DEVICES = ("id", "name", "host", "first_seen", "last_seen")  # --json has `device` too
 REQUESTS = ("id", "device", "host", "created_at", "expires_at")
 
 
