@@ -24,25 +24,28 @@ $(VENV)/.dev: $(VENV)/.base requirements-dev.txt
 venv: $(VENV)/.base
 dev-venv: $(VENV)/.dev
 
+# The front end's modules (npm), copied as ES modules into static/vendor, where the import map
+# in templates/dashboard.html resolves them (docs/dashboard.md). Quiet but for one line saying
+# what it does (issue 43): the copies are not worth a screenful.
 static/vendor/.installed: package.json package-lock.json
-	npm install --no-audit --no-fund --silent
-	rm -rf static/vendor
-	mkdir -p static/vendor
-	# ES modules, resolved by the import map in templates/dashboard.html (docs/dashboard.md).
-	cp node_modules/preact/dist/preact.mjs static/vendor/preact.js
-	cp node_modules/preact/hooks/dist/hooks.mjs static/vendor/preact-hooks.js
-	cp node_modules/htm/dist/htm.mjs static/vendor/htm.js
-	cp node_modules/@preact/signals/dist/signals.mjs static/vendor/signals.js
-	cp node_modules/@preact/signals-core/dist/signals-core.mjs static/vendor/signals-core.js
-	cp node_modules/@xterm/xterm/lib/xterm.mjs static/vendor/xterm.js
-	cp node_modules/@xterm/addon-fit/lib/addon-fit.mjs static/vendor/addon-fit.js
-	cp node_modules/marked/lib/marked.esm.js static/vendor/marked.js
-	cp node_modules/dompurify/dist/purify.es.mjs static/vendor/purify.js
-	cp node_modules/@highlightjs/cdn-assets/es/highlight.min.js static/vendor/highlight.js
-	cp node_modules/qrcode-generator/dist/qrcode.mjs static/vendor/qrcode.js
-	cp node_modules/uplot/dist/uPlot.esm.js static/vendor/uplot.js
-	cp node_modules/@xterm/xterm/css/xterm.css node_modules/uplot/dist/uPlot.min.css static/vendor/
-	mv static/vendor/uPlot.min.css static/vendor/uplot.css
+	@echo "svc: installing the dashboard's front-end modules (npm; the first time ~30 s)…"
+	@npm install --no-audit --no-fund --silent
+	@rm -rf static/vendor
+	@mkdir -p static/vendor
+	@cp node_modules/preact/dist/preact.mjs static/vendor/preact.js
+	@cp node_modules/preact/hooks/dist/hooks.mjs static/vendor/preact-hooks.js
+	@cp node_modules/htm/dist/htm.mjs static/vendor/htm.js
+	@cp node_modules/@preact/signals/dist/signals.mjs static/vendor/signals.js
+	@cp node_modules/@preact/signals-core/dist/signals-core.mjs static/vendor/signals-core.js
+	@cp node_modules/@xterm/xterm/lib/xterm.mjs static/vendor/xterm.js
+	@cp node_modules/@xterm/addon-fit/lib/addon-fit.mjs static/vendor/addon-fit.js
+	@cp node_modules/marked/lib/marked.esm.js static/vendor/marked.js
+	@cp node_modules/dompurify/dist/purify.es.mjs static/vendor/purify.js
+	@cp node_modules/@highlightjs/cdn-assets/es/highlight.min.js static/vendor/highlight.js
+	@cp node_modules/qrcode-generator/dist/qrcode.mjs static/vendor/qrcode.js
+	@cp node_modules/uplot/dist/uPlot.esm.js static/vendor/uplot.js
+	@cp node_modules/@xterm/xterm/css/xterm.css node_modules/uplot/dist/uPlot.min.css static/vendor/
+	@mv static/vendor/uPlot.min.css static/vendor/uplot.css
 	@touch $@
 
 assets: static/vendor/.installed
@@ -67,9 +70,10 @@ agents: $(AGENTS_FIXTURE)/.installed
 
 test-fixtures: $(VITE_FIXTURE)/node_modules/.installed $(AGENTS_FIXTURE)/.installed
 
+# `bin/svc run` itself (svcproject/management/commands/run.py): a port in use said at once,
+# "migrating the database…" when there is anything to migrate, then daphne and the login URL.
 run: venv assets
-	$(PY) manage.py migrate --noinput -v 0
-	SVC_PRINT_LOGIN=1 $(PY) manage.py runserver --noreload $(HOST):$(PORT)
+	@$(PY) manage.py run --host $(HOST) --port $(PORT)
 
 # ruff for style; import-linter for the layers (.importlinter, docs/foundation.md): an import
 # that points up, inside a function or not, fails the build.

@@ -14,7 +14,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 
-from channels_app import secret_store
+from channels_app import reach, secret_store
 from core import config, settings_store
 from core.errors import DomainError
 
@@ -48,9 +48,8 @@ async def _check_telegram(token: str, api_base: str) -> dict[str, Any]:
             code="token_refused",
         ) from exc
     except NetworkError as exc:
-        raise DomainError(
-            f"cannot reach the Bot API at {base}: {_scrub(str(exc), token)}", code="unreachable"
-        ) from exc
+        said = reach.unreachable("telegram", base, exc, "", token)
+        raise DomainError(said, code="unreachable") from exc
     except TelegramError as exc:
         raise DomainError(f"the Bot API at {base} answered: {_scrub(str(exc), token)}") from exc
 
@@ -70,8 +69,8 @@ async def _check_slack(bot_token: str, app_token: str, api_base: str) -> dict[st
         error = str(exc.response.get("error") or "refused") if exc.response else "refused"
         raise DomainError(f"Slack refused the {which}: {error}", code="token_refused") from exc
     except Exception as exc:  # aiohttp's and the OS's: Slack not reachable
-        message = _scrub(str(exc), bot_token, app_token) or type(exc).__name__
-        raise DomainError(f"cannot reach Slack at {base}: {message}", code="unreachable") from exc
+        said = reach.unreachable("slack", base, exc, "", bot_token, app_token)
+        raise DomainError(said, code="unreachable") from exc
     return {
         "ok": True,
         "bot_username": str(who.get("user") or ""),

@@ -24,7 +24,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from channels_app import slack_files
+from channels_app import reach, slack_files
 from channels_app.config import ChannelConfig, ChannelError
 from channels_app.platform import Buttons, InboxFile, Incoming
 
@@ -148,6 +148,12 @@ class SlackChannel:
             raise ChannelError(
                 f"Slack refused the bot token ({exc.response.get('error')}): check "
                 f"channels.{self.config.name}.bot_token_env (an xoxb- token)"
+            ) from exc
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            setting = f"channels.{self.config.name}.api_base"
+            secrets = (self.config.token, self.config.app_token)
+            raise ChannelError(
+                reach.unreachable("slack", self.config.api_base, exc, setting, *secrets)
             ) from exc
         self.username, self.bot_user = str(who.get("user", "")), str(who.get("user_id", ""))
         app = AsyncApp(client=self.client, process_before_response=True)

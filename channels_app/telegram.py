@@ -27,6 +27,7 @@ from telegram.error import (
     TelegramError,
 )
 
+from channels_app import reach
 from channels_app.config import ChannelConfig, ChannelError
 from channels_app.platform import Buttons, FileNotReceived, InboxFile, Incoming
 
@@ -116,10 +117,7 @@ class TelegramChannel:
                 "bot_token): copy it again from @BotFather"
             ) from exc
         except NetworkError as exc:
-            raise ChannelError(
-                f"cannot reach the Bot API at {self.config.api_base} "
-                f"(channels.{self.config.name}.api_base): {exc}"
-            ) from exc
+            raise ChannelError(self._unreachable(exc)) from exc
         self.username = self.bot.username or ""
         offset: int | None = None
         delivering = None
@@ -132,9 +130,7 @@ class TelegramChannel:
                 try:
                     updates = await self.bot.get_updates(offset=offset, timeout=POLL_S)
                 except NetworkError as exc:
-                    raise ChannelError(
-                        f"lost the Bot API at {self.config.api_base}: {exc}"
-                    ) from exc
+                    raise ChannelError(f"lost it: {self._unreachable(exc)}") from exc
                 for update in updates:
                     # Past it whatever happens: the next getUpdates confirms it to Telegram.
                     # Sent again all the same (a restart first), it is recorded, so skipped.
@@ -146,6 +142,10 @@ class TelegramChannel:
                 await asyncio.gather(delivering, return_exceptions=True)
             with contextlib.suppress(Exception):
                 await self.bot.shutdown()
+
+    def _unreachable(self, exc: Exception) -> str:
+        setting = f"channels.{self.config.name}.api_base"
+        return reach.unreachable("telegram", self.config.api_base, exc, setting, self.config.token)
 
     async def _take_safely(self, update: Update) -> None:
         """One update; what goes wrong with it stays with it (recorded `failed`), and the

@@ -23,7 +23,7 @@ from cli import api, commands, views  # noqa: E402
 from cli.home import Daemon, daemon_as_is  # noqa: E402
 
 DJANGO_SETTINGS = "svcproject.settings"
-# Django's ERROR style (red, bold) as its OutputWrapper applies it to a CommandError on a terminal.
+# Django's ERROR style (red, bold) as its OutputWrapper applies it to an error on a terminal.
 ERROR_STYLE = "\x1b[31;1m{}\x1b[0m"
 
 
@@ -68,7 +68,9 @@ def output(daemon: Daemon, command: str, options: dict[str, bool]) -> list[str]:
 
 
 def error(message: str, argv: list[str]) -> None:
-    text = views.line(f"CommandError: {message}")
+    # The message alone, as svc's management commands print it (core/client_command.py
+    # SvcCommand): no "CommandError:" in front (issue 43).
+    text = views.line(message)
     # Django colours it only when both stdout (supports_color) and stderr (OutputWrapper) are
     # terminals.
     if sys.stdout.isatty() and sys.stderr.isatty():

@@ -46,6 +46,12 @@ class Spec:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
+    @property
+    def environment(self) -> tuple[tuple[str, str], ...]:
+        # SVC_PRINT_LOGIN=0: `run` prints the login URL wherever its stderr goes, except under
+        # a service manager, where that is the journal or a log file (docs/service.md).
+        return (("SVC_HOME", str(self.home)), ("PATH", self.path_env), ("SVC_PRINT_LOGIN", "0"))
+
 
 def platform_kind(platform: str = sys.platform) -> str:
     return "launchd" if platform == "darwin" else "systemd"
@@ -72,10 +78,7 @@ def systemd_quote(word: str, command: bool = False) -> str:
 
 def systemd_unit(spec: Spec) -> str:
     command = " ".join(systemd_quote(word, command=True) for word in spec.argv)
-    environment = " ".join(
-        systemd_quote(f"{name}={value}")
-        for name, value in (("SVC_HOME", str(spec.home)), ("PATH", spec.path_env))
-    )
+    environment = " ".join(systemd_quote(f"{name}={value}") for name, value in spec.environment)
     return "\n".join(
         [
             "# Written by `bin/svc service install` (docs/service.md); `bin/svc service uninstall`",
@@ -109,7 +112,7 @@ def launchd_plist(spec: Spec) -> str:
         "Label": LAUNCHD_LABEL,
         "ProgramArguments": spec.argv,
         "WorkingDirectory": str(spec.root),
-        "EnvironmentVariables": {"SVC_HOME": str(spec.home), "PATH": spec.path_env},
+        "EnvironmentVariables": dict(spec.environment),
         "RunAtLoad": True,  # at login
         "KeepAlive": {"SuccessfulExit": False},  # again after a failure, not after a clean stop
         "ThrottleInterval": RESTART_SECONDS,
@@ -192,24 +195,35 @@ def _systemctl(*args: str) -> tuple[bool, str]:
     return result.returncode == 0, (result.stdout + result.stderr).strip()
 
 
-def install(kind: str, spec: Spec, port_taken: bool) -> list[str]:
-    """Write the unit and, when the service manager is reachable, enable and start it. The lines
-    to print."""
+@dataclass(frozen=True)
+class Installed:
+    lines: list[str]  # what was done, for stdout
+    not_enabled: str = ""  # why nothing starts svc at login yet; "" when it was enabled
+
+
+def install(kind: str, spec: Spec, port_taken: bool) -> Installed:
+    """Write the unit and, when the service manager is reachable, enable and start it. A unit
+    written but not enabled is not what `install` promises: `not_enabled` says why, and the
+    command exits non-zero (issue 43)."""
     path = unit_path(kind)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(unit_text(kind, spec), encoding="utf-8")
     lines = [f"svc service: wrote {path}", f"  it runs: {' '.join(spec.argv)}"]
     lines.append(f"  with SVC_HOME={spec.home}, on {spec.url}; restarted on failure")
     if kind == "launchd":
-        return lines + _launchd_load(path)
+        return _launchd_load(path, lines)
     if not user_systemd_reachable():
-        return [
-            *lines,
-            "  No systemd user manager is reachable from here, so it is not enabled yet. In a",
-            "  login session with systemd, enable and start it with:",
-            "    systemctl --user daemon-reload && systemctl --user enable --now svc",
-            "  (and `loginctl enable-linger` to keep it running without a login session).",
-        ]
+        return Installed(
+            [
+                *lines,
+                "  No systemd user manager is reachable from here, so it is not enabled yet. In a",
+                "  login session with systemd, enable and start it with:",
+                "    systemctl --user daemon-reload && systemctl --user enable --now svc",
+                "  (and `loginctl enable-linger` to keep it running without a login session).",
+            ],
+            "no systemd user manager is reachable from here (a container, or SSH without a "
+            "login session)",
+        )
     steps = [
         ("daemon-reload",),
         ("enable", UNIT_NAME) if port_taken else ("enable", "--now", UNIT_NAME),
@@ -217,24 +231,29 @@ def install(kind: str, spec: Spec, port_taken: bool) -> list[str]:
     for step in steps:
         ok, said = _systemctl(*step)
         if not ok:
-            return [*lines, f"  systemctl --user {' '.join(step)} failed: {said}"]
+            failed = f"systemctl --user {' '.join(step)} failed: {said}"
+            return Installed([*lines, f"  {failed}"], failed)
     if port_taken:
-        return [
-            *lines,
-            f"  Enabled for the next login; not started now: port {spec.port} is in use (an svc",
-            "  started by hand?). Stop that one, then: systemctl --user start svc",
-        ]
-    return [*lines, "  Enabled and started: it starts at every login. `bin/svc url` to log in."]
+        return Installed(
+            [
+                *lines,
+                f"  Enabled for the next login; not started now: port {spec.port} is in use",
+                "  (an svc started by hand?). Stop that one, then: systemctl --user start svc",
+            ]
+        )
+    done = "  Enabled and started: it starts at every login. `bin/svc url` to log in."
+    return Installed([*lines, done])
 
 
-def _launchd_load(path: Path) -> list[str]:
+def _launchd_load(path: Path, lines: list[str]) -> Installed:
     if shutil.which("launchctl") is None:
-        return [f"  launchctl was not found: load it with `launchctl bootstrap gui/$UID {path}`."]
+        how = f"load it with `launchctl bootstrap gui/$UID {path}`"
+        return Installed([*lines, f"  launchctl was not found: {how}."], "launchctl was not found")
     result = _run(["launchctl", "bootstrap", f"gui/{os.getuid()}", str(path)])
     if result.returncode != 0:
-        said = (result.stdout + result.stderr).strip()
-        return [f"  launchctl bootstrap failed: {said}"]
-    return ["  Loaded: it starts at every login. `bin/svc url` to log in."]
+        failed = f"launchctl bootstrap failed: {(result.stdout + result.stderr).strip()}"
+        return Installed([*lines, f"  {failed}"], failed)
+    return Installed([*lines, "  Loaded: it starts at every login. `bin/svc url` to log in."])
 
 
 def uninstall(kind: str) -> list[str]:

@@ -27,7 +27,7 @@ from core.tokens import token_kind
 
 # Surfaces behind the owner token. Everything else has its own rule: /svc/ the loopback gate,
 # /preview/s/ (share) none, /admin/ Django's login (which /login performs), /login the token itself.
-_OWNER_PREFIXES = ("/api/", "/preview/u/", "/md-preview/")
+_OWNER_PREFIXES = ("/api/", "/preview/u/", "/md-preview/", "/docs/")
 _OWNER_EXACT = ("/",)
 _LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 

@@ -4,9 +4,10 @@ print are cli's, which `bin/svc` also runs without Django for the common command
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, SystemCheckError
 
 from cli import api as cli_api
 from cli.home import Daemon
@@ -34,7 +35,28 @@ def api(method: str, path: str, json: Any = None) -> Any:
         raise CommandError(str(exc)) from exc
 
 
-class ClientCommand(BaseCommand):
+class SvcCommand(BaseCommand):
+    """Every svc command (`bin/svc …`): an error is its message alone on stderr, exit status 1 —
+    the same line cli prints without Django. Django's own form, "CommandError: svc is not
+    running …", reads like a crash's traceback (issue 43). `--traceback` keeps Django's way."""
+
+    _from_argv = False  # only a command line prints and exits; call_command() gets the error
+
+    def run_from_argv(self, argv: list[str]) -> None:
+        self._from_argv = True
+        super().run_from_argv(argv)
+
+    def execute(self, *args: Any, **options: Any) -> Any:
+        try:
+            return super().execute(*args, **options)
+        except CommandError as exc:
+            if not self._from_argv or options.get("traceback") or isinstance(exc, SystemCheckError):
+                raise
+            self.stderr.write(str(exc))  # Django's ERROR style on a terminal, as before
+            sys.exit(exc.returncode)
+
+
+class ClientCommand(SvcCommand):
     """A command that only talks to the running daemon. Django's system checks (URLconf, views,
     models: about half of such a command's CPU) check this process's configuration, which the
     daemon checked when it started; the client has nothing of its own for them to check."""

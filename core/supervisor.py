@@ -3,6 +3,11 @@ failure is logged, shown as `error` with a one-line detail, and the service is s
 after a backoff of 1 s doubling to 60 s. A failing service never touches another, and a settings
 change restarts only the services whose own settings changed.
 
+A service that keeps failing stays `error` while it tries again (`retry_in_s` 0 during the try,
+the seconds left while it waits), with the last failure as its detail: it no longer flips to
+`starting` and back at every try, which said nothing new (issue 43). Only the first start, and
+the first try after a run that got online (a lost connection), read `starting`.
+
 Why not `twisted.application.service` (daphne already runs on Twisted): its `MultiService` starts
 and stops services, but has no restart, no backoff and no status, and its Deferred-based
 `startService` would put a second concurrency model beside asyncio in every service. The shape
@@ -14,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -48,7 +54,8 @@ class ServiceState:
     status: Status = "stopped"
     detail: str = ""
     restarts: int = 0
-    retry_in_s: float | None = None
+    retry_in_s: float | None = None  # the backoff chosen after the last failure
+    retry_at: float | None = None  # time.monotonic() of the next try; None while it tries
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -58,8 +65,16 @@ class ServiceState:
             "status": self.status,
             "detail": self.detail,
             "restarts": self.restarts,
-            "retry_in_s": self.retry_in_s,
+            "retry_in_s": self.retry_left(),
         }
+
+    def retry_left(self) -> float | None:
+        """Seconds until the next try of a failed service, 0 while it tries; None otherwise."""
+        if self.status != "error" or self.retry_in_s is None:
+            return None
+        if self.retry_at is None:
+            return 0.0
+        return round(max(self.retry_at - time.monotonic(), 0.0), 1)
 
 
 def backoff_s(failures: int, first: float = BACKOFF_FIRST_S, most: float = BACKOFF_MAX_S) -> float:
@@ -144,13 +159,15 @@ class Supervisor:
 
     async def _supervise(self, service: Service) -> None:
         failures = 0
+        went_online = True  # the first start reads `starting`, as a start after a lost run
         while True:
-            state = self.states.get(service.name)
-            last = state.detail if state is not None and state.status == "error" else ""
-            # While it tries again, the reason it failed stays in sight.
-            await self._set(
-                service, "starting", f"retrying: {last}" if last else "", retry_in_s=None
-            )
+            if went_online:  # the first start, or again after a run that got online
+                state = self.states.get(service.name)
+                last = state.detail if state is not None and state.status == "error" else ""
+                detail = f"retrying: {last}" if last else ""
+                await self._set(service, "starting", detail, retry_in_s=None, retry_at=None)
+            else:  # trying again: still `error`, the reason it failed in sight (retry_in_s 0)
+                await self._set(service, "error", self._detail(service), retry_at=None)
             went_online = False
 
             def online(detail: str = "") -> None:
@@ -168,15 +185,23 @@ class Supervisor:
                 await self._set(service, "stopped", "")
                 raise
             except Exception as exc:
-                logger.warning("service %s failed: %s", service.name, one_line(exc))
                 detail = one_line(exc)
+                # Once per reason: a service failing the same way every minute says it once.
+                again = detail == self._detail(service)
+                level = logging.DEBUG if again else logging.WARNING
+                logger.log(level, "service %s failed: %s", service.name, detail)
             failures = 1 if went_online else failures + 1  # a run that got up resets the backoff
             wait = backoff_s(failures, self._first)
             state = self.states.get(service.name)
             if state is not None:
                 state.restarts += 1
-            await self._set(service, "error", detail, retry_in_s=wait)
+            retry_at = time.monotonic() + wait
+            await self._set(service, "error", detail, retry_in_s=wait, retry_at=retry_at)
             await asyncio.sleep(wait)
+
+    def _detail(self, service: Service) -> str:
+        state = self.states.get(service.name)
+        return state.detail if state is not None else ""
 
 
 async def _cancel(task: asyncio.Task) -> None:

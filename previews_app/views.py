@@ -1,5 +1,5 @@
 """/md-preview/{slug}: the Markdown file rendered on every request, the images next to it, and
-the Markdown files it links to.
+the Markdown files it links to. /docs/{name}.md: svc's own docs, rendered the same way.
 
 The owner check happens in front (previews_app.asgi, then OwnerTokenMiddleware). The page runs no
 script but svc's own nonce-tagged poller, which reloads it when the file's version changes.
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import mimetypes
+import re
 import secrets
 from html import escape
 from pathlib import Path
@@ -20,6 +21,8 @@ from core.runtime import current
 from previews_app import files, markdown, render_pool, selectors
 
 _CODE_CSS = markdown.code_css()
+DOCS = Path(__file__).resolve().parents[1] / "docs"  # this clone's docs/
+_DOC_NAME = re.compile(r"[a-z0-9][a-z0-9-]*\.md")
 _POLL = (
     "(function(){var v=document.querySelector('meta[name=svc-version]').content;"
     "function poll(){window.fetch(location.pathname+'?version=1',{cache:'no-store'})"
@@ -123,3 +126,14 @@ def md_asset(request: HttpRequest, slug: str, rest: str) -> HttpResponse:
     response = FileResponse(path.open("rb"), content_type=ctype)
     # An SVG opened on its own would be a document on svc's origin: keep it inert.
     return _secure(response, "default-src 'none'; style-src 'unsafe-inline'; sandbox")
+
+
+@require_safe
+def docs_page(request: HttpRequest, name: str) -> HttpResponse:
+    """One of svc's own docs (this clone's docs/*.md, never a path outside it): where the
+    dashboard names a doc ("Step by step in docs/channels.md") it links here, so the page that
+    says what to do opens with no clone or website to look for. Links between the docs work,
+    as they are relative (`contract.md#12-runtime`)."""
+    if not _DOC_NAME.fullmatch(name) or not (DOCS / name).is_file():
+        return _not_found(f"svc has no docs/{name}; the docs are listed in README.md.")
+    return _markdown_response(request, DOCS / name, f"svc: docs/{name}", "/docs/")

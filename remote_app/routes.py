@@ -11,7 +11,7 @@ Route = Literal["refused", "open", "pairing", "dashboard", "paired", "other"]
 # Never on the remote listener, whatever the request's headers or credentials say.
 _REFUSED = ("/svc/", "/mcp", "/admin", "/login", "/logout")
 _OPEN = ("/static/", "/preview/s/")
-_PAIRED = ("/api/", "/ws", "/preview/u/", "/md-preview/")
+_PAIRED = ("/api/", "/ws", "/preview/u/", "/md-preview/", "/docs/")
 # The dashboard's service worker: public code like /static/, served at the root for its scope
 # (notifications_app/views_sw.py). A share's own root-relative /sw.js still goes to the share:
 # the preview router looks at the Referer before Django's routes.

@@ -17,6 +17,12 @@ install() {  # venv, requirements file, extra uv options
 }
 
 fill() {  # venv
+  # The longest silent step of a first `make run` (issue 43): say what it is.
+  if [ "$what" = dev ]; then
+    echo "svc: installing svc's Python packages and its test tools into $1 (the first time ~1 min)…"
+  else
+    echo "svc: creating the virtualenv with svc's Python packages in $1 (the first time ~1 min)…"
+  fi
   [ -x "$1/bin/python" ] || "$(scripts/find-python.sh)" -m venv "$1"
   "$1/bin/python" -m pip install -q uv 2>/dev/null || true
   install "$1" requirements.txt

@@ -11,6 +11,7 @@ from mcp_app import api as integrations_api
 from notifications_app import api as notifications_api
 from notifications_app import views_sw
 from previews_app import api as previews_api
+from previews_app import views as previews_views
 from remote_app import api as remote_api
 from remote_app import views as remote_views
 from sessions_app import api as sessions_api
@@ -94,5 +95,6 @@ urlpatterns = [
     path("admin/login/", views.admin_login),
     path("admin/", admin.site.urls),
     path("api/", include(api_patterns)),
+    path("docs/<str:name>", previews_views.docs_page),  # svc's docs, linked from the dashboard
     path("", include("previews_app.urls")),
 ]

@@ -8,11 +8,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 from typing import Any
 
+from core import network_words
 from remote_app.tunnels.base import Options, TunnelError, Up
 
 WHERE_TO_GET_ONE = "https://dashboard.ngrok.com/get-started/your-authtoken"
+SERVICE_HOST = "connect.ngrok-agent.com"  # where the SDK opens its session
+# The SDK's words (ngrok-rust's session.rs): a token refused, and no connection made at all.
+_REFUSED_TOKEN = re.compile(r"authentication fail|authtoken|ERR_NGROK_(10[0-9]|4018)\b", re.I)
+_NO_CONNECTION = re.compile(
+    r"failed to establish tcp connection|tls handshake|connect through proxy", re.I
+)
 
 
 class NgrokTunnel:
@@ -44,10 +52,7 @@ class NgrokTunnel:
         try:
             session = await sdk.SessionBuilder().authtoken(token).connect()
         except ValueError as exc:  # the SDK's error for a refused or unreachable session
-            raise TunnelError(
-                f"ngrok: {_said(exc)}; check the authtoken in {self.authtoken_env} and that "
-                f"this machine reaches ngrok"
-            ) from exc
+            raise TunnelError(await self._no_session(exc)) from exc
         listener = None
         try:
             endpoint = session.http_endpoint()
@@ -66,6 +71,36 @@ class NgrokTunnel:
                     await listener.close()
             with contextlib.suppress(ValueError):
                 await session.close()
+
+    async def _no_session(self, exc: ValueError) -> str:
+        """Why the SDK made no session, in words: the token refused (an account's token is
+        needed), or ngrok's service not reached — which its error does not say more of than
+        "failed to establish tcp connection", so svc looks the name up itself."""
+        said = _said(exc)
+        if _REFUSED_TOKEN.search(said):
+            return (
+                f"ngrok refused the authtoken in {self.authtoken_env}: an ngrok account's "
+                f"authtoken is needed (from {WHERE_TO_GET_ONE}); it said: {said}"
+            )
+        if _NO_CONNECTION.search(said):
+            reason = await _reach(SERVICE_HOST)
+            reached = network_words.cannot_reach(SERVICE_HOST, reason, "ngrok's service")
+            return f"{reached} (ngrok said: {said})"
+        return (
+            f"ngrok: {said}; check the authtoken in {self.authtoken_env} and that this machine "
+            "reaches ngrok"
+        )
+
+
+async def _reach(host: str) -> str:
+    """What stops a connection to host:443, as far as a name lookup and a connect can tell."""
+    try:
+        async with asyncio.timeout(5):
+            _, writer = await asyncio.open_connection(host, 443)
+        writer.close()
+    except Exception as exc:
+        return network_words.reason_of(exc) or " ".join(str(exc).split()) or type(exc).__name__
+    return "the connection failed (the name resolves and port 443 answers: a proxy?)"
 
 
 def _sdk() -> Any:

@@ -15,11 +15,18 @@ import signal
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
+from remote_app.tunnels import failures
 from remote_app.tunnels.base import Options, TunnelError, Up
+from remote_app.tunnels.failures import Known, Reading
 
 URL_TIMEOUT_S = 30.0
 KILL_AFTER_S = 3.0  # SIGTERM lets a tool deregister; whatever is left after this gets SIGKILL
+# A tool that says it cannot reach its service this many times in a row, before any URL, is
+# retrying by itself (localtunnel does, every second, for ever): svc stops it and says why
+# rather than wait out url_timeout_s; the supervisor tries again with backoff.
+GIVE_UP_AFTER = 5
 
 # The quick tunnel's URL, printed inside a box; `api.trycloudflare.com` shows up in its errors.
 CLOUDFLARED_URL = re.compile(r"https://(?!api\.)[a-z0-9-]+\.trycloudflare\.com")
@@ -45,6 +52,9 @@ class ProcessTunnel:
     secret: tuple[str, str, str] | None = None  # (child's env var, svc's env var, how to get it)
     url_timeout_s: float = URL_TIMEOUT_S
     kill_after_s: float = KILL_AFTER_S
+    service: str = ""  # the host it needs, named when its error names only an address
+    known: tuple[Known, ...] = ()  # its own words for a step the person must take
+    env: tuple[tuple[str, str], ...] = ()  # more of the child's environment
 
     async def run(self, port: int, up: Up) -> None:
         exe = shutil.which(self.argv[0])
@@ -56,6 +66,7 @@ class ProcessTunnel:
             if not os.environ.get(var, "").strip():
                 raise TunnelError(f"{var} is not set in svc's environment: {how}")
             env[child_var] = os.environ[var].strip()
+        env.update(self.env)
         try:
             proc = await asyncio.create_subprocess_exec(
                 exe,
@@ -85,6 +96,7 @@ class ProcessTunnel:
     async def _until_up(self, out: _Output) -> str:
         url = self.url if isinstance(self.url, str) else ""
         ready = self.ready is None
+        repeats: list[Reading] = []  # the same network failure, said again and again
         while not (url and ready):
             line = await out.lines.get()
             if line is None:  # the process ended before it was up
@@ -93,18 +105,40 @@ class ProcessTunnel:
                 url = out.url = _url(self.url.search(line))
             if self.ready is not None and self.ready.search(line):
                 ready = True
+            reading = failures.read_line(line, self.service, self.known)
+            if reading is None or reading.found is None:
+                continue
+            if repeats and repeats[-1].found != reading.found:
+                repeats.clear()
+            repeats.append(reading)
+            if len(repeats) >= GIVE_UP_AFTER and not url:
+                raise TunnelError(_said(reading, f"{self.provider} kept trying"))
         return url
 
+    def _reading(self, out: _Output) -> Reading | None:
+        return failures.read(list(out.tail), self.service, self.known)
+
     def _not_up(self, out: _Output) -> str:
-        within = f"within {self.url_timeout_s:g} s ({out.said()})"
+        within = f"within {self.url_timeout_s:g} s"
         if isinstance(self.url, str) or out.url:
-            return f"{self.provider} did not say {self.ready_text} {within}"
-        return f"{self.provider} printed no URL {within}"
+            what = f"{self.provider} did not say {self.ready_text} {within}"
+        else:
+            what = f"{self.provider} printed no URL {within}"
+        reading = self._reading(out)
+        return _said(reading, what) if reading else f"{what} ({out.said()})"
 
     def _exited(self, out: _Output) -> str:
         code = out.proc.returncode
         how = f"was killed by signal {-code}" if code and code < 0 else f"exited with code {code}"
+        reading = self._reading(out)
+        if reading:
+            return _said(reading, f"{self.provider} {how}")
         return f"{self.provider} {how} ({out.said()})"
+
+
+def _said(reading: Reading, what: str) -> str:
+    """The sentence first, then what the tool did and the line it was read from."""
+    return f"{reading.sentence} ({what}; it said: {reading.line})"
 
 
 class _Output:
@@ -145,7 +179,7 @@ class _Output:
         if not self.tail:
             return "it printed nothing"
         line = next((t for t in reversed(self.tail) if _ERRORISH.search(t)), self.tail[-1])
-        return "it said: " + (line if len(line) <= 200 else line[:197] + "...")
+        return "it said: " + failures.quoted(line, 200)
 
     async def close(self) -> None:
         for task in (*self.readers, self.exited):
@@ -218,6 +252,7 @@ def _cloudflared(name: str, raw: dict[str, Any]) -> ProcessTunnel:
             CLOUDFLARED_READY,
             ready,
             url_timeout_s=timeout,
+            service="api.trycloudflare.com",  # cmd/cloudflared/tunnel/cmd.go:872-876
         )
     # A named tunnel: its hostname is set up at Cloudflare, so the URL is an option; `--url`
     # routes a CLI-made tunnel to svc, a dashboard-made one takes its routes from the dashboard.
@@ -236,6 +271,8 @@ def _cloudflared(name: str, raw: dict[str, Any]) -> ProcessTunnel:
         ready,
         ("TUNNEL_TOKEN", token_env, how),
         timeout,
+        service="argotunnel.com",  # the edge's SRV records: edgediscovery/allregions
+        known=tuple(failures.cloudflared_known(token_env)),
     )
 
 
@@ -252,21 +289,41 @@ def _tailscale(name: str, raw: dict[str, Any]) -> ProcessTunnel:
         "funnel)"
     )
     timeout = options.seconds("url_timeout_s", URL_TIMEOUT_S)
-    return ProcessTunnel("tailscale funnel", argv, TAILSCALE_URL, missing, url_timeout_s=timeout)
+    return ProcessTunnel(
+        "tailscale funnel",
+        argv,
+        TAILSCALE_URL,
+        missing,
+        url_timeout_s=timeout,
+        service="controlplane.tailscale.com",
+        known=tuple(failures.TAILSCALE_KNOWN),
+    )
 
 
 def _localtunnel(name: str, raw: dict[str, Any]) -> ProcessTunnel:
     options = Options(name, raw, {"host", "url_timeout_s"})
     # --yes: npx must not stop to ask whether to download localtunnel.
     argv = ["npx", "--yes", "localtunnel", "--port", "{port}"]
+    server = "localtunnel.me"  # lib/Tunnel.js: the default --host
     if "host" in raw:
         argv += ["--host", _http_url(options, "host")]
+        server = urlsplit(argv[-1]).netloc
     missing = (
         "npx is not installed (not on PATH): localtunnel runs with npx, which comes with "
         "Node.js (https://nodejs.org/en/download)"
     )
     timeout = options.seconds("url_timeout_s", URL_TIMEOUT_S)
-    return ProcessTunnel("localtunnel", argv, LOCALTUNNEL_URL, missing, url_timeout_s=timeout)
+    return ProcessTunnel(
+        "localtunnel",
+        argv,
+        LOCALTUNNEL_URL,
+        missing,
+        url_timeout_s=timeout,
+        service=server,
+        # While its server cannot be reached it retries every second and prints nothing; its
+        # `debug` lines say why ("tunnel server offline: getaddrinfo ENOTFOUND …").
+        env=(("DEBUG", "localtunnel:client"),),
+    )
 
 
 def _command(name: str, raw: dict[str, Any]) -> ProcessTunnel:

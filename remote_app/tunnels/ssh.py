@@ -13,6 +13,7 @@ from typing import Any
 
 import asyncssh
 
+from core import network_words
 from remote_app.tunnels.base import Options, TunnelError, Up
 
 _URL = re.compile(r"https?://[^\s\"'<>]+")
@@ -91,9 +92,9 @@ class SSHTunnel:
                 f"{self.key('key_file')}"
             ) from exc
         except (OSError, asyncssh.Error) as exc:
-            raise TunnelError(
-                f"cannot reach the SSH server {self.host}:{self.port}: {exc}"
-            ) from exc
+            reason = network_words.reason_of(exc) or " ".join(str(exc).split())
+            where = f"{self.host}:{self.port}"
+            raise TunnelError(network_words.cannot_reach(where, reason, "the SSH server")) from exc
 
     async def _url(self, conn: asyncssh.SSHClientConnection, remote_port: int) -> str:
         """The public URL: the template, or the first URL the server prints on a session."""

@@ -9,7 +9,7 @@
 // part is the machine's own: a paired device sees the list only.
 import { age, api, pageKey } from "./api.js";
 import { channels, choices, clock, loadChoices, notifications } from "./store.js";
-import { Option, Status, Submit, html, useEffect, useState, useStatus } from "./ui.js";
+import { Option, RetryIn, Status, Submit, html, useEffect, useState, useStatus } from "./ui.js";
 
 function facts(c, now) {
   const said = [];
@@ -69,7 +69,7 @@ function ChannelCard({ c }) {
   return html`<li class="card" data-channel=${c.name} data-status=${c.status}>
     <strong class="channel-name">${c.name}</strong> ${c.builtin ? "built-in" : c.kind} · <span class=${`channel-status channel-${c.status}`}>${c.status}</span>
     <div class="hint" title=${c.last_event_at ? new Date(c.last_event_at).toLocaleString() : undefined}>${facts(c, clock.value)}</div>
-    ${!c.builtin && c.status !== "online" && detail && html`<div class="channel-detail">${detail}</div>`}
+    ${!c.builtin && c.status !== "online" && detail && html`<div class="channel-detail">${detail}<${RetryIn} row=${c} />${c.status === "error" && html` · <a href="/docs/channels.md#the-service" target="_blank" rel="noopener">docs/channels.md</a>`}</div>`}
     ${!c.builtin && !pageKey() && html`<${Asking} c=${c} />`}
     <${Outbox} outbox=${c.outbox} now=${clock.value} />
   </li>`;
@@ -156,7 +156,7 @@ function Setup({ kind, title }) {
 }
 
 export function ChannelsView() {
-  return html`<p class="hint">Drive agents from Telegram or Slack: paste a bot's token below, check it and save; whoever writes to the bot then asks here to be allowed. Step by step in <code>docs/channels.md</code>.</p>
+  return html`<p class="hint">Drive agents from Telegram or Slack: paste a bot's token below, check it and save; whoever writes to the bot then asks here to be allowed. Step by step in <a href="/docs/channels.md" target="_blank" rel="noopener">docs/channels.md</a>.</p>
     ${!pageKey() && html`<div class="cards channel-setups"><${Setup} kind="telegram" title="Telegram" /><${Setup} kind="slack" title="Slack" /></div>`}
     <ul id="channels" class="cards">${channels.value.map((c) => html`<${ChannelCard} key=${c.name} c=${c} />`)}</ul>
     <${Undelivered} now=${clock.value} />`;

@@ -7,7 +7,7 @@ import { age, api, call, deviceId, pageKey } from "./api.js";
 import { QRCode } from "./qr.js";
 import { ReachHere } from "./remote-lan.js";
 import { pairings, tunnels } from "./store.js";
-import { CopyButton, Status, html, useEffect, useRef, useState, useStatus, useTick } from "./ui.js";
+import { CopyButton, RetryIn, Status, html, useEffect, useRef, useState, useStatus, useTick } from "./ui.js";
 
 const time = (iso) => new Date(iso).toLocaleString();
 
@@ -24,12 +24,11 @@ function TunnelCard({ t, report, remote }) {
     if (!confirm(`Remove the tunnel ${t.name} from settings.json?`)) return;
     report(() => api("DELETE", `tunnels/${encodeURIComponent(t.name)}`));
   };
-  const retry = t.status === "error" && t.retry_in_s ? ` (retrying in ${Math.round(t.retry_in_s)} s)` : "";
   return html`<li class="card" data-tunnel=${t.name}>
     <strong>${t.name}</strong> ${t.provider} · <span class=${`tunnel-${t.status}`}>${t.status}</span>${" "}
     ${t.status === "stopped" ? html`<button type="button" onClick=${act("start")}>Start</button>` : html`<button type="button" onClick=${act("stop")}>Stop</button>`}
     ${!remote && html` <button type="button" class="danger" onClick=${remove}>Remove</button>`}
-    ${(t.status === "error" || t.status === "starting") && t.detail && html`<div class="hint">${t.detail + retry}</div>`}
+    ${(t.status === "error" || t.status === "starting") && t.detail && html`<div class="hint tunnel-detail">${t.detail}<${RetryIn} row=${t} /></div>`}
     ${t.public_url && html`<div><a href=${t.public_url} target="_blank" rel="noopener">${t.public_url}</a> <${CopyButton} text=${t.public_url} name=${`Copy ${t.public_url}`} /></div>
       <${QRCode} text=${t.public_url} />`}
   </li>`;

@@ -42,6 +42,20 @@ export function useTick(ms) {
   return now;
 }
 
+// When a failed background service (a tunnel, a channel) tries again (docs/runtime.md): its row's
+// `retry_in_s` is 0 while it tries and the seconds left while it waits, counted down here from
+// when the row arrived (a new row, a new count).
+export function RetryIn({ row }) {
+  if (row.status !== "error" || row.retry_in_s == null) return null;
+  return html`<${Countdown} row=${row} />`;
+}
+
+function Countdown({ row }) {
+  const due = useMemo(() => Date.now() + row.retry_in_s * 1000, [row]);
+  const left = Math.ceil((due - useTick(1000)) / 1000);
+  return html`<span class="retry-in">${left > 0 ? ` · trying again in ${left} s` : " · trying again now…"}</span>`;
+}
+
 // A button that copies `text` and says so for a moment.
 export function CopyButton({ text, label = "Copy", name }) {
   const [said, setSaid] = useState("");

@@ -33,14 +33,16 @@ def bearer(daemon: Daemon, which: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("which", TOKENS)
-@pytest.mark.parametrize("path", ["/", "/api/sessions", "/api/schema/", "/api/profiles"])
+@pytest.mark.parametrize(
+    "path", ["/", "/api/sessions", "/api/schema/", "/api/profiles", "/docs/channels.md"]
+)
 def test_owner_surfaces_open_only_to_the_owner_token(daemon: Daemon, path: str, which: str) -> None:
     response = httpx.get(daemon.url + path, headers=bearer(daemon, which))
     if which == "owner":
         assert response.status_code == 200
     else:
         assert response.status_code == 401
-        if path.startswith("/api/"):
+        if path.startswith(("/api/", "/docs/")):
             assert response.json()["error"]["code"] == "not_authenticated"
 
 

@@ -117,7 +117,9 @@ def test_dashboard_channels_section(browser: Browser, server: Daemon) -> None:
         # The card follows the retries live; while it waits to retry, it says what failed.
         expect(telegram).to_have_attribute("data-status", "error", timeout=15000)
         expect(telegram.locator(".channel-status")).to_have_text("error")
-        expect(telegram.locator(".channel-detail")).to_have_text(detail)
+        # After it, the countdown to the next try and a link to docs/channels.md (issue 43).
+        expect(telegram.locator(".channel-detail")).to_contain_text(detail)
+        expect(telegram.locator(".channel-detail .retry-in")).to_contain_text("trying again")
         assert TOKEN not in page.content()
     finally:
         context.close()

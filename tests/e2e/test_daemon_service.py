@@ -5,6 +5,7 @@ start-up with a non-zero exit and one line naming the port (and another svc when
 
 from __future__ import annotations
 
+import json
 import os
 import plistlib
 import shlex
@@ -12,6 +13,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -146,6 +148,9 @@ def test_svc_url_says_so_when_svc_is_not_running(tmp_path: Path) -> None:
 def start_on(port: int, home: Path) -> tuple[subprocess.CompletedProcess, float]:
     began = time.monotonic()
     result = svc("run", "--port", str(port), env=svc_env(home), timeout=START_LIMIT_S)
+    # Said before anything else (issue 43): no "Performing system checks…", no "Starting
+    # ASGI/Daphne … server at …" banner promising a server that never comes.
+    assert result.stdout == "", result.stdout
     return result, time.monotonic() - began
 
 
@@ -236,7 +241,12 @@ def test_service_install_status_uninstall_writes_a_unit_that_runs_svc(tmp_path: 
     assert before.returncode == 3 and "not installed" in before.stdout
 
     installed = svc("service", "install", "--port", str(port), env=env)
-    assert installed.returncode == 0, installed.stderr
+    # Written, but nothing enabled (no user manager answers here): not a success (issue 43).
+    assert installed.returncode == 1, installed.stderr
+    assert installed.stderr.startswith(
+        "svc service: the unit is written but nothing was enabled: no systemd user manager is "
+        "reachable from here"
+    ), installed.stderr
     assert f"wrote {unit}" in installed.stdout
     assert "systemctl --user daemon-reload && systemctl --user enable --now svc" in installed.stdout
     text = unit.read_text()
@@ -282,6 +292,121 @@ def test_service_install_status_uninstall_writes_a_unit_that_runs_svc(tmp_path: 
     assert removed.returncode == 0 and f"removed {unit}" in removed.stdout
     assert not unit.exists()
     assert svc("service", "status", env=env).returncode == 3
+
+
+SYSTEMCTL = """#!/bin/sh
+# A stand-in for systemctl: a user manager that answers, and `enable` as told by $ENABLE.
+echo "$@" >> "$CALLS"
+case "$*" in
+    *enable*) [ "$ENABLE" = ok ] || { echo "Failed to enable unit: Access denied" >&2; exit 1; } ;;
+esac
+exit 0
+"""
+
+
+@pytest.mark.parametrize("enable", ["ok", "refused"])
+def test_service_install_exits_non_zero_unless_it_enabled_something(
+    tmp_path: Path, enable: str
+) -> None:
+    """`install` exited 0 whatever happened after the unit was written (issue 43): now 0 only
+    when the service manager enabled it, else 1 with the reason on stderr."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "systemctl").write_text(SYSTEMCTL)
+    (tools / "systemctl").chmod(0o755)
+    calls = tmp_path / "calls"
+    env = svc_env(
+        migrated_home(tmp_path / "home"),
+        HOME=str(tmp_path / "user"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        PATH=os.pathsep.join([str(tools), os.environ["PATH"]]),
+        CALLS=str(calls),
+        ENABLE=enable,
+    )
+    installed = svc("service", "install", "--port", str(free_port()), env=env)
+    assert "--user enable --now svc.service" in calls.read_text()
+    if enable == "ok":
+        assert installed.returncode == 0 and installed.stderr == "", installed.stderr
+        assert "Enabled and started: it starts at every login" in installed.stdout
+    else:
+        assert installed.returncode == 1, installed.stdout
+        assert installed.stderr.strip() == (
+            "svc service: the unit is written but nothing was enabled: systemctl --user enable "
+            "--now svc.service failed: Failed to enable unit: Access denied"
+        )
+    unit = tmp_path / "config" / "systemd" / "user" / "svc.service"
+    assert 'SVC_PRINT_LOGIN=0"' in unit.read_text()  # `run` prints no login URL to the journal
+
+
+def test_svc_run_on_a_new_home_says_what_it_does_and_prints_a_login_url_that_works(
+    tmp_path: Path,
+) -> None:
+    """Issue 43, friction 7: `bin/svc run` on a new home printed no login URL unless stderr was
+    a terminal (`make run` always did). Here stderr is a pipe, as under a tool that logs it."""
+    home = tmp_path / "new-home"  # nothing at all: no auth.json, no database
+    port = free_port()
+    proc = subprocess.Popen(
+        [str(SVC), "run", "--port", str(port)],
+        env=svc_env(home),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    said: list[str] = []
+    reader = threading.Thread(target=lambda: said.extend(proc.stderr or []), daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + START_LIMIT_S
+        while not any("/login?token=" in line for line in said):
+            assert proc.poll() is None, "".join(said)
+            assert time.monotonic() < deadline, "".join(said)
+            time.sleep(0.2)
+        first = "svc: setting up the database of a new home ("
+        migrating = next(i for i, line in enumerate(said) if line.startswith(first))
+        assert said[migrating].rstrip().endswith(" migrations)…"), said[migrating]
+        url = next(line.strip() for line in said if "/login?token=" in line)
+        assert said.index(next(x for x in said if "/login?token=" in x)) > migrating
+        token = json.loads((home / "auth.json").read_text())["owner_token"]
+        assert url == f"http://127.0.0.1:{port}/login?token={token}"
+        with localhost_client(timeout=30) as client:
+            handed = client.get(url)
+            assert handed.status_code in (302, 303), handed.text
+            dashboard = client.get(url, follow_redirects=True)
+        host = json.loads((home / "auth.json").read_text())["browser_host"]
+        assert dashboard.status_code == 200 and str(dashboard.url) == f"http://{host}:{port}/"
+        assert 'name="csrf-token"' in dashboard.text  # the dashboard, logged in
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+        end_holder(home)
+
+
+def test_svc_run_started_by_systemd_never_prints_the_login_url(tmp_path: Path) -> None:
+    """A unit written before `SVC_PRINT_LOGIN=0` was: systemd's INVOCATION_ID is enough to keep
+    the owner token out of the journal (docs/service.md)."""
+    home = migrated_home(tmp_path / "home")
+    port = free_port()
+    proc = subprocess.Popen(
+        [str(SVC), "run", "--port", str(port)],
+        env=svc_env(home, INVOCATION_ID="0123456789abcdef0123456789abcdef"),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        svc_url_when_up(home, port, proc)
+        time.sleep(1)  # the URL would be printed right after the bind
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+        assert b"/login?token=" not in (proc.stderr.read() if proc.stderr else b"")
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+        end_holder(home)
 
 
 def svc_url_when_up(home: Path, port: int, proc: subprocess.Popen) -> str:

@@ -199,7 +199,8 @@ def test_a_stopped_daemon_is_one_line_and_exit_1_as_before(clone: Path, tmp_path
         fast, slow = svc(clone, home, *command), manage(home, *command)
         assert django_imports(fast.imports) == []
         assert (fast.code, fast.stdout, fast.stderr) == (slow.code, slow.stdout, slow.stderr)
-        assert fast.code == 1 and fast.stderr.startswith("CommandError: svc is not running at ")
+        # The message alone, no "CommandError:" in front (issue 43), from both paths.
+        assert fast.code == 1 and fast.stderr.startswith("svc is not running at ")
         assert len(fast.stderr.splitlines()) == 1
 
 
@@ -210,7 +211,7 @@ def test_a_stopped_daemon_on_a_terminal_is_the_same_red_line(clone: Path, tmp_pa
     assert django_imports(imports) == []
     slow_code, slow = run_in_pty([PYTHON, str(ROOT / "manage.py"), "status"], env_for(home))
     assert (code, text) == (slow_code, slow) == (1, slow)
-    assert text.startswith("\x1b[31;1mCommandError: svc is not running at ")
+    assert text.startswith("\x1b[31;1msvc is not running at ")
 
 
 def test_an_api_refusal_reads_as_before(clone: Path, host: Daemon, tmp_path: Path) -> None:
@@ -224,7 +225,7 @@ def test_an_api_refusal_reads_as_before(clone: Path, host: Daemon, tmp_path: Pat
     fast, slow = svc(clone, home, "profiles"), manage(home, "profiles")
     assert django_imports(fast.imports) == []
     assert (fast.code, fast.stdout, fast.stderr) == (slow.code, slow.stdout, slow.stderr)
-    assert fast.code == 1 and fast.stderr.startswith("CommandError: GET /api/profiles: 401 ")
+    assert fast.code == 1 and fast.stderr.startswith("GET /api/profiles: 401 ")
 
 
 # An abbreviation argparse accepts, a missing value, help, and a list command's write action.
@@ -254,7 +255,7 @@ def test_a_home_to_create_goes_to_manage_py(clone: Path, tmp_path: Path) -> None
     stderr, imports = split_imports(result.stderr)
     assert "django" in imports
     assert json.loads((home / "auth.json").read_text())["port"] == int(port)
-    assert result.returncode == 1 and stderr.startswith("CommandError: svc is not running at ")
+    assert result.returncode == 1 and stderr.startswith("svc is not running at ")
     assert f"127.0.0.1:{port}" in stderr
 
 

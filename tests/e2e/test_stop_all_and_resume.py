@@ -270,7 +270,7 @@ def test_bin_svc_stops_every_session_and_resumes_one_by_its_prefix(
 
     unknown = bin_svc(host, "resume", "zzzz")
     assert unknown.returncode == 1 and unknown.stdout == ""
-    assert unknown.stderr.startswith("CommandError: POST /api/sessions/zzzz/resume: 404 no session")
+    assert unknown.stderr.startswith("POST /api/sessions/zzzz/resume: 404 no session")
 
     assert bin_svc(host, "sessions", "--stop-all").stdout == "stopped 1 session\n"
     assert bin_svc(host, "sessions", "--stop-all").stdout == "no session was running\n"

@@ -104,6 +104,24 @@ async def test_an_unknown_or_changed_host_key_is_an_error_never_accepted(
         await fetch(remote_port)
 
 
+async def test_a_server_it_cannot_reach_is_said_in_words(ssh: SSHServer, target: int) -> None:
+    """Issue 43: "cannot reach the SSH server x:22: [Errno -2] Name or service not known" read
+    as Python's own text; now the reason in words."""
+    nowhere = {**ssh.tunnel(free_port()), "host": "svc-words-test.invalid", "port": 22}
+    with pytest.raises(TunnelError) as failed:
+        await SSHTunnel("vps", nowhere).run(target, lambda url: None)
+    assert str(failed.value) == (
+        "cannot reach svc-words-test.invalid:22 (the SSH server): name not resolved"
+    )
+    closed = free_port()
+    with pytest.raises(TunnelError) as refused:
+        await SSHTunnel("vps", {**ssh.tunnel(free_port()), "port": closed}).run(target, print)
+    assert (
+        str(refused.value)
+        == f"cannot reach 127.0.0.1:{closed} (the SSH server): connection refused"
+    )
+
+
 @pytest.mark.parametrize(
     ("change", "named"),
     [

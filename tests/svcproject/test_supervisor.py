@@ -85,6 +85,41 @@ async def test_a_failing_service_restarts_with_backoff_and_leaves_its_neighbour_
     assert supervisor.states == {}
 
 
+class Seen:
+    """Every state of one service as each publish saw it: (status, detail, retry_in_s)."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.supervisor, self.states = name, None, []
+
+    async def __call__(self, list_name: str) -> None:
+        for row in self.supervisor.statuses():
+            if row["name"] == self.name:
+                self.states.append((row["status"], row["detail"], row["retry_in_s"]))
+
+
+async def test_a_service_that_keeps_failing_stays_error_while_it_tries_again() -> None:
+    """Issue 43: a failing tunnel flipped `error` → `starting` → `error` at every try, saying
+    nothing new. Now it stays `error` with its reason; `retry_in_s` is 0 while it tries and the
+    growing wait between tries."""
+    seen = Seen("broken")
+    supervisor = Supervisor(seen, backoff_first_s=0.05)
+    seen.supervisor = supervisor
+    failing = Failing()
+    await supervisor.add(failing, {})
+    await wait_until(lambda: len(failing.started_at) >= 4)
+    await supervisor.stop()
+
+    reason = "bad token: set channels.broken.token in settings.json"
+    first_error = next(i for i, s in enumerate(seen.states) if s[0] == "error")
+    assert all(status == "starting" for status, _, _ in seen.states[:first_error])
+    after = seen.states[first_error:]
+    assert {status for status, _, _ in after} == {"error"}, after  # never `starting` again
+    assert {detail for _, detail, _ in after} == {reason}
+    assert 0.0 in {retry for _, _, retry in after}  # a try under way
+    waits = [retry for _, _, retry in after if retry]
+    assert waits[:3] == sorted(waits[:3]) and waits[2] > waits[0], waits  # 0.05, 0.1, 0.2
+
+
 async def test_a_service_reads_as_starting_the_moment_it_is_added() -> None:
     """`POST /api/tunnels/t1/start` answers with the row right after adding the service: it said
     "stopped" when the service's task had not run yet (seen once in CI)."""

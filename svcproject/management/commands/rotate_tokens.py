@@ -2,12 +2,11 @@
 
 from typing import Any
 
-from django.core.management.base import BaseCommand
-
 from core import config, rotation
+from core.client_command import SvcCommand
 
 
-class Command(BaseCommand):
+class Command(SvcCommand):
     help = "Replace both svc tokens in $SVC_HOME/auth.json (a running daemon picks them up)."
 
     def handle(self, *args: Any, **options: Any) -> None:

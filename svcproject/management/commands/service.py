@@ -7,15 +7,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from cli import port_owner, service
 from core import config
+from core.client_command import SvcCommand
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
-class Command(BaseCommand):
+class Command(SvcCommand):
     help = "Start svc at login and restart it on failure: install, uninstall or status."
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -44,8 +45,15 @@ class Command(BaseCommand):
             raise CommandError(f"svc service: {exc}") from exc
         if action == "install":
             taken = port_owner.probe_svc(spec.port) is not None
-            lines = service.install(kind, spec, port_taken=taken)
-        elif action == "uninstall":
+            installed = service.install(kind, spec, port_taken=taken)
+            self.stdout.write("\n".join(installed.lines))
+            if installed.not_enabled:
+                raise CommandError(
+                    f"svc service: the unit is written but nothing was enabled: "
+                    f"{installed.not_enabled}"
+                )
+            return
+        if action == "uninstall":
             lines = service.uninstall(kind)
         else:
             path = service.unit_path(kind)
@@ -53,9 +61,9 @@ class Command(BaseCommand):
             address = service.installed_address(kind, written)
             if address is not None and options["port"] is None:
                 spec = dataclasses.replace(spec, host=address[0], port=address[1])
-            installed, lines = service.status(kind, spec)
+            is_installed, lines = service.status(kind, spec)
             self.stdout.write("\n".join(lines))
-            if not installed:
+            if not is_installed:
                 raise SystemExit(3)  # as `systemctl status` for a unit it does not know
             return
         self.stdout.write("\n".join(lines))

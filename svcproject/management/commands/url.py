@@ -2,14 +2,13 @@
 
 from typing import Any
 
-from django.core.management.base import BaseCommand
-
 from cli import port_owner
 from core import config
 from core.browser import login_url
+from core.client_command import SvcCommand
 
 
-class Command(BaseCommand):
+class Command(SvcCommand):
     help = "Print the URL that logs a browser in to the dashboard (it holds the owner token)."
 
     def handle(self, *args: Any, **options: Any) -> None:
