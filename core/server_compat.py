@@ -35,7 +35,7 @@ def _reactor() -> Any:
     return reactor
 
 
-def _listening() -> list:  # type: ignore[type-arg]
+def _listening() -> list[Any]:
     """The reactor's listening TCP sockets (daphne's endpoints, then those svc added)."""
     reactor = _reactor()
     if reactor is None:
@@ -73,7 +73,7 @@ def listen_beside(port: int, max_connections: int, header_seconds: float) -> int
     returns the port bound. The app tells the two apart by the ASGI scope's `server` port, which
     is the socket's own, whatever the request says. (Its LAN socket: core.tls_listener.)"""
     budget = BudgetFactory(main_http_factory(), max_connections, header_seconds)
-    listening = _reactor().listenTCP(port, budget, interface="127.0.0.1")  # type: ignore[union-attr]
+    listening = _reactor().listenTCP(port, budget, interface="127.0.0.1")
     budget.port = listening
     return int(listening.getHost().port)
 
