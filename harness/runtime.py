@@ -44,6 +44,25 @@ def scoped(app: Any, parts: Parts) -> InScope:
     return InScope(app, parts)
 
 
+def client(parts: Parts, **defaults: Any) -> Any:
+    """Django's test client whose requests carry `parts` as the daemon's ASGI requests do: a
+    view finds them in `request.scope` (Django's test client makes WSGI requests, which have
+    no scope of their own)."""
+    from django.test import Client
+    from django.test.client import ClientHandler
+
+    from core.asgi_helpers import PARTS
+
+    class Handler(ClientHandler):
+        def get_response(self, request: Any) -> Any:
+            request.scope = {"type": "http", PARTS: parts}
+            return super().get_response(request)
+
+    made = Client(**defaults)
+    made.handler = Handler(made.handler.enforce_csrf_checks)
+    return made
+
+
 @contextmanager
 def settings_file(settings: dict[str, Any]) -> Iterator[None]:
     """settings.json holds `settings` for the block; the worker's own file comes back after."""
