@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from channels.db import database_sync_to_async
+from channels.routing import URLRouter
+from django.core.handlers.asgi import ASGIHandler
 
 from core import config, live
 from core import settings_store as settings
@@ -25,7 +27,8 @@ from fleet_app.lists import FleetLists
 from fleet_app.member import Member
 from fleet_app.outbound import Forwarder
 from fleet_app.sockets import FleetSockets
-from svcproject.parts import Parts
+from sessions_app.routing import websocket_urlpatterns
+from svcproject.parts import InScope, Parts
 
 if TYPE_CHECKING:
     from fleet_app.conf import FleetConfig
@@ -136,6 +139,8 @@ def build(*, backoff_first_s: float | None = None) -> Parts:
         fleet_forward=member.forward if member else None,
     )
     rt.lists.parts = parts  # what the live lists' readers are given (core.live)
+    for served in member.served if member else ():
+        served.parts = parts
     return parts
 
 
@@ -145,6 +150,7 @@ class _Fleet:
     lists: FleetLists
     sockets: FleetSockets
     forward: Forwarder
+    served: tuple[InScope, ...]  # what serves other members' requests and sockets here
 
 
 def _add_fleet(rt: Runtime, fleet: FleetConfig) -> _Fleet:
@@ -166,10 +172,15 @@ def _add_fleet(rt: Runtime, fleet: FleetConfig) -> _Fleet:
     )
     rt.add("fleet_lists", start=lists.start, stop=lists.stop)
     rt.lists.extend = lists.extend
-    inbound = Inbound(lambda: lists.names)
+    # What other members ask of this one is served in-process: their requests by Django's
+    # handler, their sockets by the sessions' router, with this daemon's parts in each scope as
+    # a connection's are (handed to them once the parts are built, at the end of build()).
+    answered = InScope(ASGIHandler())
+    inbound = Inbound(lambda: lists.names, answered)
     bus.handle("http", inbound.http)
     bus.handle("whose", inbound.whose)
-    sockets = FleetSockets(fleet, bus, lists)
+    socketed = InScope(URLRouter(websocket_urlpatterns))
+    sockets = FleetSockets(fleet, bus, lists, socketed)
     rt.add("fleet_sockets", stop=sockets.stop)
     bus.handle("ws_open", sockets.serve)
     heartbeat = Heartbeat(fleet, live.abroadcast, lists.statuses_changed)
@@ -178,7 +189,7 @@ def _add_fleet(rt: Runtime, fleet: FleetConfig) -> _Fleet:
         start=lambda: rt.supervisor.add(heartbeat, config.current_settings()),
         stop=lambda: heartbeat.leave(rt.supervisor),
     )
-    return _Fleet(member, lists, sockets, Forwarder(fleet, bus, lists))
+    return _Fleet(member, lists, sockets, Forwarder(fleet, bus, lists), (answered, socketed))
 
 
 async def _stop_sessions(host: ProcessHost) -> None:
