@@ -94,7 +94,7 @@ def build(*, backoff_first_s: float | None = None) -> Parts:
         rt.settings_changed, remote_sockets.sweep, lambda: rt.settings_applied_ns
     )
     rt.add("settings_watcher", start=lambda: rt.supervisor.add(watcher, config.current_settings()))
-    fleet = fleet_conf.current()  # contract §18: this daemon is a member
+    fleet = fleet_conf.member_config()  # contract §18: this daemon is a member
     member = _add_fleet(rt, fleet) if fleet is not None else None
     tunnels = Tunnels(rt.supervisor, rt.reach)
     rt.add("tunnels", apply=tunnels.apply)
