@@ -7,7 +7,7 @@ arguments. Nothing looks them up.
 
 The apps below this layer cannot name `Parts`: each says what its edges read of it as a
 Protocol in its own `parts.py` (`sessions_app.parts.SessionParts`, …) and casts the scope's
-value to it; `SERVES` below is where mypy proves that `Parts` is every one of them.
+value to it; the `SERVES_…` lines below are where mypy proves that `Parts` is every one of them.
 """
 
 from __future__ import annotations
@@ -101,19 +101,18 @@ class Parts:
         return self.runtime.preview_grants
 
 
-# What each app's edges read of the parts in the scope: mypy checks `Parts` against each one.
-SERVES: tuple[
-    type[CoreParts],
-    type[SessionParts],
-    type[SubagentParts],
-    type[BridgeParts],
-    type[PreviewParts],
-    type[RemoteParts],
-    type[FleetParts],
-    type[ChannelParts],
-    type[MountParts],
-    type[ToolParts],
-] = (Parts, Parts, Parts, Parts, Parts, Parts, Parts, Parts, Parts, Parts)
+# What each app's edges read of the parts in the scope: mypy checks `Parts` against each one
+# here, and names the Protocol a missing or mistyped part breaks.
+SERVES_CORE: type[CoreParts] = Parts
+SERVES_SESSIONS: type[SessionParts] = Parts
+SERVES_SUBAGENTS: type[SubagentParts] = Parts
+SERVES_BRIDGE: type[BridgeParts] = Parts
+SERVES_PREVIEWS: type[PreviewParts] = Parts
+SERVES_REMOTE: type[RemoteParts] = Parts  # the remote gate's GateParts with it
+SERVES_FLEET: type[FleetParts] = Parts
+SERVES_CHANNELS: type[ChannelParts] = Parts
+SERVES_MCP_MOUNT: type[MountParts] = Parts
+SERVES_MCP_TOOLS: type[ToolParts] = Parts
 
 
 class InScope:
