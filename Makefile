@@ -76,11 +76,13 @@ run: venv assets
 	@$(PY) manage.py run --host $(HOST) --port $(PORT)
 
 # ruff for style; import-linter for the layers (.importlinter, docs/foundation.md): an import
-# that points up, inside a function or not, fails the build.
+# that points up, inside a function or not, fails the build; mypy for the types of core, holder,
+# the composition root and every module handed the daemon's parts (pyproject.toml [tool.mypy]).
 lint: dev-venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-cache
+	$(VENV)/bin/mypy
 
 format: dev-venv
 	$(VENV)/bin/ruff format .

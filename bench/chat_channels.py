@@ -216,7 +216,7 @@ async def permissions(runtime: Any, tg: Any, push: Any, sink: Any, work: str) ->
 
     watching = await chat.subscribe(seen)  # somebody to ask: else the policy answers
     watching.start()
-    board = Dashboard()
+    board = Dashboard(runtime)
     await board.open()
     await tg.async_wait_for(lambda: board.frames, timeout=10)
     known = {n["id"] for n in board.frames[-1][1]}
@@ -295,7 +295,7 @@ async def run() -> tuple[dict[str, list[float]], dict]:
     from harness.fakes.telegram_api import FakeTelegram
     from harness.runtime import running, wait_status
     from notifications_app.models import PushSubscription
-    from svcproject.assembly import build as build_runtime
+    from svcproject.assembly import build as build_parts
 
     tg = FakeTelegram().start()
     push, sink = timed_fakes()
@@ -313,7 +313,7 @@ async def run() -> tuple[dict[str, list[float]], dict]:
         endpoint=phone["endpoint"], **phone["keys"], user_agent="bench browser"
     )
     try:
-        async with running(build_runtime(backoff_first_s=0.2)) as runtime:
+        async with running(build_parts(backoff_first_s=0.2)) as runtime:
             await wait_status(runtime, "telegram", "online")
             first = await turns(runtime, tg)
             second = await permissions(runtime, tg, push, sink, work)

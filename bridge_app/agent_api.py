@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -205,7 +205,7 @@ class Turn:
         resp.id = self.response_id
         return dialects.get(self.route.dialect).encode_response(resp)
 
-    async def stream(self, encoder: Any) -> AsyncIterator[bytes]:
+    async def stream(self, encoder: Any) -> AsyncGenerator[bytes]:
         try:
             async with contextlib.aclosing(self.events_until_end()) as events:
                 async for ev in events:

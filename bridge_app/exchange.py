@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,7 +38,7 @@ class Reply:
     status: int = 200
     body: Any = None  # a JSON-able object, or bytes already encoded
     headers: dict[str, str] = field(default_factory=dict)
-    chunks: AsyncIterator[bytes] | None = None
+    chunks: AsyncGenerator[bytes] | None = None
     content_type: str = "application/json"
 
 
@@ -167,7 +167,7 @@ def _whole(parts: Parts, out: translate.Outbound, raw: bytes, log: dict[str, Any
 
 async def _relay(
     parts: Parts, out: translate.Outbound, resp: upstream.Response, log: dict[str, Any]
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes]:
     """Each provider chunk translated as it comes; failures after the 200 become the client
     dialect's error event; a finished Responses turn is remembered; the usage the provider
     reported (so far, if the client left) goes to `log`."""

@@ -18,11 +18,10 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bridge_app import agent_api, bodies, dialects, exchange, gate, ir, routes
+from bridge_app import agent_api, bodies, dialects, exchange, gate, ir, parts, routes
 from bridge_app.dialects.common import dumps
 from core import untrusted_json
 from core.asgi_helpers import header
-from core.runtime import current
 
 logger = logging.getLogger(__name__)
 MAX_BODY = 64 * 1024 * 1024  # contract §11
@@ -163,7 +162,7 @@ class BridgeApp:
         try:
             await self._answer(route, scope, receive, send_logged, info)
         finally:
-            current().requestlog.record(
+            parts.of(scope).requestlog.record(
                 route=route.family,
                 profile_id=route.profile[:64],
                 scope=route.scope,
@@ -210,14 +209,14 @@ class BridgeApp:
     async def _handle(
         self, route: routes.Route, scope: Scope, receive: Receive, send: Send, info: dict[str, Any]
     ) -> None:
-        method = scope["method"]
+        method, handed = scope["method"], parts.of(scope)
         if route.family == "local-agent" and route.operation in ("models", "model"):
             anthropic = _header(scope, b"anthropic-version") is not None
             return await write(send, agent_api.models(route, anthropic))
         if route.operation in ("models", "model") and method in ("GET", "HEAD"):
             return await write(send, exchange.models(route))
         if route.operation == "response":
-            return await write(send, exchange.stored_response(_parts(), route, method))
+            return await write(send, exchange.stored_response(_exchange(handed), route, method))
         if route.operation == "unknown":
             raise ir.BridgeError(404, f"no bridge operation at {scope['path']!r}")
         if method != "POST":
@@ -229,14 +228,15 @@ class BridgeApp:
         text = decode_text(await read_body(scope, receive))
         body = parse_json(text)
         if route.operation == "count_tokens" and route.family != "local-agent":
-            return await write(send, await exchange.count_tokens(_parts(), route, body))
+            return await write(send, await exchange.count_tokens(_exchange(handed), route, body))
         incoming = exchange.Incoming(body, text)
         del text, body
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        await run_watched(self._generate(route, incoming, send, info, headers), receive)
+        await run_watched(self._generate(handed, route, incoming, send, info, headers), receive)
 
     async def _generate(
         self,
+        handed: parts.BridgeParts,
         route: routes.Route,
         incoming: exchange.Incoming,
         send: Send,
@@ -244,17 +244,14 @@ class BridgeApp:
         headers: dict[str, str],
     ) -> None:
         if route.family == "local-agent":
-            reply = await agent_api.generate(
-                current().conversations, route, incoming, headers, info
-            )
+            reply = await agent_api.generate(handed.conversations, route, incoming, headers, info)
         else:
-            reply = await exchange.generate(_parts(), route, incoming, info)
+            reply = await exchange.generate(_exchange(handed), route, incoming, info)
         await write(send, reply)
 
 
-def _parts() -> exchange.Parts:
-    runtime = current()
-    return exchange.Parts(runtime.upstream, runtime.responses)
+def _exchange(handed: parts.BridgeParts) -> exchange.Parts:
+    return exchange.Parts(handed.upstream, handed.responses)
 
 
 application = BridgeApp()

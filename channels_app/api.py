@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from typing import Any
 
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from channels_app import selectors, setup
+from channels_app import parts, selectors, setup
 from core import live
 from core.errors import DomainError
-from core.runtime import current_or_none
 
 MAIN_PORT_ONLY = (
     "who may use svc's chat bots is decided on svc's own machine (its dashboard there): "
@@ -25,13 +23,13 @@ MAIN_PORT_ONLY = (
 
 
 def _main_port_only(request: Request) -> None:
-    if request._request.scope.get("svc_remote"):  # type: ignore[attr-defined]
+    if request._request.scope.get("svc_remote"):
         raise DomainError(MAIN_PORT_ONLY, status=403, code="main_port_only")
 
 
 class ChannelListView(APIView):
     def get(self, request: Request) -> Response:
-        return Response(selectors.channel_list_dicts(current_or_none()))
+        return Response(selectors.channel_list_dicts(parts.of_request(request)))
 
 
 class ChannelCheckView(APIView):
@@ -47,24 +45,17 @@ class ChannelDetailView(APIView):
         """Create or change a channel; a token given is checked, then kept in secrets.json."""
         _main_port_only(request)
         saved = setup.save(name, request.data)
-        _apply_now()
+        _apply_now(request)
         live.broadcast_now("channels")
         return Response(saved)
 
 
-def _runtime() -> Any:
-    runtime = current_or_none()
-    if runtime is None:
-        raise DomainError("svc's runtime is not running", status=503, code="not_running")
-    return runtime
-
-
-def _apply_now() -> None:
+def _apply_now(request: Request) -> None:
     """Apply the settings just written before answering (rather than at the watcher's next look,
     within a second): once Allow has answered, the sender's next message meets the new list."""
-    runtime = current_or_none()
-    if runtime is None or runtime.loop is None:
-        return
+    runtime = parts.of_request(request).runtime
+    if runtime.loop is None:
+        return  # not started (a test's parts): the watcher's next look, if any, applies them
     # On the runtime's loop, in a context of its own: the channel's service task starts there
     # and must not inherit this request thread's (asgiref's executor ends with the request).
     done = contextvars.Context().run(
@@ -77,7 +68,7 @@ class ChannelAskingView(APIView):
     def get(self, request: Request, name: str) -> Response:
         """Senders who wrote to the channel while not on its allow-list, newest first."""
         _main_port_only(request)
-        return Response(_runtime().channels.asking_list(name))
+        return Response(parts.of_request(request).channels.asking_list(name))
 
 
 class ChannelAllowView(APIView):
@@ -86,7 +77,7 @@ class ChannelAllowView(APIView):
         _main_port_only(request)
         user = request.data.get("user") if isinstance(request.data, dict) else None
         allowed = setup.allow(name, user)
-        _runtime().channels.allowed(name, str(user))
-        _apply_now()
+        parts.of_request(request).channels.allowed(name, str(user))
+        _apply_now(request)
         live.broadcast_now("channels")
         return Response(allowed)

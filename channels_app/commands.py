@@ -13,7 +13,6 @@ from channels_app import remote_handover, store
 from channels_app.remote_chat import RemoteChatUnavailable
 from channels_app.room import RemoteSession, elsewhere
 from core.errors import DomainError
-from core.runtime import current
 from sessions_app import prompt_queue
 
 if TYPE_CHECKING:
@@ -74,7 +73,7 @@ async def cmd_new(channel: Channel, room: Room, rest: str) -> None:
     words = rest.split()
     named = [w[1:] for w in words if w.startswith("@") and len(w) > 1]
     agent, workspace = ([w for w in words if not w.startswith("@")] + ["", ""])[:2]
-    machine = await _machine(named[-1]) if named else None
+    machine = await _machine(channel, named[-1]) if named else None
     try:
         session = await room.new_session(agent, workspace, machine or "")
     except RemoteChatUnavailable as exc:
@@ -86,9 +85,9 @@ async def cmd_new(channel: Channel, room: Room, rest: str) -> None:
     )
 
 
-async def _machine(given: str) -> str | None:
+async def _machine(channel: Channel, given: str) -> str | None:
     """Another machine of the fleet named in a chat (None: this one). DomainError: none such."""
-    fleet = current().fleet_sockets
+    fleet = channel.fleet_sockets
     if fleet is None:
         raise DomainError(f"svc here is not in a fleet: there is no machine {given!r}")
     try:
@@ -132,7 +131,8 @@ async def _chosen(channel: Channel, room: Room, rest: str) -> str | None:
         return rows[int(rest) - 1]["id"]
     if rest:
         found = next((r["id"] for r in rows if r["id"].startswith(rest)), None)
-        return found or (rest if elsewhere(rest) else None)  # a session of another member
+        # Else a session of another member.
+        return found or (rest if elsewhere(channel.fleet_sockets, rest) else None)
     return None
 
 
@@ -156,8 +156,8 @@ async def cmd_resume(channel: Channel, room: Room, rest: str) -> None:
         hint = "Say which: /resume <number from /sessions | id prefix>"
         await room.say(hint if rest else "No session to resume: send a message or /new.")
         return
-    if (owner := elsewhere(chosen)) is not None:
-        await _resume_elsewhere(room, owner, chosen)
+    if (owner := elsewhere(channel.fleet_sockets, chosen)) is not None:
+        await _resume_elsewhere(channel, room, owner, chosen)
         return
     session = await services.asession_resume(host=channel.host, session_id=chosen)
     await room.attach(str(session.id))
@@ -167,13 +167,14 @@ async def cmd_resume(channel: Channel, room: Room, rest: str) -> None:
     )
 
 
-async def _resume_elsewhere(room: Room, machine: str, session_id: str) -> None:
+async def _resume_elsewhere(channel: Channel, room: Room, machine: str, session_id: str) -> None:
     """Another member resumes its own session (its API, over the fleet's bus)."""
     from fleet_app.outbound import Forwarded
 
     path = f"/api/sessions/{session_id}/resume"
     asked = Forwarded("POST", path, "", [], b"", surface="main")
-    reply = await current().fleet_forward.send(machine, asked)
+    assert channel.fleet_forward is not None  # the session is another member's: a fleet
+    reply = await channel.fleet_forward.send(machine, asked)
     if reply.status != 200:
         problem = (reply.json() or {}).get("error", {}).get("message", f"HTTP {reply.status}")
         await room.say(f"Could not resume it: {problem}")
@@ -250,10 +251,12 @@ async def cmd_handover(channel: Channel, room: Room, _: str) -> None:
         await room.say("No session to hand over.")
         return
     if room.remote is not None:
-        offer = await remote_handover.handover_there(room.remote.machine, room.session_id)
+        offer = await remote_handover.handover_there(
+            channel.fleet_forward, room.remote.machine, room.session_id
+        )
     else:
         offer = await database_sync_to_async(handover.handover_offer)(
-            session_id=room.session_id, host=current().host
+            session_id=room.session_id, host=channel.host
         )
     await room.say(
         f"Handover code: {offer['code']} (valid {offer['expires_in']} s, once). Pick it up with "
@@ -264,7 +267,10 @@ async def cmd_handover(channel: Channel, room: Room, _: str) -> None:
 async def cmd_pickup(channel: Channel, room: Room, rest: str) -> None:
     from sessions_app import handover
 
-    if (there := await remote_handover.picked_up_elsewhere(rest)) is not None:
+    elsewhere_found = await remote_handover.picked_up_elsewhere(
+        channel.fleet_forward, channel.failures, rest
+    )
+    if (there := elsewhere_found) is not None:
         live = await room.attach(str(there["id"]))
         await room.say(
             f"Picked up session {str(there['id'])[:8]} ({there.get('agent', '')}) on "
@@ -273,7 +279,7 @@ async def cmd_pickup(channel: Channel, room: Room, rest: str) -> None:
         )
         return
     session = await database_sync_to_async(handover.handover_redeem)(
-        code=rest, failures=current().handover_failures
+        code=rest, failures=channel.failures
     )
     live = await room.attach(str(session.id))
     summary = await database_sync_to_async(store.history_summary)(str(session.id))

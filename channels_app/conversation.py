@@ -27,6 +27,9 @@ from channels_app.config import ChannelConfig
 from channels_app.outbox import RETRY_FIRST_S, RETRY_MAX_S, Now, Outbox, Retry
 from channels_app.platform import FileNotReceived, Incoming, Platform
 from channels_app.room import Room
+from fleet_app.outbound import Forwarder
+from fleet_app.sockets import FleetSockets
+from sessions_app.handover import FailureWindow
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +45,9 @@ class Channel:
         platform: Platform,
         host: Any,
         *,
+        failures: FailureWindow,
+        fleet_sockets: FleetSockets | None = None,
+        fleet_forward: Forwarder | None = None,
         now: Now = timezone.now,
         retry: Retry = lambda: (RETRY_FIRST_S, RETRY_MAX_S),
         changed: Callable[[], Any] | None = None,
@@ -50,6 +56,9 @@ class Channel:
         self.config = config
         self.asking = asking  # a stranger wrote: the dashboard offers to allow them
         self.host = host  # the process host: the chat sessions this channel talks to
+        self.failures = failures  # failed /pickup codes (contract §4's limit)
+        # Another fleet member's sessions, followed and prompted from here (contract §18).
+        self.fleet_sockets, self.fleet_forward = fleet_sockets, fleet_forward
         self.clock = EditClock(platform.edit_every_s)
         # What the conversation sends through: every message and edit is recorded in the
         # outbox and delivered from there while the channel is connected (contract §17).

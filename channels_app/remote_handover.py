@@ -11,9 +11,9 @@ from typing import Any
 from django.utils import timezone
 
 from core.errors import DomainError
-from core.runtime import current
 from fleet_app.bus import FleetUnreachable
-from fleet_app.outbound import Forwarded, Reply
+from fleet_app.outbound import Forwarded, Forwarder, Reply
+from sessions_app.handover import FailureWindow
 
 
 def _post(path: str, body: dict[str, Any]) -> Forwarded:
@@ -27,9 +27,12 @@ def _problem(reply: Reply) -> str:
     return str(error.get("message")) if isinstance(error, dict) else f"HTTP {reply.status}"
 
 
-async def handover_there(machine: str, session_id: str) -> dict[str, Any]:
+async def handover_there(
+    forwarder: Forwarder | None, machine: str, session_id: str
+) -> dict[str, Any]:
     """A code for another member's session, issued there ({code, expires_in, …})."""
-    forwarder = current().fleet_forward
+    if forwarder is None:
+        raise DomainError("svc here is not in a fleet")
     name = forwarder.name_of(machine)
     try:
         reply = await forwarder.send(machine, _post(f"/api/sessions/{session_id}/handover", {}))
@@ -40,15 +43,15 @@ async def handover_there(machine: str, session_id: str) -> dict[str, Any]:
     return dict(reply.json())
 
 
-async def picked_up_elsewhere(code: str) -> dict[str, Any] | None:
+async def picked_up_elsewhere(
+    forwarder: Forwarder | None, failures: FailureWindow, code: str
+) -> dict[str, Any] | None:
     """The session a code issued on another member hands over (used up there), or None when no
     other member has it — or while this member's failed pickups lock pickup: a guess then
     costs nothing anywhere. Outside a fleet, None."""
-    runtime = current()
-    forwarder = getattr(runtime, "fleet_forward", None)
     if forwarder is None:
         return None
-    if runtime.handover_failures.locked(timezone.now()):
+    if failures.locked(timezone.now()):
         return None
     found = await forwarder.picked_up_elsewhere(_post("/api/handover/pickup", {"code": code}))
     if found is None:

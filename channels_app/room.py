@@ -19,6 +19,8 @@ from channels_app.config import ChannelConfig
 from channels_app.platform import Platform
 from channels_app.remote_chat import RemoteChat, RemoteChatUnavailable
 from core.errors import DomainError
+from fleet_app.outbound import Forwarder
+from fleet_app.sockets import FleetSockets
 from sessions_app import prompt_queue
 
 logger = logging.getLogger("channels_app.conversation")
@@ -34,11 +36,8 @@ class RemoteSession:
     machine: str
 
 
-def elsewhere(session_id: str) -> str | None:
+def elsewhere(fleet: FleetSockets | None, session_id: str) -> str | None:
     """The other fleet member whose session this is (None: this member's, or not a fleet)."""
-    from core.runtime import current_or_none
-
-    fleet = getattr(current_or_none(), "fleet_sockets", None)
     return fleet.session_owner(session_id) if fleet is not None and session_id else None
 
 
@@ -48,6 +47,8 @@ class ChannelSide(Protocol):
     config: ChannelConfig
     host: Any
     platform: Platform
+    fleet_sockets: FleetSockets | None  # another member's sessions (contract §18)
+    fleet_forward: Forwarder | None
     clock: EditClock
     holding: set[str]
 
@@ -92,7 +93,7 @@ class Room:
         )
         chat = self.channel.host.chat(session_id)
         if chat is None:
-            owner = elsewhere(session_id)
+            owner = elsewhere(self.channel.fleet_sockets, session_id)
             return owner is not None and bool(await self.follow(owner, session_id=session_id))
         # A channel's room is not a dashboard: it never counts as showing the chat, so a turn
         # that ends with no dashboard tab on it is still notified (contract §15).
@@ -103,10 +104,8 @@ class Room:
     async def follow(self, machine: str, **fields: Any) -> str:
         """Follow a session of another fleet member (contract §18), or start one there
         (`agent`, `workspace`): its id. RemoteChatUnavailable when that member cannot."""
-        from core.runtime import current
-
         self.detach()
-        remote = RemoteChat(current().fleet_sockets, machine, self.channel.config.kind)
+        remote = RemoteChat(self.channel.fleet_sockets, machine, self.channel.config.kind)
         self.session_id = await remote.open(self._on_event, **fields)
         self.remote = remote
         await database_sync_to_async(store.chat_session_set)(
@@ -135,6 +134,7 @@ class Room:
         if machine:  # another fleet member's agent and folder (contract §18)
             agent, workspace = agent or config.agent, workspace or config.workspace
             session_id = await self.follow(machine, agent=agent, workspace=workspace)
+            assert self.remote is not None  # follow() set it
             return RemoteSession(session_id, agent, workspace, self.remote.machine_name)
         session = await services.asession_create(
             host=self.channel.host,
@@ -200,10 +200,9 @@ class Room:
         """To another member's agent. The inbox event is handed over once that member says it
         has the prompt recorded; a restart of this member before then sends it again under the
         same key, and the owner takes it once (sessions_app/prompt_queue.py)."""
-        from core.runtime import current
-
         name, kind = self.channel.config.name, self.channel.config.kind
-        key = f"{current().fleet_forward.machine_id}:{name}:{event_id or secrets.token_hex(8)}"
+        here = self.channel.fleet_forward.machine_id if self.channel.fleet_forward else ""
+        key = f"{here}:{name}:{event_id or secrets.token_hex(8)}"
         try:
             received = await chat.prompt(text, who=f"{kind} chat {self.chat}", key=key)
         except RemoteChatUnavailable as exc:  # not handed over: the next start sends it again

@@ -7,8 +7,9 @@ from typing import Any
 from core import config
 
 
-def channel_list_dicts(runtime: Any) -> list[dict[str, Any]]:
-    """`web` and each declared channel, with its service's status when one runs."""
+def channel_list_dicts(parts: Any) -> list[dict[str, Any]]:
+    """`web` and each declared channel, with its service's status when one runs (given the
+    daemon's parts; None: none runs)."""
     from channels_app.service import channel_rows
 
-    return channel_rows(runtime, config.current_settings())
+    return channel_rows(parts.channels if parts is not None else None, config.current_settings())

@@ -16,9 +16,11 @@ from channels_app import outbox, outbox_rows
 from channels_app.config import ChannelConfig, ChannelError, parse
 from channels_app.conversation import Channel
 from channels_app.platform import Incoming, Platform
+from fleet_app.outbound import Forwarder
+from fleet_app.sockets import FleetSockets
+from sessions_app.handover import FailureWindow
 
 if TYPE_CHECKING:
-    from core.runtime import Runtime
     from core.supervisor import Supervisor
 
 STATUS_SHOWN = {"starting": "connecting"}  # §14 says what a person sees while it connects
@@ -78,8 +80,17 @@ class Channels:
     keep following their sessions and what they would have shown waits in the outbox, which
     the next run delivers (contract §17). A changed configuration starts a new conversation."""
 
-    def __init__(self, supervisor: Supervisor, host: Any) -> None:
-        self.supervisor, self.host = supervisor, host
+    def __init__(
+        self,
+        supervisor: Supervisor,
+        host: Any,
+        *,
+        failures: FailureWindow,
+        fleet_sockets: FleetSockets | None = None,
+        fleet_forward: Forwarder | None = None,
+    ) -> None:
+        self.supervisor, self.host, self.failures = supervisor, host, failures
+        self.fleet_sockets, self.fleet_forward = fleet_sockets, fleet_forward
         self.running: dict[str, Any] = {}
         self.conversations: dict[str, Channel] = {}
         # Senders not on a channel's allow-list who wrote to it, newest last: channel → user id
@@ -101,6 +112,9 @@ class Channels:
             config,
             platform,
             self.host,
+            failures=self.failures,
+            fleet_sockets=self.fleet_sockets,
+            fleet_forward=self.fleet_forward,
             now=lambda: self.clock(),
             retry=lambda: (self.retry_first_s, self.retry_max_s),
             changed=self._changed,
@@ -195,12 +209,12 @@ class ChannelNotifier:
         await running.send_notification(title, body, url, event=event, session_id=session_id)
 
 
-def channel_rows(runtime: Runtime | None, settings: Any) -> list[dict[str, Any]]:
-    """`{name, kind, status, detail, bot, chats, last_event_at}` for `web` and each channel.
-    Credentials never appear here."""
+def channel_rows(channels: Channels | None, settings: Any) -> list[dict[str, Any]]:
+    """`{name, kind, status, detail, bot, chats, last_event_at}` for `web` and each channel
+    (`channels` None: none runs). Credentials never appear here."""
     from channels_app.models import ChannelChat
 
-    states = {s["name"]: s for s in runtime.supervisor.statuses("channels")} if runtime else {}
+    states = {s["name"]: s for s in channels.supervisor.statuses("channels")} if channels else {}
     chats = {}
     for row in ChannelChat.objects.values_list("channel", flat=True):
         chats[row] = chats.get(row, 0) + 1
@@ -219,7 +233,7 @@ def channel_rows(runtime: Runtime | None, settings: Any) -> list[dict[str, Any]]
     ]
     for name, entry in sorted(declared(settings).items()):
         state = states.get(name, {})
-        channel = runtime.channels.running.get(name) if runtime else None
+        channel = channels.running.get(name) if channels else None
         last = getattr(getattr(channel, "channel", None), "last_event_at", None)
         status = state.get("status", "stopped" if entry.get("enabled", True) else "disabled")
         rows.append(
@@ -237,7 +251,7 @@ def channel_rows(runtime: Runtime | None, settings: Any) -> list[dict[str, Any]]
                 "outbox": outbox_rows.summary(name),  # what waits, what never arrived (§17)
                 # How many strangers wait to be allowed; who they are is the main port's
                 # (GET /api/channels/<name>/asking): a paired device reads this list too.
-                "asking": len(runtime.channels.asking_list(name)) if runtime else 0,
+                "asking": len(channels.asking_list(name)) if channels else 0,
                 "secret_stored": any(k in entry for k in ("bot_token_secret", "app_token_secret")),
             }
         )

@@ -9,7 +9,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 DEFAULT_PORT = 8000
 BROWSER_HOST = re.compile(r"^svc-[a-z2-7]{12}\.localhost$")
@@ -22,15 +22,15 @@ def home_setting() -> str:
     return os.environ.get("SVC_HOME") or str(Path.home() / ".svc")
 
 
-def is_token(value: Any) -> bool:
+def is_token(value: Any) -> TypeGuard[str]:
     return isinstance(value, str) and len(value) == 64
 
 
-def is_port(value: Any, lowest: int = 1) -> bool:
+def is_port(value: Any, lowest: int = 1) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and lowest <= value < 65536
 
 
-def is_browser_host(value: Any) -> bool:
+def is_browser_host(value: Any) -> TypeGuard[str]:
     return isinstance(value, str) and bool(BROWSER_HOST.match(value))
 
 

@@ -4,11 +4,39 @@ code sends (a path under another base)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from http.cookies import CookieError, SimpleCookie
+from typing import Any
 from urllib.parse import urlsplit
 
 Headers = Iterable[tuple[bytes, bytes]]
+# One spelling of ASGI for svc's own raw apps (as Starlette's types.py).
+Scope = dict[str, Any]
+Message = dict[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+PARTS = "svc"  # the scope key of the daemon's parts, put there by svcproject.parts.InScope
+
+
+def parts_in(scope: Mapping[str, Any]) -> Any:
+    """The daemon's parts this scope carries; each app casts them to its own Protocol (its
+    `parts.py`), which svcproject.parts checks `Parts` against."""
+    try:
+        return scope[PARTS]
+    except KeyError:
+        raise RuntimeError(
+            "no svc parts in this scope: it did not pass svcproject.parts.InScope"
+        ) from None
+
+
+def request_scope(request: Any) -> Scope:
+    """The ASGI scope of a Django request (an ASGIRequest's; DRF's Request passes it on)."""
+    scope: Scope | None = getattr(request, "scope", None)
+    if scope is None:
+        raise RuntimeError("not an ASGI request: svc's parts reach views through the ASGI scope")
+    return scope
 
 
 def header_in(headers: Headers | None, name: bytes) -> str:

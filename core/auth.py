@@ -125,22 +125,22 @@ class OwnerTokenMiddleware:
         token, via = token_from_request(request)
         if scope.get("svc_remote"):  # the remote listener: its gate knows the device, or none
             via = "remote" if scope.get("svc_device") else ""
-            request.svc_auth_via = via  # type: ignore[attr-defined]
+            request.svc_auth_via = via
             request.user = _owner() if via else AnonymousUser()
         elif token_kind(token) == "owner":
-            request.svc_auth_via = via  # type: ignore[attr-defined]
+            request.svc_auth_via = via
             request.user = _owner()
         elif scope.get("svc_fleet"):
             # Built in this process for a fleet member's signed request (fleet_app.inbound):
             # no client can set a scope key.
-            request.svc_auth_via = "fleet"  # type: ignore[attr-defined]
+            request.svc_auth_via = "fleet"
             request.user = _owner()
         elif browser.session_owner(request):
-            request.svc_auth_via = "session"  # type: ignore[attr-defined]
+            request.svc_auth_via = "session"
         else:
-            request.svc_auth_via = ""  # type: ignore[attr-defined]
+            request.svc_auth_via = ""
             request.user = AnonymousUser()
-        request.svc_owner = bool(request.svc_auth_via)  # type: ignore[attr-defined]
+        request.svc_owner = bool(request.svc_auth_via)
         if not request.svc_owner and _needs_owner(request.path):
             if scope.get("svc_remote"):  # `/` there is the pairing page; the rest stays shut
                 return self.get_response(request) if request.path == "/" else unauthorized_json()

@@ -21,8 +21,8 @@ from django.contrib.auth import get_user_model, login, logout
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.views.decorators.http import require_POST
 
-from core import config
-from core.asgi_helpers import cookie_in
+from core import config, parts
+from core.asgi_helpers import cookie_in, request_scope
 from core.onetime import OneTimeGrants
 from core.tokens import token_kind
 
@@ -75,19 +75,17 @@ def owner_user() -> Any:
 # --- the hand-over from 127.0.0.1 to the dashboard host ----------------------------------------
 
 
-def _grants() -> OneTimeGrants:
-    from core.runtime import current
-
-    return current().login_grants
+def _grants(request: HttpRequest) -> OneTimeGrants:
+    return parts.of(request_scope(request)).runtime.login_grants
 
 
-def grant_issue(following: str) -> str:
-    return _grants().issue(following)
+def grant_issue(grants: OneTimeGrants, following: str) -> str:
+    return grants.issue(following)
 
 
-def grant_redeem(grant: str) -> str | None:
+def grant_redeem(grants: OneTimeGrants, grant: str) -> str | None:
     """Where to go next, once per live grant; None for a used, expired or unknown grant."""
-    return _grants().redeem(grant)
+    return grants.redeem(grant)
 
 
 def safe_next(target: str) -> str:
@@ -166,13 +164,13 @@ def login_view(request: HttpRequest) -> HttpResponse:
     if token and token_kind(token) != "owner":
         return login_help()
     if token and not is_browser_host(request.headers.get("Host", "")):
-        grant = grant_issue(following)
+        grant = grant_issue(_grants(request), following)
         target = browser_base(_browser_port(request)) + "/login?" + urlencode({"grant": grant})
         response = HttpResponseRedirect(target)
         response["Referrer-Policy"] = "no-referrer"  # the token stays out of Referer headers
         return response
     if not token:
-        redeemed = grant_redeem(request.GET.get("grant", ""))
+        redeemed = grant_redeem(_grants(request), request.GET.get("grant", ""))
         if redeemed is None or not is_browser_host(request.headers.get("Host", "")):
             return login_help()
         following = redeemed

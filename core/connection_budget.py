@@ -49,7 +49,7 @@ class _Budgeted(ProtocolWrapper):
     def _arm(self, seconds: float) -> None:
         from twisted.internet import reactor
 
-        self._timer = reactor.callLater(max(seconds, 0.05), self._check)  # type: ignore[attr-defined]
+        self._timer = reactor.callLater(max(seconds, 0.05), self._check)
 
     def _check(self) -> None:
         self._timer = None

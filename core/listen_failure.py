@@ -47,9 +47,9 @@ def exit_on_listen_failure(explain: Callable[[int, str, OSError | None], str]) -
             line = f"svc: cannot start: could not listen ({problem}; {exc})"
         _exit_with(line)
 
-    Server.listen_error = listen_error  # type: ignore[method-assign]
-    Server.run = run_or_exit  # type: ignore[method-assign]
-    Server._svc_exits_on_listen_failure = True  # type: ignore[attr-defined]
+    Server.listen_error = listen_error
+    Server.run = run_or_exit
+    Server._svc_exits_on_listen_failure = True
     return True
 
 
@@ -64,7 +64,7 @@ def fail_start(line: str) -> None:
     from twisted.internet import reactor
 
     _start_failure.append(line)
-    reactor.stop()  # type: ignore[attr-defined]
+    reactor.stop()
 
 
 def _exit_with(line: str) -> None:

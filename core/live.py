@@ -1,9 +1,10 @@
 """Live lists (contract §7): each list's snapshot and the broadcast telling its clients to re-send.
 
 Apps plug their lists in (`register`, from their `AppConfig.ready()`): a name, a reader that
-builds the list (given the runtime: lists such as tunnels show what is running), and the models
-whose every committed change pushes it. The registry is configuration, filled once at start like
-Django's admin site; what lives — the shared snapshots — belongs to the runtime (`Snapshots`).
+builds the list (given the daemon's parts: lists such as tunnels show what is running), and the
+models whose every committed change pushes it. The registry is configuration, filled once at start
+like Django's admin site; what lives — the shared snapshots — belongs to the runtime
+(`Snapshots`).
 
 A broadcast carries no data: clients re-read the whole list, so a dropped or coalesced message
 can never leave a client on a stale state as long as one message arrives after the last commit.
@@ -24,7 +25,7 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 
-Reader = Callable[[Any], list[dict[str, Any]]]  # the runtime (or None) → the list's rows
+Reader = Callable[[Any], list[dict[str, Any]]]  # the daemon's parts (or None) → the list's rows
 Extender = Callable[[str, list[dict[str, Any]]], list[dict[str, Any]]]  # (list, rows) → rows
 _readers: dict[str, Reader] = {}
 _model_lists: dict[type, str] = {}
@@ -43,8 +44,8 @@ def names() -> tuple[str, ...]:
     return tuple(_readers)
 
 
-def snapshot(name: str, runtime: Any = None) -> list[dict[str, Any]]:
-    return _readers[name](runtime)
+def snapshot(name: str, parts: Any = None) -> list[dict[str, Any]]:
+    return _readers[name](parts)
 
 
 def _push(sender: type, **kwargs: object) -> None:
@@ -93,8 +94,8 @@ class SharedSnapshot:
     last frame a client sends still equals the state — built by one database read, not one per
     client."""
 
-    def __init__(self, list_name: str, runtime: Any = None, extend: Extender | None = None) -> None:
-        self.list_name, self.runtime, self._extend = list_name, runtime, extend
+    def __init__(self, list_name: str, parts: Any = None, extend: Extender | None = None) -> None:
+        self.list_name, self.parts, self._extend = list_name, parts, extend
         self._wanted = self._built = 0
         self._frames: list[str] = []
         self._seen: collections.deque[str] = collections.deque(maxlen=256)
@@ -125,7 +126,7 @@ class SharedSnapshot:
     async def _build(self) -> None:
         generation = self._wanted
         try:
-            items = await database_sync_to_async(snapshot)(self.list_name, self.runtime)
+            items = await database_sync_to_async(snapshot)(self.list_name, self.parts)
             if self._extend is not None:
                 items = self._extend(self.list_name, items)
             self._frames, self._built = list_frames(items), max(generation, 1)
@@ -165,14 +166,16 @@ class Snapshots:
     member: the other members' rows, contract §18), turns this process's rows of a list into
     what its clients see."""
 
-    def __init__(self, runtime: Any = None) -> None:
-        self.runtime = runtime
+    def __init__(self) -> None:
+        # What the readers are given: the daemon's parts (svcproject.parts.Parts), handed over
+        # by the assembly once they are all built; None for a runtime alone (a test's).
+        self.parts: Any = None
         self.extend: Extender | None = None
         self._shared: dict[str, SharedSnapshot] = {}
 
     def shared(self, list_name: str) -> SharedSnapshot:
         if list_name not in self._shared:
-            self._shared[list_name] = SharedSnapshot(list_name, self.runtime, self._extended)
+            self._shared[list_name] = SharedSnapshot(list_name, self.parts, self._extended)
         return self._shared[list_name]
 
     def _extended(self, list_name: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -8,8 +8,7 @@ import asyncio
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from core import live as lists
-from core import server_compat
-from core.runtime import current
+from core import parts, server_compat
 
 
 class ListConsumer(AsyncWebsocketConsumer):
@@ -25,7 +24,7 @@ class ListConsumer(AsyncWebsocketConsumer):
         if self.list_name not in lists.names():
             await self.close(code=4404)  # as for any unknown socket path
             return
-        self._shared = current().lists.shared(self.list_name)
+        self._shared = parts.of(self.scope).runtime.lists.shared(self.list_name)
         self._dirty = asyncio.Event()
         await self.channel_layer.group_add(lists.group_name(self.list_name), self.channel_name)
         await self.accept()

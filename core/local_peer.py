@@ -76,9 +76,9 @@ def _spellings(client: Address, server: Address) -> list[Spelling]:
         peer, own = ipaddress.ip_address(client[0]), ipaddress.ip_address(server[0])
     except ValueError:
         return []
-    found = []
-    peer4 = peer if peer.version == 4 else peer.ipv4_mapped  # type: ignore[union-attr]
-    own4 = own if own.version == 4 else own.ipv4_mapped  # type: ignore[union-attr]
+    found: list[tuple[int, bytes, int, bytes, int]] = []
+    peer4 = peer if peer.version == 4 else peer.ipv4_mapped
+    own4 = own if own.version == 4 else own.ipv4_mapped
     if peer4 is not None and own4 is not None:
         found.append((socket.AF_INET, peer4.packed, client[1], own4.packed, server[1]))
     if peer.version == 6 and own.version == 6:

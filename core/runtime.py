@@ -1,14 +1,14 @@
 """The runtime (contract §12): the container of everything living as long as the daemon.
 
 It names no app. What a daemon runs, and in which order, is listed in one place,
-svcproject/assembly.py, which builds a Runtime at bind (svcproject.startup) or for a test
-in-process: each part is added with what it does at start, on every settings change (`apply`,
-also once after every part has started) and at stop. `start()` runs the start hooks in the order
-the parts were added, then the apply hooks; `stop()` runs the stop hooks in reverse, so the
-process ends with a clean log.
+svcproject/assembly.py, which builds the parts and a Runtime at bind (svcproject.startup) or for
+a test in-process: each part is added with what it does at start, on every settings change
+(`apply`, also once after every part has started) and at stop. `start()` runs the start hooks in
+the order the parts were added, then the apply hooks; `stop()` runs the stop hooks in reverse, so
+the process ends with a clean log.
 
-Components get the collaborators they use when they are built; only the edges (consumers,
-views, ASGI apps, MCP tools, management commands) look the runtime up through `current()`.
+The parts themselves are not kept here: svcproject.parts.Parts holds them, typed, and hands them
+over (the ASGI scope, constructor arguments). Nothing looks the runtime up.
 """
 
 from __future__ import annotations
@@ -30,37 +30,7 @@ from core.supervisor import BACKOFF_FIRST_S, Supervisor
 
 logger = logging.getLogger(__name__)
 
-_current: Runtime | None = None  # the one reference to live state; set by install()
-
-
-def current() -> Runtime:
-    if _current is None:
-        raise RuntimeError("svc's runtime is not running (it is built when the daemon binds)")
-    return _current
-
-
-def current_or_none() -> Runtime | None:
-    return _current
-
-
-def install(runtime: Runtime | None) -> None:
-    global _current
-    _current = runtime
-
-
 START_WAIT_S = 30.0  # what arrives during start waits this long at most for it to finish
-
-
-async def until_started() -> None:
-    """For what arrives while the daemon is starting (the port is open at once, contract §12):
-    wait for the start to finish, since until then the database may not yet hold what
-    settings.json says nor the sessions taken back, and an answer would say they are not there
-    (a terminal "exited", a chat "not live"). Bounded, so a slow start still answers."""
-    runtime = _current
-    if runtime is None or runtime.ready.is_set() or runtime.loop is not asyncio.get_running_loop():
-        return  # started; or not started on this loop (a test's runtime)
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(runtime.ready.wait(), START_WAIT_S)
 
 
 Hook = Callable[[], Awaitable[None]]
@@ -93,15 +63,10 @@ class Reach:
 
 
 class Runtime:
-    # A fleet member's parts (contract §18), when the assembly adds them: the API requests and
-    # the sockets for another member's sessions. None on a daemon alone.
-    fleet_forward: Any = None
-    fleet_sockets: Any = None
-
     def __init__(self, *, backoff_first_s: float | None = None) -> None:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.ready = asyncio.Event()
-        self.lists = live.Snapshots(self)
+        self.lists = live.Snapshots()
         self.supervisor = Supervisor(
             live.abroadcast, backoff_first_s=backoff_first_s or BACKOFF_FIRST_S
         )
@@ -116,17 +81,13 @@ class Runtime:
     def add(
         self,
         name: str,
-        part: Any = None,
         *,
         start: Hook | None = None,
         apply: Callable[[Any], Awaitable[None]] | None = None,
         stop: Callable[[], Any] | None = None,
-    ) -> Any:
-        """Add a part in start order, as `runtime.<name>` (unless None: a step of start only)."""
-        if part is not None:
-            setattr(self, name, part)
+    ) -> None:
+        """What the part `name` does at start, on settings changes and at stop, in start order."""
         self._parts.append(Part(name, start, apply, stop))
-        return part
 
     # The remote listener's port and the tunnels' public URLs, by their old names.
     @property
@@ -142,6 +103,16 @@ class Runtime:
         return self.reach.urls
 
     # --- start and stop ------------------------------------------------------------------------
+
+    async def until_started(self) -> None:
+        """For what arrives while the daemon is starting (the port is open at once, contract
+        §12): wait for the start to finish, since until then the database may not yet hold what
+        settings.json says nor the sessions taken back, and an answer would say they are not
+        there (a terminal "exited", a chat "not live"). Bounded, so a slow start still answers."""
+        if self.ready.is_set() or self.loop is not asyncio.get_running_loop():
+            return  # started; or not started on this loop (a test's runtime, never started)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.ready.wait(), START_WAIT_S)
 
     async def start(self) -> None:
         """What a starting daemon does once (contract §12), in order."""

@@ -19,13 +19,14 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Callable
+from typing import Any, cast
 
 from core.connection_budget import BudgetFactory, headers_done
 
 logger = logging.getLogger(__name__)
 
 
-def _reactor():  # type: ignore[no-untyped-def]
+def _reactor() -> Any:
     """Twisted's reactor when svc runs under daphne, else None (tests in process, other servers)."""
     if "twisted.internet.reactor" not in sys.modules:
         return None
@@ -34,7 +35,7 @@ def _reactor():  # type: ignore[no-untyped-def]
     return reactor
 
 
-def _listening() -> list:  # type: ignore[type-arg]
+def _listening() -> list[Any]:
     """The reactor's listening TCP sockets (daphne's endpoints, then those svc added)."""
     reactor = _reactor()
     if reactor is None:
@@ -72,7 +73,7 @@ def listen_beside(port: int, max_connections: int, header_seconds: float) -> int
     returns the port bound. The app tells the two apart by the ASGI scope's `server` port, which
     is the socket's own, whatever the request says. (Its LAN socket: core.tls_listener.)"""
     budget = BudgetFactory(main_http_factory(), max_connections, header_seconds)
-    listening = _reactor().listenTCP(port, budget, interface="127.0.0.1")  # type: ignore[union-attr]
+    listening = _reactor().listenTCP(port, budget, interface="127.0.0.1")
     budget.port = listening
     return int(listening.getHost().port)
 
@@ -177,8 +178,8 @@ def _daphne_request() -> type:
     import daphne.http_protocol as daphne_http
 
     if not hasattr(daphne_http, "_daphne_WebRequest"):
-        daphne_http._daphne_WebRequest = daphne_http.WebRequest  # type: ignore[attr-defined]
-    return daphne_http._daphne_WebRequest  # type: ignore[attr-defined]
+        daphne_http._daphne_WebRequest = daphne_http.WebRequest
+    return daphne_http._daphne_WebRequest
 
 
 def _server_port(channel: object) -> int | None:
@@ -212,7 +213,7 @@ def connection_peer_uid(channel: object) -> int | None:
     """The uid of the process at the other end of this loopback connection (None: unknown)."""
     known = getattr(channel, "svc_peer_uid", _UNASKED)
     if known is not _UNASKED:
-        return known
+        return cast("int | None", known)
     from core import local_peer
 
     uid = None
@@ -253,7 +254,7 @@ def admission_self_test() -> str | None:
     channel.requestFactory = daphne_http.WebRequest
     refused: list[int] = []
 
-    class Probe(daphne_http.WebRequest):  # type: ignore[misc,valid-type]
+    class Probe(daphne_http.WebRequest):
         def __init__(self, channel: object, *args: object) -> None:  # no daphne server here
             from twisted.web import http as twisted_http
 
@@ -341,7 +342,7 @@ def allow_messages_up_to(send: object, size: int) -> None:
     """daphne caps WebSocket messages (1 MiB since daphne 4.2.2), in both directions; a
     terminal's scrollback frame (up to 2 MiB, contract §7) must fit. Raised for this connection only
     — an owner's terminal viewer — never for the server as a whole."""
-    protocol = _daphne_protocol(send)
+    protocol: Any = _daphne_protocol(send)
     if protocol is not None and getattr(protocol, "maxMessagePayloadSize", 0) not in (0, None):
         protocol.maxMessagePayloadSize = max(protocol.maxMessagePayloadSize, size)
 

@@ -8,9 +8,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core import config
+from core import config, parts
 from core import settings_store as services
-from core.runtime import current_or_none
+from core.asgi_helpers import request_scope
 
 
 class SettingsView(APIView):
@@ -44,6 +44,6 @@ class StatusView(APIView):
 
     def get(self, request: Request) -> Response:
         status: dict[str, Any] = {"running": True, "settings_error": config.settings_error()}
-        if (runtime := current_or_none()) is not None:
-            status.update({name: read() for name, read in runtime.status_parts.items()})
+        runtime = parts.of(request_scope(request)).runtime
+        status.update({name: read() for name, read in runtime.status_parts.items()})
         return Response(status)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.exceptions import SuspiciousFileOperation
@@ -19,14 +20,14 @@ class StaticFiles(ASGIStaticFilesHandler):
     raises SuspiciousFileOperation. Plain, because Django's 404 page wants a session (for its
     CSRF token) and the static handler runs outside the middleware that makes one."""
 
-    def __init__(self, application) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, application: Any) -> None:
         super().__init__(application)
         # Each text file gzipped once per process, not once per request: a dashboard load asks
         # for ~35 of them, and gzipping ~0.9 MB each time cost the daemon ~30 ms of CPU per load.
         # Keyed by path; a changed size or mtime (a new checkout) compresses it again.
         self.gzipped: dict[str, tuple[tuple[int, int], bytes]] = {}
 
-    def serve(self, request: HttpRequest) -> HttpResponse:  # type: ignore[override]
+    def serve(self, request: HttpRequest) -> HttpResponse:
         try:
             response = super().serve(request)
         except (SuspiciousFileOperation, Http404):

@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Callable, Coroutine, Hashable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -89,7 +89,9 @@ def one_line(exc: BaseException) -> str:
 
 class Supervisor:
     def __init__(
-        self, publish: Callable[[str], Awaitable[None]], backoff_first_s: float = BACKOFF_FIRST_S
+        self,
+        publish: Callable[[str], Coroutine[Any, Any, None]],
+        backoff_first_s: float = BACKOFF_FIRST_S,
     ) -> None:
         self._publish = publish  # tells a live list to re-send (by list name)
         self._first = backoff_first_s

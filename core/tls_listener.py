@@ -30,7 +30,7 @@ def listen_tls_beside(
     budget = BudgetFactory(
         TLSMemoryBIOFactory(options, False, factory), max_connections, header_seconds
     )
-    listening = reactor.listenTCP(port, budget, interface=address)  # type: ignore[attr-defined]
+    listening = reactor.listenTCP(port, budget, interface=address)
     budget.port = listening
     return listening
 

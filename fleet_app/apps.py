@@ -23,7 +23,7 @@ class FleetAppConfig(AppConfig):
         from fleet_app import conf, schemas, selectors
 
         live.register("machines", lambda _: selectors.machine_list_dicts())
-        if conf.current() is not None:
+        if conf.member_config() is not None:
             connection_created.connect(schemas.create_on_connect, dispatch_uid="fleet_app.schema")
             post_migrate.connect(
                 _migrate_the_fleet_schema, sender=self, dispatch_uid="fleet_app.migrate"

@@ -93,7 +93,7 @@ def channel_layer_redis(redis_url: str, fleet: FleetConfig | None) -> str:
     return "" if fleet is not None else redis_url
 
 
-def current() -> FleetConfig | None:
+def member_config() -> FleetConfig | None:
     """This process's fleet config (None: not a member), as the settings decided it."""
     from django.conf import settings
 
@@ -102,7 +102,7 @@ def current() -> FleetConfig | None:
 
 def schema_of(alias: str) -> str | None:
     """The schema a database alias works in, in fleet mode (None otherwise)."""
-    fleet = current()
+    fleet = member_config()
     if fleet is None:
         return None
     return {"default": fleet.schema, FLEET_ALIAS: FLEET_SCHEMA}.get(alias)

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from channels.db import database_sync_to_async
-from django.core.handlers.asgi import ASGIHandler
 
+from core.asgi_helpers import ASGIApp
 from fleet_app import routes
 from fleet_app.signing import Envelope
 
@@ -69,7 +69,7 @@ def caller_of(envelope: Envelope, names: dict[str, str]) -> dict[str, str]:
     return {"machine": envelope.sender, "machine_name": named[:64]}
 
 
-async def run_request(app: ASGIHandler, scope: dict[str, Any], content: bytes) -> dict[str, Any]:
+async def run_request(app: ASGIApp, scope: dict[str, Any], content: bytes) -> dict[str, Any]:
     """Run one request through Django; its status, content type and body (base64)."""
     sent = False
     never = asyncio.Event()  # Django waits for a disconnect while it works: there is none
@@ -115,8 +115,8 @@ def refused(method: str, path: str) -> dict[str, Any]:
 class Inbound:
     """The bus handlers a member answers other members with."""
 
-    def __init__(self, names: Callable[[], dict[str, str]]) -> None:
-        self._app = ASGIHandler()
+    def __init__(self, names: Callable[[], dict[str, str]], app: ASGIApp) -> None:
+        self._app = app  # Django's handler, the daemon's parts in its scope (svcproject.assembly)
         self._names = names  # machine id → name, as the heartbeat last read them
 
     async def http(self, envelope: Envelope) -> dict[str, Any]:

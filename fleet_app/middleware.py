@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from asgiref.sync import async_to_sync, sync_to_async
 from django.db import InterfaceError, OperationalError
@@ -19,10 +19,12 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from core import api_errors, untrusted_json
 from core.api_parsers import MAX_BODY
-from core.runtime import current_or_none
+from core.asgi_helpers import PARTS
 from fleet_app import merge, routes, stop_all
 from fleet_app.bus import FleetUnreachable
 from fleet_app.outbound import Forwarded, Forwarder, MachineUnknown, Reply
+from fleet_app.parts import FleetParts
+from sessions_app.handover import FailureWindow
 
 MACHINE_HEADER = "X-Svc-Machine"
 FLEET_MISSING_HEADER = "X-Svc-Fleet-Missing"
@@ -48,18 +50,21 @@ class FleetMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        runtime = current_or_none()
-        forwarder: Forwarder | None = getattr(runtime, "fleet_forward", None)
+        # Every request passes here; one without parts (Django's WSGI test client) has no fleet.
         scope = getattr(request, "scope", None) or {}
+        handed = cast(FleetParts | None, scope.get(PARTS))
+        forwarder = handed.fleet_forward if handed is not None else None
         if (
-            forwarder is None
+            handed is None
+            or forwarder is None
             or not request.path.startswith("/api/")
             or not getattr(request, "svc_owner", False)
             or scope.get("svc_fleet")  # forwarded here: this member does it
         ):
             return self.get_response(request)
         try:
-            return FleetRequest(forwarder, request, self.get_response).respond()
+            failures = handed.handover_failures
+            return FleetRequest(forwarder, failures, request, self.get_response).respond()
         except MachineUnknown as exc:
             return error(exc.status, "not_found" if exc.status == 404 else "conflict", exc.message)
         except FleetUnreachable as exc:
@@ -77,10 +82,12 @@ class FleetRequest:
     def __init__(
         self,
         forwarder: Forwarder,
+        failures: FailureWindow,
         request: HttpRequest,
         get_response: Callable[[HttpRequest], HttpResponse],
     ) -> None:
         self.forwarder, self.request, self.get_response = forwarder, request, get_response
+        self.failures = failures  # this member's failed pickups (contract §4's limit)
         self.method, self.path = request.method or "GET", request.path
 
     def respond(self) -> HttpResponse:
@@ -259,25 +266,19 @@ class FleetRequest:
         not be a way around the limit."""
         from django.utils import timezone
 
-        failures = getattr(current_or_none(), "handover_failures", None)
-        if (
-            machine == self.forwarder.machine_id
-            or failures is None
-            or failures.locked(timezone.now())
-        ):
+        if machine == self.forwarder.machine_id or self.failures.locked(timezone.now()):
             return self.get_response(self.request)  # here: the view counts, or answers 429
         response = self._at(machine)
         if response.status_code == 404:
-            failures.add(timezone.now())
+            self.failures.add(timezone.now())
         return response
 
     def _pickup(self) -> HttpResponse:
         """A handover code may have been issued on any member: the others are asked first;
         only when none has it does this member answer — and count the failure."""
-        failures = getattr(current_or_none(), "handover_failures", None)
         from django.utils import timezone
 
-        if failures is None or failures.locked(timezone.now()):
+        if self.failures.locked(timezone.now()):
             return self.get_response(self.request)
         found = async_to_sync(self.forwarder.picked_up_elsewhere)(self._forwarded())
         return self._relayed(*found) if found else self.get_response(self.request)

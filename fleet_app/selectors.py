@@ -36,7 +36,7 @@ def machines_read(*, using: str, secret: str) -> Machines:
 
 def machine_list_dicts() -> list[MachineDict]:
     """The `machines` live list and GET /api/machines: by name."""
-    fleet = conf.current()
+    fleet = conf.member_config()
     if fleet is None:
         return [_this_machine_alone()]
     found = machines_read(using=conf.FLEET_ALIAS, secret=fleet.secret)

@@ -19,8 +19,8 @@ import secrets
 from typing import Any
 
 from channels.db import database_sync_to_async
-from channels.routing import URLRouter
 
+from core.asgi_helpers import ASGIApp
 from fleet_app import conf
 from fleet_app.bus import Bus, FleetUnreachable
 from fleet_app.inbound import caller_of, surface_of
@@ -65,10 +65,11 @@ class RemoteSocket:
 
 
 class FleetSockets:
-    def __init__(self, fleet: conf.FleetConfig, bus: Bus, lists: FleetLists) -> None:
+    def __init__(self, fleet: conf.FleetConfig, bus: Bus, lists: FleetLists, app: ASGIApp) -> None:
         self.fleet, self.bus, self.lists = fleet, bus, lists
         self._served: set[asyncio.Task[None]] = set()
-        self._app: Any = None
+        # The sessions' sockets (sessions_app.routing), the daemon's parts in their scope.
+        self._app = app
 
     # --- the viewer's side ------------------------------------------------------------------------
 
@@ -157,18 +158,11 @@ class FleetSockets:
 
     async def _run(self, scope: dict[str, Any], relay: Relay) -> None:
         try:
-            await self.app()(scope, *relay_as_socket(relay))
+            await self._app(scope, *relay_as_socket(relay))
         except Exception:
             logger.exception("fleet: a socket served for %s failed", scope["svc_fleet"]["machine"])
         finally:
             await relay.close()
-
-    def app(self) -> Any:
-        if self._app is None:
-            from sessions_app.routing import websocket_urlpatterns
-
-            self._app = URLRouter(websocket_urlpatterns)
-        return self._app
 
     async def stop(self) -> None:
         for task in list(self._served):

@@ -1,5 +1,7 @@
-"""svc's runtime in-process: what the daemon builds at bind, built by a test instead (contract
-§12), so services, consumers, the ASGI apps and the MCP tools run without a daphne."""
+"""svc's parts in-process: what the daemon builds at bind, built by a test instead (contract
+§12), so services, consumers, the ASGI apps and the MCP tools run without a daphne. The parts
+reach an edge as they do in the daemon: in the scope (`scoped`, svcproject.parts.InScope) or as
+constructor arguments."""
 
 from __future__ import annotations
 
@@ -7,35 +9,58 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
-from core.runtime import Runtime, install
-from svcproject.assembly import build as build_runtime
+from svcproject.assembly import build as build_parts
+from svcproject.parts import InScope, Parts
 
 
 @contextmanager
-def installed(runtime: Runtime | None = None) -> Iterator[Runtime]:
-    """A runtime as `current()` for the block (not started: no task, no process)."""
+def built(parts: Parts | None = None) -> Iterator[Parts]:
+    """The daemon's parts for the block (built, not started: no task, no process); what the
+    test's sessions left running in the holder is ended after it."""
     from core import config
     from harness.holders import end_holder
 
-    runtime = runtime or build_runtime()
-    install(runtime)
     try:
-        yield runtime
+        yield parts or build_parts()
     finally:
-        install(None)
-        end_holder(config.svc_home())  # what the test's sessions left running
+        end_holder(config.svc_home())
 
 
 @asynccontextmanager
-async def running(runtime: Runtime | None = None) -> AsyncIterator[Runtime]:
-    """A started runtime for the block, stopped at its end — as the daemon does at bind and at
+async def running(parts: Parts | None = None) -> AsyncIterator[Parts]:
+    """Started parts for the block, stopped at its end — as the daemon does at bind and at
     SIGTERM. Needs the database (pytest-django's `transactional_db`)."""
-    with installed(runtime) as rt:
-        await rt.start()
+    with built(parts) as handed:
+        await handed.runtime.start()
         try:
-            yield rt
+            yield handed
         finally:
-            await rt.stop()
+            await handed.runtime.stop()
+
+
+def scoped(app: Any, parts: Parts) -> InScope:
+    """`app` (a router, a consumer's `as_asgi()`, an ASGI app) with `parts` in every scope, as
+    the daemon's outermost app puts them."""
+    return InScope(app, parts)
+
+
+def client(parts: Parts, **defaults: Any) -> Any:
+    """Django's test client whose requests carry `parts` as the daemon's ASGI requests do: a
+    view finds them in `request.scope` (Django's test client makes WSGI requests, which have
+    no scope of their own)."""
+    from django.test import Client
+    from django.test.client import ClientHandler
+
+    from core.asgi_helpers import PARTS
+
+    class Handler(ClientHandler):
+        def get_response(self, request: Any) -> Any:
+            request.scope = {"type": "http", PARTS: parts}
+            return super().get_response(request)
+
+    made = Client(**defaults)
+    made.handler = Handler(made.handler.enforce_csrf_checks)
+    return made
 
 
 @contextmanager
@@ -65,13 +90,13 @@ def kept_settings() -> Iterator[None]:
             path.write_text(before)  # a new mtime: svc's settings cache reads it again
 
 
-async def wait_status(runtime: Runtime, name: str, wanted: str, limit: float = 20) -> dict:
+async def wait_status(parts: Parts, name: str, wanted: str, limit: float = 20) -> dict:
     """The supervised service `name` once its status is `wanted` (a tunnel, a channel)."""
     import asyncio
 
     async with asyncio.timeout(limit):
         while True:
-            states = {s["name"]: s for s in runtime.supervisor.statuses()}
+            states = {s["name"]: s for s in parts.supervisor.statuses()}
             if states.get(name, {}).get("status") == wanted:
                 return states[name]
             await asyncio.sleep(0.02)

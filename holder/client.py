@@ -139,8 +139,10 @@ class HolderClient:
                     continue
                 if message.get("event") == "exit":
                     self.on_exit(str(message["id"]), int(message["exit_code"]))
-                elif (future := self._answers.pop(message.get("rid"), None)) is not None:
-                    future.done() or future.set_result(message)
+                elif (future := self._answers.pop(message.get("rid"), None)) is not None and (
+                    not future.done()
+                ):
+                    future.set_result(message)
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         finally:

@@ -36,6 +36,7 @@ class Stream(Protocol):
 
     out: bytearray
     session: Held | None
+    closed: bool
 
     def send(self, data: bytes) -> None: ...
 
@@ -253,7 +254,7 @@ class Held:
             start = max(start, self.end - SCROLLBACK)
         self.sent = min(max(start, self.base), self.end)
         self.exit_sent = False
-        answer = {
+        answer: dict[str, Any] = {
             "ok": True,
             "offset": self.sent,
             "generation": self.generation,

@@ -17,7 +17,7 @@ class Loop:
         self.sel = selectors.DefaultSelector()
         self.handlers: dict[int, tuple[Callable[[], None] | None, Callable[[], None] | None]] = {}
         self.masks: dict[int, int] = {}
-        self.timers: list[tuple[float, Callable[[], None]]] = []
+        self.timers: list[tuple[float, Callable[[], object]]] = []
 
     def watch(
         self, fd: int, on_read: Callable[[], None] | None, on_write: Callable[[], None] | None
@@ -38,7 +38,7 @@ class Loop:
         else:
             self.sel.register(fd, mask)
 
-    def later(self, delay: float, callback: Callable[[], None]) -> None:
+    def later(self, delay: float, callback: Callable[[], object]) -> None:
         self.timers.append((time.monotonic() + delay, callback))
 
     def run_once(self, timeout: float) -> None:

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, cast
 
 from mcp.server.transport_security import TransportSecuritySettings
 
 from core import auth
-from core.runtime import current
+from core.asgi_helpers import parts_in
+from core.runtime import Runtime
 from mcp_app.server import mcp
 
 JSONRPC_UNAUTHORIZED = -32001
@@ -68,13 +69,22 @@ class MCPApp:
             self._task = None
 
 
+class MountParts(Protocol):
+    """What the /mcp mount reads of the daemon's parts in the scope (svcproject.parts)."""
+
+    @property
+    def runtime(self) -> Runtime: ...
+    @property
+    def mcp(self) -> MCPApp: ...
+
+
 async def running_mcp_app(scope: dict, receive: Callable, send: Callable) -> None:
     """The runtime's MCP app; a request that arrives while the daemon is still starting waits
     for it."""
-    runtime = current()
-    if runtime.mcp.app is None:
-        await runtime.ready.wait()
-    await runtime.mcp.app(scope, receive, send)
+    handed = cast(MountParts, parts_in(scope))
+    if handed.mcp.app is None:
+        await handed.runtime.ready.wait()
+    await handed.mcp.app(scope, receive, send)
 
 
 def unauthorized_body() -> dict:

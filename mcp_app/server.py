@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, NotRequired, TypedDict
+from typing import Annotated, Any, Literal, NotRequired, TypedDict, cast
 
 from asgiref.sync import sync_to_async
 from mcp.server.mcpserver import Context, MCPServer
@@ -13,8 +13,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from core.errors import DomainError
-from core.runtime import current
-from mcp_app import tools_sessions, tools_subagents, tools_workspace
+from mcp_app import parts, tools_sessions, tools_subagents, tools_workspace
 
 mcp = MCPServer(
     "svc",
@@ -91,6 +90,7 @@ async def prepare_handover(
     return await call(
         tools_sessions.prepare_handover,
         session_id=session_id, header_session_id=_header(ctx, "x-svc-session-id"), cwd=cwd,
+        host=parts.of(ctx).host,
     )  # fmt: skip
 
 
@@ -140,6 +140,7 @@ async def preview(
         cwd=cwd,
         title=title,
         session_id=session_id or _header(ctx, "x-svc-session-id"),
+        online=parts.of(ctx).public_urls,
     )
     made: PreviewLinks = {
         "slug": links["slug"],
@@ -166,6 +167,7 @@ async def md_preview(
         cwd=cwd,
         title=title,
         session_id=_header(ctx, "x-svc-session-id"),
+        online=parts.of(ctx).public_urls,
     )
     return {"slug": links["slug"], "owner_url": links["owner_url"]}
 
@@ -232,7 +234,7 @@ async def initialize_subagents(
         tools_subagents.initialize, mode=mode, cwd=cwd, agents=[dict(a) for a in agents],
         task=task, header_session_id=_header(ctx, "x-svc-session-id"),
     )  # fmt: skip
-    current().subagents.start(info["turn_id"])
+    parts.of(ctx).subagents.start(info["turn_id"])
     return info
 
 
@@ -250,5 +252,5 @@ async def wait_for_subagents(ctx: Context, turn_id: str, timeout_s: float = 600)
         beats += 1  # MCP progress must grow with every notification, heartbeats included
         await ctx.report_progress(ended + min(beats, 999) / 1000, total, line)
 
-    snapshot = await current().subagents.wait(turn_id, timeout_s, progress)
-    return tools_subagents.reports(snapshot)
+    snapshot = await parts.of(ctx).subagents.wait(turn_id, timeout_s, progress)
+    return cast(TurnReports, tools_subagents.reports(snapshot))  # that shape, built there

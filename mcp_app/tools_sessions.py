@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from core.errors import DomainError, NotFound
-from core.runtime import current
 from sessions_app import handover, selectors
+from sessions_app.host.registry import ProcessHost
 from sessions_app.models import Session
 
 
@@ -50,9 +50,9 @@ def resolve_session(
 
 
 def prepare_handover(
-    *, session_id: str | None, header_session_id: str | None, cwd: str | None
+    *, session_id: str | None, header_session_id: str | None, cwd: str | None, host: ProcessHost
 ) -> dict[str, Any]:
     session = _caller(
         session_id=session_id, header_session_id=header_session_id, agent=None, cwd=cwd
     )
-    return handover.handover_offer(session_id=str(session.id), host=current().host)
+    return handover.handover_offer(session_id=str(session.id), host=host)

@@ -6,7 +6,6 @@ from typing import Any
 
 from core import public_urls
 from core.errors import DomainError
-from core.runtime import current
 from previews_app import selectors as preview_selectors
 from previews_app import services as preview_services
 from sessions_app import selectors, services
@@ -38,10 +37,11 @@ def preview_publish(
     cwd: str | None,
     title: str | None,
     session_id: str | None,
+    online: dict[str, str],  # the online tunnels' public URLs: where a share link points
 ) -> dict[str, Any]:
     workspace = cwd or _caller_workspace(session_id)
     preview = preview_services.preview_publish(
         port=port, file=file, workspace=workspace, title=title or "", session_id=session_id
     )
-    outside = public_urls.share_base(current().public_urls)
+    outside = public_urls.share_base(online)
     return preview_selectors.preview_links(preview, outside=outside)

@@ -18,8 +18,7 @@ from rest_framework.views import APIView
 
 from core import public_urls
 from core.errors import DomainError
-from core.runtime import current
-from previews_app import md_files, selectors, services
+from previews_app import md_files, parts, selectors, services
 from previews_app.models import Preview
 
 MAIN_PORT_ONLY = (
@@ -29,7 +28,7 @@ MAIN_PORT_ONLY = (
 
 
 def _main_port_only(request: Request) -> None:
-    if request._request.scope.get("svc_remote"):  # type: ignore[attr-defined]
+    if request._request.scope.get("svc_remote"):
         raise DomainError(MAIN_PORT_ONLY, status=403, code="main_port_only")
 
 
@@ -44,7 +43,7 @@ class PreviewIn(serializers.Serializer):
 
 def preview_json(preview: Preview, request: Request) -> dict[str, Any]:
     base = request.build_absolute_uri("/").rstrip("/")
-    outside = public_urls.share_base(current().public_urls)
+    outside = public_urls.share_base(parts.of_request(request).public_urls)
     made = {**preview.to_dict(), **selectors.preview_urls(preview, base, outside)}
     if warning := getattr(preview, "warning", None):
         made["warning"] = warning

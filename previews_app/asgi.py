@@ -22,8 +22,17 @@ from django.utils import timezone
 
 from core import auth, browser, config
 from core.asgi_helpers import fetch_metadata, send_under
-from core.runtime import current
-from previews_app import grants, origin, pages, proxy, selectors, services, shares, wsproxy
+from previews_app import (
+    grants,
+    origin,
+    pages,
+    parts,
+    proxy,
+    selectors,
+    services,
+    shares,
+    wsproxy,
+)
 from previews_app.models import Preview
 
 _PATH = re.compile(r"^/preview/(?P<which>[us])/(?P<slug>[^/]+)(?P<rest>/.*)?$")
@@ -97,7 +106,7 @@ class PreviewRouter:
             if preview.share_expires_at is not None:
                 left = (preview.share_expires_at - self.clock()).total_seconds()
                 target.seconds_left = max(left, 0.0)
-            await proxy.forward(scope, receive, send, target, current().previews)
+            await proxy.forward(scope, receive, send, target, parts.of(scope).previews)
 
 
 def _host(headers: dict[bytes, bytes]) -> str:
@@ -214,13 +223,13 @@ async def owner_entry(
         path = target.path.decode("latin-1") + ("?" + query if query else "")
         await wsproxy.forward_ws(scope, receive, send, preview.port, path)
     elif via == "header":
-        await proxy.forward(scope, receive, send, target, current().previews)
+        await proxy.forward(scope, receive, send, target, parts.of(scope).previews)
     elif via == "remote":
         # Through a tunnel there is one host name, so no preview origin of its own: the page is
         # served in place, whole (not sandboxed), and what keeps it from the paired session is
         # the page key only svc's dashboard holds (docs/remote.md).
         target.sandboxed = not fetch_metadata(scope)
-        await proxy.forward(scope, receive, send, target, current().previews)
+        await proxy.forward(scope, receive, send, target, parts.of(scope).previews)
     elif scope["method"] in _READ_METHODS:
         await _send_to_origin(scope, send, slug, rest or "/", headers)
     else:
@@ -233,6 +242,6 @@ async def _send_to_origin(
     """303 to the preview's own origin with a one-time grant; `next` keeps path and query."""
     query = _query_without_token(scope)
     following = quote(rest, safe="/%:@!$&'()*+,;=-._~") + (f"?{query}" if query else "")
-    grant = grants.grant_issue(current().preview_grants, slug)
+    grant = grants.grant_issue(parts.of(scope).preview_grants, slug)
     location = origin.origin_url(slug, _browser_port(headers, scope)) + origin.GRANT_PATH
     await pages.send_redirect(send, location + "?" + urlencode({"g": grant, "next": following}))

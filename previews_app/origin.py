@@ -16,8 +16,7 @@ from asgiref.sync import sync_to_async
 
 from core import auth, browser
 from core.asgi_helpers import cookie_in
-from core.runtime import current
-from previews_app import grants, pages, proxy, selectors, services, wsproxy
+from previews_app import grants, pages, parts, proxy, selectors, services, wsproxy
 from previews_app.models import Preview
 
 GRANT_PATH = "/__svc_preview/grant"
@@ -62,7 +61,7 @@ def _safe_next(values: list[str]) -> str:
 
 async def _redeem(scope: dict, send: Callable, slug: str, headers: dict[bytes, bytes]) -> None:
     query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-    store = current().preview_grants
+    store = parts.of(scope).preview_grants
     if not grants.grant_redeem(store, (query.get("g") or [""])[0], slug):
         await pages.send_page(send, "grant", headers)
         return
@@ -112,7 +111,7 @@ async def serve(scope: dict, receive: Callable, send: Callable, slug: str) -> No
         public_base=f"http://{host}",
         on_svc_origin=False,
     )
-    await proxy.forward(scope, receive, send, target, current().previews)
+    await proxy.forward(scope, receive, send, target, parts.of(scope).previews)
 
 
 async def _refuse(scope: dict, send: Callable, kind: str, headers: dict[bytes, bytes]) -> None:

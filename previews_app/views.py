@@ -17,8 +17,7 @@ from pathlib import Path
 from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_safe
 
-from core.runtime import current
-from previews_app import files, markdown, render_pool, selectors
+from previews_app import files, markdown, parts, render_pool, selectors
 
 _CODE_CSS = markdown.code_css()
 DOCS = Path(__file__).resolve().parents[1] / "docs"  # this clone's docs/
@@ -56,10 +55,12 @@ def _not_found(message: str) -> HttpResponse:
     )
 
 
-def _page(title: str, name: str, base: str, text: str, version: str) -> tuple[str, str]:
+def _page(
+    render: render_pool.RenderPool, title: str, name: str, base: str, text: str, version: str
+) -> tuple[str, str]:
     nonce = secrets.token_urlsafe(16)
     try:
-        body, toc = current().render.render(text, version)
+        body, toc = render.render(text, version)
     except render_pool.RenderTimeout:
         seconds = f"{render_pool.render_seconds():g}"
         body = f"<p><strong>svc stopped rendering this file after {seconds} s.</strong></p>"
@@ -89,7 +90,8 @@ def _markdown_response(request: HttpRequest, path: Path, title: str, base: str) 
     if request.GET.get("version"):
         return _secure(JsonResponse({"version": version}), "default-src 'none'")
     text = raw.decode("utf-8", errors="replace")
-    nonce, html = _page(title, path.name, base, text, version)
+    render = parts.of_request(request).render
+    nonce, html = _page(render, title, path.name, base, text, version)
     return _secure(HttpResponse(html, content_type="text/html; charset=utf-8"), _csp(nonce))
 
 

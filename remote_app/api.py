@@ -12,15 +12,9 @@ from rest_framework.views import APIView
 from core import public_urls as public
 from core.devices import NAME_MAX
 from core.errors import DomainError, Forbidden, NotFound
-from remote_app import device_names, lan, pairing, selectors, tunnel_setup
+from remote_app import device_names, lan, pairing, parts, selectors, tunnel_setup
 from remote_app.routes import MAIN_PORT_ONLY
 from remote_app.tunnels import offers
-
-
-def _runtime():  # type: ignore[no-untyped-def]
-    from core.runtime import current
-
-    return current()
 
 
 class ApproveIn(serializers.Serializer):
@@ -70,9 +64,10 @@ class PairingInviteView(APIView):
         if getattr(request._request, "svc_auth_via", "") == "remote":
             raise Forbidden("invite phones from svc's own machine (dashboard, svc pair --invite)")
         invite = pairing.invite_issue()
-        base = public.share_base(_runtime().public_urls)
+        handed = parts.of_request(request)
+        base = public.share_base(handed.public_urls)
         url = f"{base}/pair#invite={invite.secret}" if base else None
-        on_lan = _runtime().lan.state()
+        on_lan = handed.lan.state()
         if url is None and on_lan["url"]:  # no tunnel: the phone on the same network
             url = f"{on_lan['url']}pair#invite={invite.secret}&cert={on_lan['fingerprint']}"
         hint = "no tunnel is online and the LAN listener is off: start one, then make the invite"
@@ -108,7 +103,7 @@ class PairingDetailView(APIView):
     def delete(self, request: Request, device_id: str) -> Response:
         if not pairing.device_revoke(device_id):
             raise NotFound(f"no paired device {device_id!r}")
-        _runtime().remote_sockets.end(device_id)  # its open WebSockets close now
+        parts.of_request(request).remote_sockets.end(device_id)  # its open WebSockets close now
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -132,13 +127,14 @@ class TunnelIn(serializers.Serializer):
     token = serializers.CharField(required=False, max_length=512, write_only=True)
 
 
-def _row(name: str) -> dict:
-    return next(r for r in selectors.tunnel_list_dicts(_runtime()) if r["name"] == name)
+def _row(request: Request, name: str) -> dict:
+    rows = selectors.tunnel_list_dicts(parts.of_request(request))
+    return next(r for r in rows if r["name"] == name)
 
 
 class TunnelListView(APIView):
     def get(self, request: Request) -> Response:
-        return Response(selectors.tunnel_list_dicts(_runtime()))
+        return Response(selectors.tunnel_list_dicts(parts.of_request(request)))
 
     @extend_schema(request=TunnelIn)
     def post(self, request: Request) -> Response:
@@ -148,8 +144,10 @@ class TunnelListView(APIView):
         data.is_valid(raise_exception=True)
         options = dict(data.validated_data)
         name, made = tunnel_setup.tunnel_create(options.pop("provider"), options)
-        async_to_sync(_runtime().tunnels.start)(name)
-        return Response(_row(name), status=status.HTTP_201_CREATED if made else status.HTTP_200_OK)
+        async_to_sync(parts.of_request(request).tunnels.start)(name)
+        return Response(
+            _row(request, name), status=status.HTTP_201_CREATED if made else status.HTTP_200_OK
+        )
 
 
 class TunnelOffersView(APIView):
@@ -161,7 +159,7 @@ class TunnelOffersView(APIView):
 class TunnelDetailView(APIView):
     def delete(self, request: Request, name: str) -> Response:
         _main_port_only(request)
-        tunnels = _runtime().tunnels
+        tunnels = parts.of_request(request).tunnels
         try:
             async_to_sync(tunnels.stop)(name)
         except KeyError:
@@ -172,13 +170,12 @@ class TunnelDetailView(APIView):
 
 class TunnelActionView(APIView):
     def post(self, request: Request, name: str, action: str) -> Response:
-        tunnels = _runtime().tunnels
+        tunnels = parts.of_request(request).tunnels
         try:
             async_to_sync(tunnels.start if action == "start" else tunnels.stop)(name)
         except KeyError:
             raise NotFound(f"no tunnel {name!r} in settings.json") from None
-        row = next(r for r in selectors.tunnel_list_dicts(_runtime()) if r["name"] == name)
-        return Response(row)
+        return Response(_row(request, name))
 
 
 class LanIn(serializers.Serializer):
@@ -191,7 +188,8 @@ class RemoteAccessView(APIView):
     nothing they could not reach already."""
 
     def get(self, request: Request) -> Response:
-        return Response(lan.access_state(_runtime()))
+        handed = parts.of_request(request)
+        return Response(lan.access_state(handed.lan, handed.runtime.remote_port))
 
 
 class RemoteLanView(APIView):
@@ -204,5 +202,6 @@ class RemoteLanView(APIView):
         data = LanIn(data=request.data)
         data.is_valid(raise_exception=True)
         settings = lan.lan_enable(data.validated_data["enabled"])
-        async_to_sync(_runtime().lan.apply)(settings)
-        return Response(lan.access_state(_runtime()))
+        handed = parts.of_request(request)
+        async_to_sync(handed.lan.apply)(settings)
+        return Response(lan.access_state(handed.lan, handed.runtime.remote_port))

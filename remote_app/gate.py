@@ -16,13 +16,14 @@ import hmac
 import json
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from channels.db import database_sync_to_async
 
-from core.asgi_helpers import cookie, header, own_origin, send_under
+from core.asgi_helpers import cookie, header, own_origin, parts_in, send_under
 from core.devices import describe_device
+from core.runtime import Reach
 from remote_app import pairing
 from remote_app.routes import (
     MAIN_PORT_ONLY,
@@ -36,16 +37,11 @@ from remote_app.routes import (
 _UNSAFE = ("POST", "PUT", "PATCH", "DELETE")
 
 
-def is_remote_port(port: object) -> bool:
-    """The loopback socket's port, or one the LAN socket (remote_app.lan) was bound on."""
-    from core.runtime import current_or_none
-
-    runtime = current_or_none()
-    return runtime is not None and runtime.reach.is_remote_port(port)
-
-
 def is_remote(scope: dict) -> bool:
-    return is_remote_port((scope.get("server") or (None, None))[1])
+    """The loopback socket's port, or one the LAN socket (remote_app.lan) was bound on, as the
+    daemon's parts in the scope know them (core.runtime.Reach)."""
+    reach = cast(GateParts, parts_in(scope)).reach
+    return reach.is_remote_port((scope.get("server") or (None, None))[1])
 
 
 def without_tokens(scope: dict) -> dict:
@@ -128,14 +124,12 @@ class RemoteGate:
     async def watched_socket(self, scope: dict, receive: Callable, send: Callable, device: str):
         """A remote WebSocket that closes (4401) the moment its device is revoked or the tokens
         rotate, whatever the consumer is doing."""
-        from core.runtime import current
-
         protocol = next(
             (p for p in scope.get("subprotocols") or [] if p.startswith(PAGE_KEY_PROTOCOL)), None
         )
         scope["subprotocols"] = [p for p in scope.get("subprotocols") or [] if p != protocol]
         ended = asyncio.Event()
-        sockets = current().remote_sockets
+        sockets = cast(GateParts, parts_in(scope)).remote_sockets
         sockets.add(device, ended)
 
         async def send_accepting(message: dict) -> None:
@@ -240,6 +234,15 @@ class RemoteSockets:
             return 0
         alive = await database_sync_to_async(_still_paired)(list(self._open))
         return sum(self.end(device) for device in list(self._open) if device not in alive)
+
+
+class GateParts(Protocol):
+    """What the gate reads of the daemon's parts in the scope (svcproject.parts)."""
+
+    @property
+    def remote_sockets(self) -> RemoteSockets: ...
+    @property
+    def reach(self) -> Reach: ...
 
 
 def _still_paired(ids: list[str]) -> set[str]:

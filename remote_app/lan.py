@@ -192,15 +192,15 @@ def ssh_command(remote_port: int, address: str) -> str | None:
     return f"ssh -N -L {remote_port}:127.0.0.1:{remote_port} {getpass.getuser()}@{host}"
 
 
-def access_state(runtime: Any) -> dict[str, Any]:
-    """GET /api/remote: where the remote listener is, the LAN socket, and the SSH command."""
-    lan = runtime.lan.state()
+def access_state(listener: LanListener, port: int) -> dict[str, Any]:
+    """GET /api/remote: where the remote listener is (its loopback `port`, 0 when it could not
+    be bound), the LAN socket, and the SSH command."""
+    lan = listener.state()
     try:
         named = config.current_settings().remote_lan.address
     except config.SettingsError:
         named = ""  # a broken settings.json: where svc listens is still worth showing
     address = lan["address"] or lan_address(named)[0]
-    port = runtime.remote_port
     return {
         "listener": {"address": "127.0.0.1", "port": port or None},
         "lan": lan,

@@ -13,9 +13,10 @@ def pairing_list_dicts() -> list[dict[str, Any]]:
     return pending + [{"kind": "device", **row} for row in pairing.devices_list()]
 
 
-def tunnel_list_dicts(runtime: Any) -> list[dict[str, Any]]:
-    """Declared tunnels with their service's status and public URL (contract §13)."""
+def tunnel_list_dicts(parts: Any) -> list[dict[str, Any]]:
+    """Declared tunnels with their service's status and public URL (contract §13), given the
+    daemon's parts (None: every tunnel stopped)."""
     from core import config
     from remote_app.tunnels.service import tunnel_rows
 
-    return tunnel_rows(runtime, config.current_settings())
+    return tunnel_rows(parts.runtime if parts is not None else None, config.current_settings())

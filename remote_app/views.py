@@ -13,8 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 from core import config, restart_command
 from core import public_urls as public
 from core.asgi_helpers import own_origin
-from core.runtime import current
-from remote_app import pairing
+from remote_app import pairing, parts
 from remote_app.routes import REMOTE_COOKIE
 
 COOKIE_MAX_AGE = 400 * 24 * 3600  # browsers' own cap; the 7-day idle end is kept server-side
@@ -145,5 +144,5 @@ def _is_https(request: HttpRequest) -> bool:
         return True
     if request.headers.get("X-Forwarded-Proto", "").lower() == "https":
         return True
-    online = current().public_urls
+    online = parts.of_request(request).public_urls
     return public.scheme_for_host(online, request.headers.get("Host", "")) == "https"

@@ -12,13 +12,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.errors import DomainError
-from core.runtime import current
 from sessions_app import (
     agent_logs,
     agent_settings,
     handover,
     mirrors,
     naming,
+    parts,
     selectors,
     services,
 )
@@ -147,7 +147,9 @@ class SessionListView(APIView):
     def post(self, request: Request) -> Response:
         data = SessionIn(data=request.data)
         data.is_valid(raise_exception=True)
-        session = services.session_create(host=current().host, **data.validated_data)
+        session = services.session_create(
+            host=parts.of_request(request).host, **data.validated_data
+        )
         return Response(session.to_dict(), status=status.HTTP_201_CREATED)
 
 
@@ -187,7 +189,7 @@ class SessionDetailView(APIView):
             return Response(status=status.HTTP_204_NO_CONTENT)
         wait = request.query_params.get("wait") in ("1", "true")
         session, pending = services.session_stop(
-            host=current().host, session_id=_session_id(session_id), wait=wait
+            host=parts.of_request(request).host, session_id=_session_id(session_id), wait=wait
         )
         code = status.HTTP_202_ACCEPTED if pending else status.HTTP_200_OK
         return Response(session.to_dict(), status=code)
@@ -198,7 +200,9 @@ class SessionStopAllView(APIView):
     def post(self, request: Request) -> Response:
         """Stops every live session, as DELETE /api/sessions/{id} would each (`ended_by` user),
         and answers once all have ended: `{"stopped": n}`."""
-        return Response({"stopped": services.sessions_stop_all(host=current().host)})
+        return Response(
+            {"stopped": services.sessions_stop_all(host=parts.of_request(request).host)}
+        )
 
 
 class SessionResumeView(APIView):
@@ -207,7 +211,9 @@ class SessionResumeView(APIView):
         """Brings an ended session back to `running` under the same id and answers its row; a
         session svc hosts right now is answered as it is. One that cannot be resumed is the
         service's refusal (4xx, saying why)."""
-        session = services.session_resume(host=current().host, session_id=_session_id(session_id))
+        session = services.session_resume(
+            host=parts.of_request(request).host, session_id=_session_id(session_id)
+        )
         return Response(session.to_dict())
 
 
@@ -216,7 +222,9 @@ class SessionHandoverView(APIView):
     def post(self, request: Request, session_id: str) -> Response:
         """A handover code for this session (contract §4's, as the MCP tool `prepare_handover`
         gives): 201 `{code, expires_at, expires_in, pickup}`; the session's chat shows it too."""
-        offer = handover.handover_offer(session_id=_session_id(session_id), host=current().host)
+        offer = handover.handover_offer(
+            session_id=_session_id(session_id), host=parts.of_request(request).host
+        )
         return Response(offer, status=status.HTTP_201_CREATED)
 
 
@@ -245,7 +253,7 @@ class SessionLogView(APIView):
         `?kib=N` (default 64, at most 1024) the last N KiB; `?as=text` plain text (what the
         chat pane's "Open the log" opens), else JSON `{session_id, log}`. The machine's own:
         a log may hold what an agent printed of its environment (docs/security.md)."""
-        if request._request.scope.get("svc_remote"):  # type: ignore[attr-defined]
+        if request._request.scope.get("svc_remote"):
             raise DomainError(LOG_MAIN_PORT_ONLY, status=403, code="main_port_only")
         session = selectors.session_get(_session_id(session_id))
         if session is None:
@@ -271,8 +279,8 @@ class HandoverPickupView(APIView):
     def post(self, request: Request) -> Response:
         data = PickupIn(data=request.data)
         data.is_valid(raise_exception=True)
-        failures = current().handover_failures
-        if request._request.scope.get("svc_fleet"):  # type: ignore[attr-defined]
+        failures = parts.of_request(request).handover_failures
+        if request._request.scope.get("svc_fleet"):
             # Asked by another member of the fleet, which counts a failed pickup once for the
             # whole fleet (fleet_app.middleware): its guesses are limited there.
             failures = handover.FailureWindow()

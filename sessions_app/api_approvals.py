@@ -16,8 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.errors import DomainError
-from core.runtime import current
-from sessions_app import approvals, selectors
+from sessions_app import approvals, parts, selectors
 
 
 def _session_id(given: str) -> str:
@@ -93,7 +92,9 @@ class SessionPermissionsView(APIView):
         """The session's permission requests waiting for an answer (`permission_request`
         events); empty unless it is a live chat asking right now."""
         sid = _session_id(session_id)
-        return Response(approvals.permissions_pending(host=current().host, session_id=sid))
+        return Response(
+            approvals.permissions_pending(host=parts.of_request(request).host, session_id=sid)
+        )
 
     @extend_schema(request=PermissionAnswerIn, responses={204: None})
     def post(self, request: Request, session_id: str) -> Response:
@@ -101,7 +102,7 @@ class SessionPermissionsView(APIView):
         data = PermissionAnswerIn(data=request.data)
         data.is_valid(raise_exception=True)
         approvals.permission_answer(
-            host=current().host,
+            host=parts.of_request(request).host,
             session_id=_session_id(session_id),
             by=approvals.decided_by(
                 "api", approvals.caller(getattr(request._request, "scope", {}))

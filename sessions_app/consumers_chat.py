@@ -19,8 +19,8 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from core import server_compat, untrusted_json
 from core.errors import DomainError
-from core.runtime import START_WAIT_S, current, until_started
-from sessions_app import approvals, handover, prompt_queue, selectors, services
+from core.runtime import START_WAIT_S
+from sessions_app import approvals, handover, parts, prompt_queue, selectors, services
 from sessions_app.chat_outbox import HARD_BYTES, PAGE, ChatOutbox
 from sessions_app.host.acp import AcpSession
 from sessions_app.host.subscription import ChatSubscription
@@ -46,13 +46,14 @@ def seen_upto(after: Any) -> int:
 
 class ChatConsumer(AsyncWebsocketConsumer):
     async def connect(self) -> None:
+        self.parts = parts.of(self.scope)
         self.subscriptions: dict[str, tuple[AcpSession, ChatSubscription]] = {}
         await self.accept()
         # What waits for this client is bounded, and read back from the database when it
         # falls behind (chat_outbox): a client that stops reading never costs svc more.
         flow = server_compat.socket_flow(self.base_send)
         self.outbox = ChatOutbox(self._send_text, flow, self._history_page)
-        fleet = current().fleet_sockets  # another member's chats on this socket (contract §18)
+        fleet = self.parts.fleet_sockets  # another member's chats on this socket (contract §18)
         self.remote = RemoteChats(self.scope, fleet, self.outbox.put) if fleet else None
         self.writer = asyncio.get_running_loop().create_task(self._write())
 
@@ -71,15 +72,15 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         for _, subscription in self.subscriptions.values():
             subscription.close()
-        if getattr(self, "remote", None) is not None:
-            await self.remote.close()
+        if (remote := getattr(self, "remote", None)) is not None:
+            await remote.close()
         if hasattr(self, "writer"):
             self.writer.cancel()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         # A client back while svc starts (a page reconnecting after a restart) is answered once
         # the held chats are taken back: before, its chat read "exited" and a prompt "not live".
-        await until_started()
+        await self.parts.runtime.until_started()
         try:
             message = untrusted_json.loads(text_data or "", max_bytes=MAX_EVENT)
         except untrusted_json.UntrustedJSONError as exc:
@@ -146,7 +147,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if not session_id:
             try:
                 session = await services.asession_create(
-                    host=current().host,
+                    host=self.parts.host,
                     agent=str(message.get("agent") or ""),
                     workspace=str(message.get("workspace") or ""),
                     kind="chat",
@@ -158,7 +159,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             session_id = str(session.id)
         elif message.get("resume"):
             try:
-                await services.asession_resume(host=current().host, session_id=str(session_id))
+                await services.asession_resume(host=self.parts.host, session_id=str(session_id))
             except DomainError as exc:
                 self.outbox.put(error(str(exc), str(session_id)))
                 return
@@ -175,7 +176,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if session.kind == "terminal":
             self.outbox.put(error("a terminal session: open it on /ws", session_id))
             return
-        chat = await current().host.chat_after_resume(session_id, START_WAIT_S)
+        chat = await self.parts.host.chat_after_resume(session_id, START_WAIT_S)
         self.outbox.opened(session_id, after)
         history = database_sync_to_async(selectors.session_events)
 
@@ -223,7 +224,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
     async def _chat_for(self, message: dict[str, Any]) -> AcpSession | None:
         session_id = str(message.get("session_id") or "")
-        chat = await current().host.chat_after_resume(session_id, START_WAIT_S)
+        chat = await self.parts.host.chat_after_resume(session_id, START_WAIT_S)
         if chat is None:
             problem = f"no live chat session {session_id!r}"
             self.outbox.put(error(problem, session_id, message.get("key")))
@@ -294,7 +295,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         and live events on this socket, as if it had been opened."""
         try:
             session = await database_sync_to_async(handover.handover_redeem)(
-                code=code, failures=current().handover_failures
+                code=code, failures=self.parts.handover_failures
             )
         except DomainError as exc:
             self.outbox.put(error(exc.message))
@@ -329,7 +330,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
         # A /ws/chat client is the dashboard, on the main port or a paired device (contract §17).
         by = approvals.decided_by(*self._on_behalf(message, "dashboard"))
         for chat, _ in self.subscriptions.values():
-            answer = chat.answer_permission(str(request_id), str(option_id), dict(by))
+            answer = chat.answer_permission(
+                str(request_id), str(option_id), {"surface": by["surface"], "who": by["who"]}
+            )
             if answer is None:
                 return
             if answer.startswith("option_id"):  # the request is this chat's; the option is not

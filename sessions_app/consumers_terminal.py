@@ -16,8 +16,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from core import server_compat, untrusted_json
-from core.runtime import current, until_started
-from sessions_app import selectors
+from sessions_app import parts, selectors
 from sessions_app.host.pty import SCROLLBACK_BYTES, TerminalView
 from sessions_app.remote_sockets import RemoteTerminal
 
@@ -39,9 +38,9 @@ def text_frame(text: str) -> bytes | tuple[int, int] | None:
     if not isinstance(message, dict) or message.get("type") != "resize":
         return text.encode()
     cols, rows = message.get("cols"), message.get("rows")
-    if not all(isinstance(v, int) and 1 <= v <= 1000 for v in (cols, rows)):
-        return None
-    return cols, rows
+    if isinstance(cols, int) and isinstance(rows, int) and 1 <= cols <= 1000 and 1 <= rows <= 1000:
+        return cols, rows
+    return None
 
 
 class TerminalConsumer(AsyncWebsocketConsumer):
@@ -54,9 +53,10 @@ class TerminalConsumer(AsyncWebsocketConsumer):
         await self.accept()
         # A viewer back while svc starts (a page reconnecting after a restart) is answered once
         # the held terminals are taken back: before, it was told its terminal had exited.
-        await until_started()
+        handed = parts.of(self.scope)
+        await handed.runtime.until_started()
         session = await database_sync_to_async(selectors.session_get)(session_id)
-        fleet = current().fleet_sockets
+        fleet = handed.fleet_sockets
         if session is None and fleet is not None and (owner := fleet.session_owner(session_id)):
             self.remote = RemoteTerminal(self, fleet, owner)
             await self.remote.open(session_id)
@@ -66,7 +66,7 @@ class TerminalConsumer(AsyncWebsocketConsumer):
             return
         flow = server_compat.socket_flow(self.base_send)
         server_compat.allow_messages_up_to(self.base_send, SCROLLBACK_BYTES + 4096)
-        self.view = current().host.attach_terminal(
+        self.view = handed.host.attach_terminal(
             str(session.id), self._send_bytes, self._send_json, flow
         )
         if self.view is None:  # ended before a restart: nothing left to show but the code

@@ -12,10 +12,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.errors import DomainError, NotFound
-from core.runtime import current
 from sessions_app import selectors
 from sessions_app.models import Session
-from subagents_app import diff_comments, diffs, subagents
+from subagents_app import diff_comments, diffs, parts, subagents
 from subagents_app.worktrees import GitError
 
 
@@ -69,7 +68,7 @@ def _comments_sent(request: Request, target: tuple[Session, dict[str, Any]]) -> 
     session, found = target
     comments = diff_comments.parse(request.data, [f["path"] for f in found["files"]])
     text = diff_comments.prompt_text(comments, found)
-    sent = diff_comments.send(session, text, current().host)
+    sent = diff_comments.send(session, text, parts.of_request(request).host)
     body = {"prompt": text, "comments": len(comments), **sent}
     return Response(body, status=status.HTTP_202_ACCEPTED)
 
@@ -122,6 +121,6 @@ class SubagentTurnDetailView(APIView):
         answers once they have stopped; `?cleanup=1` also removes its worktrees and branches."""
         cleanup = request.query_params.get("cleanup") in ("1", "true")
         cancelled = subagents.turn_cancel(
-            runs=current().subagents, turn_id=_turn_id(turn_id), cleanup=cleanup
+            runs=parts.of_request(request).subagents, turn_id=_turn_id(turn_id), cleanup=cleanup
         )
         return Response(cancelled)

@@ -16,6 +16,7 @@ from urllib.parse import unquote
 
 from core import auth, browser
 from core.asgi_helpers import cookie_in, header_in
+from core.runtime import Reach
 
 BRIDGE_LIMIT = 64 * 1024 * 1024  # contract §11
 OTHER_LIMIT = 4 * 1024 * 1024
@@ -152,10 +153,8 @@ def _credential_refusal(head: Head) -> Answer | None:
     return _error(401, "not_authenticated", "missing or wrong owner token")
 
 
-def _on_remote_listener(head: Head) -> bool:
-    from remote_app.gate import is_remote_port
-
-    return is_remote_port(head.server_port)
+def _on_remote_listener(head: Head, reach: Reach | None) -> bool:
+    return reach is not None and reach.is_remote_port(head.server_port)
 
 
 def _remote_refusal(head: Head, too_big: bool) -> Answer | None:
@@ -183,14 +182,15 @@ def _remote_refusal(head: Head, too_big: bool) -> Answer | None:
     return None
 
 
-def admit(head: Head) -> Answer | None:
+def admit(head: Head, reach: Reach | None = None) -> Answer | None:
     """None to go on reading the body; else the answer to send now. Only requests that carry a
-    body are judged here: the rest reach the app, which decides as it always does."""
+    body are judged here: the rest reach the app, which decides as it always does. `reach` says
+    which ports are the remote listener's (the daemon's parts; None: no remote listener)."""
     chunked = "chunked" in head.header(b"transfer-encoding").lower()
     if not chunked and not head.length:
         return None
     too_big = head.length is not None and head.length > body_limit(head)
-    if _on_remote_listener(head):
+    if _on_remote_listener(head, reach):
         return _remote_refusal(head, too_big)
     if head.path.startswith(_BRIDGE):
         return _bridge_refusal(head, too_big)

@@ -28,7 +28,7 @@ from typing import Any
 from asgiref.sync import ThreadSensitiveContext
 from django.core.handlers.asgi import ASGIHandler
 
-from core.runtime import until_started
+from core import parts
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +46,8 @@ class KeptThreadsASGIHandler(ASGIHandler):
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
-        await until_started()  # a request during start answers once it is done
+        # A request during start answers once it is done.
+        await parts.of(scope).runtime.until_started()
         left = asyncio.Event()
 
         async def watched() -> dict:

@@ -80,7 +80,9 @@ TEMPLATES = [
 def _database() -> dict:
     if KNOBS.database_url:
         # Kept with their request threads (svcproject/request_threads.py), checked before reuse.
-        return dj_database_url.parse(KNOBS.database_url, conn_max_age=600, conn_health_checks=True)
+        return dict(
+            dj_database_url.parse(KNOBS.database_url, conn_max_age=600, conn_health_checks=True)
+        )
     # WAL + IMMEDIATE: read-then-write transactions take the write lock at BEGIN instead of
     # failing at lock upgrade ("database is locked") under concurrent async writers.
     return {

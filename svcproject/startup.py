@@ -16,8 +16,9 @@ import sys
 
 from cli import port_owner
 from core import config, connection_budget, listen_failure, server_compat
-from core.runtime import Runtime, install
+from core.runtime import Runtime
 from svcproject import assembly
+from svcproject.parts import InScope
 
 logger = logging.getLogger(__name__)
 
@@ -25,11 +26,13 @@ START_WAIT_S = 3.0  # for a start still under way when the stop comes
 STOP_LIMIT_S = 5.0  # within the 10 s the contract allows, leaving time for the reactor's own end
 
 
-def at_bind() -> bool:
-    """Arrange the start for when the daemon is bound; False when not running under Twisted.
-    A bind that fails ends start-up with a non-zero exit and one line (listen_failure_line)."""
+def at_bind(application: InScope) -> bool:
+    """Arrange the start for when the daemon is bound, which hands `application` (the ASGI
+    module's outermost app) the parts it puts in every scope; False when not running under
+    Twisted. A bind that fails ends start-up with a non-zero exit and one line
+    (listen_failure_line)."""
     listen_failure.exit_on_listen_failure(listen_failure_line)
-    return server_compat.when_listening(_bound)
+    return server_compat.when_listening(lambda port: _bound(port, application))
 
 
 def listen_failure_line(port: int, interface: str, error: OSError | None) -> str:
@@ -44,13 +47,14 @@ def listen_failure_line(port: int, interface: str, error: OSError | None) -> str
     return f"svc: cannot start: cannot listen on {where}: {reason}"
 
 
-def _bound(port: int) -> None:
+def _bound(port: int, application: InScope) -> None:
     before, after = connection_budget.raise_open_files_limit()
     if after != before:
         logger.info("open files limit raised from %d to %d", before, after)
     config.declare_listening_port(port)
-    runtime = assembly.build()
-    install(runtime)
+    parts = assembly.build()
+    application.parts = parts  # from now on every connection's scope carries them
+    runtime = parts.runtime
     runtime.remote_port = bind_remote_listener()
     task = asyncio.get_event_loop().create_task(_start(runtime), name="svc runtime start")
     _stop_at_shutdown(runtime, task)

@@ -89,14 +89,23 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(autouse=True)
-def svc_runtime() -> Iterator[Any]:
-    """Every in-process test sees a fresh runtime as `current()` (built, not started), and leaves
-    the worker's settings.json as it found it; tests that need the runtime started use
-    harness.runtime.running."""
-    from harness.runtime import installed, kept_settings
+def settings_kept() -> Iterator[None]:
+    """Every test leaves the worker's settings.json as it found it."""
+    from harness.runtime import kept_settings
 
-    with kept_settings(), installed() as runtime:
-        yield runtime
+    with kept_settings():
+        yield
+
+
+@pytest.fixture
+def parts() -> Iterator[Any]:
+    """The daemon's parts (svcproject.parts.Parts), built and not started, for a test that drives
+    an edge in-process: hand them over as the daemon does (harness.runtime.scoped, constructor
+    arguments). A test that needs them started uses harness.runtime.running."""
+    from harness.runtime import built
+
+    with built() as handed:
+        yield handed
 
 
 @pytest.fixture(scope="session")

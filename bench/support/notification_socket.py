@@ -11,14 +11,16 @@ from typing import Any
 class Dashboard:
     """An open dashboard's /ws/notifications, each frame stamped on arrival."""
 
-    def __init__(self) -> None:
+    def __init__(self, parts: Any) -> None:
         from channels.testing import WebsocketCommunicator
 
         from core import config
-        from svcproject.asgi import application
+        from harness.runtime import scoped
+        from svcproject.asgi import routed
 
         token = config.current_auth().owner_token
-        self.ws = WebsocketCommunicator(application, f"/ws/notifications?token={token}")
+        app = scoped(routed, parts)  # the bench's parts in the scope, as the daemon's are
+        self.ws = WebsocketCommunicator(app, f"/ws/notifications?token={token}")
         self.frames: list[tuple[float, list[dict[str, Any]]]] = []
 
     async def open(self) -> None:

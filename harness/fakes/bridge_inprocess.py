@@ -22,13 +22,14 @@ from google.genai import types
 from bridge_app import services
 from bridge_app.views import application
 from core import config
-from core.runtime import Runtime
 from harness.fakes import bridge_clients as drive
 from harness.fakes import bridge_setup
 from harness.fakes.bridge_clients import SYSTEM, Answer
 from harness.fakes.bridge_setup import ALIAS, DIALECTS, PROFILE
 from harness.fakes.fake_provider import FakeProvider
 from harness.own_connection import served_on_own_connection
+from harness.runtime import scoped
+from svcproject.parts import Parts
 
 PAIRS = [(c, p) for c in DIALECTS for p in DIALECTS]
 IDS = [f"{c}->{p}" for c, p in PAIRS]
@@ -41,7 +42,6 @@ KEY_HEADER = {
 # What a client on this host addresses: the bridge's gate wants it loopback. It comes from a
 # loopback connection of the test's own (harness.own_connection): the gate asks who opened it.
 SVC = "http://127.0.0.1:8000"
-APP = served_on_own_connection(application)
 CLIENT_KEY = "client-key-never-forwarded"
 
 
@@ -76,8 +76,9 @@ class NoSyncCalls(httpx2.BaseTransport):
 class Bridge:
     """The bridge's ASGI app as a client on this host sees it, and the fake provider behind it."""
 
-    def __init__(self, fake: FakeProvider) -> None:
-        self.fake = fake
+    def __init__(self, fake: FakeProvider, parts: Parts) -> None:
+        self.fake, self.parts = fake, parts
+        self.app = served_on_own_connection(scoped(application, parts))
         self.logged: list[dict[str, Any]] = []  # the request log's rows
         self._http: list[Any] = []
         self._gemini: list[genai.Client] = []
@@ -87,7 +88,7 @@ class Bridge:
 
     def _transport_client(self) -> httpx2.AsyncClient:
         # The SDKs (openai, anthropic, google-genai) send with httpx2; anthropic takes nothing else.
-        http = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=APP), base_url=SVC)
+        http = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=self.app), base_url=SVC)
         self._http.append(http)
         return http
 
@@ -125,7 +126,7 @@ class Bridge:
 
     async def post(self, url: str, **kwargs: Any) -> httpx.Response:
         """A plain HTTP request (what curl or an unofficial client sends)."""
-        transport = httpx.ASGITransport(app=APP)
+        transport = httpx.ASGITransport(app=self.app)
         async with httpx.AsyncClient(transport=transport) as http:
             return await http.post(url, **kwargs)
 
@@ -140,17 +141,17 @@ class Bridge:
 
 @pytest.fixture
 async def bridge(
-    fake: FakeProvider, profiles: None, svc_runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+    fake: FakeProvider, profiles: None, parts: Parts, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[Bridge]:
-    b = Bridge(fake)
+    b = Bridge(fake, parts)
     monkeypatch.setattr(
         services, "bridge_requests_record", lambda *, rows, **_: b.logged.extend(rows)
     )
     yield b
     await b.aclose()
-    # What Runtime.stop does for the two parts of the runtime the bridge used.
-    await svc_runtime.requestlog.flush()
-    await svc_runtime.upstream.aclose()
+    # What Runtime.stop does for the two parts the bridge used.
+    await parts.requestlog.flush()
+    await parts.upstream.aclose()
 
 
 # --- the drivers: harness/fakes/bridge_clients.py's conversations, through the async clients ------

@@ -10,7 +10,7 @@ of the objects it returns:
 - both: `stop`, `stop_soon` (in the background), `stop_all` (at shutdown, `host.on_exit:
   "stop"`), `let_go` (at shutdown, `"keep"`: the holder keeps them), `held` and `take_back_*`
   (at start: the sessions a holder kept while svc was away; a socket opened meanwhile waits
-  for the start to finish, core.runtime.until_started).
+  for the start to finish, Runtime.until_started).
 
 Processes are held by the holder (holder/, contract §17) so they outlive svc; with SVC_HOLDER=0,
 or when no holder can be started, they are svc's own children (host/direct.py) and end with it.

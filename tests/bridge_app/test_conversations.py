@@ -16,11 +16,11 @@ from asgiref.sync import sync_to_async
 
 from bridge_app import ir, routes
 from bridge_app.conversations import Conversation
-from core.runtime import Runtime
 from harness.runtime import running, settings_file
 from harness.termclient import hosting_settings
 from sessions_app import selectors
 from sessions_app.models import Session
+from svcproject.parts import Parts
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -36,7 +36,7 @@ def fake_agent() -> Iterator[None]:
 
 
 @pytest.fixture
-async def rt(fake_agent: None) -> AsyncIterator[Runtime]:
+async def rt(fake_agent: None) -> AsyncIterator[Parts]:
     async with running() as runtime:
         yield runtime
 
@@ -46,7 +46,7 @@ def named(key: str) -> dict[str, str]:
 
 
 async def slot(
-    rt: Runtime,
+    rt: Parts,
     workspace: Path,
     route: Any = CHAT,
     body: dict | None = None,
@@ -91,7 +91,7 @@ async def until(condition: Any, limit: float = 10.0) -> None:
 
 
 async def test_a_named_conversation_keeps_one_agent_session_across_requests(
-    rt: Runtime, tmp_path: Path
+    rt: Parts, tmp_path: Path
 ) -> None:
     first = await slot(rt, tmp_path, headers=named("chat-1"))
     assert await say(first, "echo one two") == "one two"
@@ -110,7 +110,7 @@ async def test_a_named_conversation_keeps_one_agent_session_across_requests(
 
 
 async def test_without_a_key_a_request_is_one_shot_and_its_process_ends_with_the_turn(
-    rt: Runtime, tmp_path: Path
+    rt: Parts, tmp_path: Path
 ) -> None:
     once = await slot(rt, tmp_path)
     assert once.key is None
@@ -129,7 +129,7 @@ async def _status(session_id: str, status: str) -> bool:
     return (await session(session_id)).status == status
 
 
-async def test_an_unknown_previous_response_id_is_a_404(rt: Runtime, tmp_path: Path) -> None:
+async def test_an_unknown_previous_response_id_is_a_404(rt: Parts, tmp_path: Path) -> None:
     body = {"previous_response_id": "resp_nope"}
     with pytest.raises(ir.BridgeError) as err:
         await slot(rt, tmp_path, RESPONSES, body)
@@ -139,7 +139,7 @@ async def test_an_unknown_previous_response_id_is_a_404(rt: Runtime, tmp_path: P
 
 
 async def test_a_remembered_response_id_continues_its_conversation(
-    rt: Runtime, tmp_path: Path
+    rt: Parts, tmp_path: Path
 ) -> None:
     body: dict[str, Any] = {"input": "hi"}  # `store` not false: it may be continued
     first = await slot(rt, tmp_path, RESPONSES, body)
@@ -160,9 +160,7 @@ async def test_a_remembered_response_id_continues_its_conversation(
     assert err.value.status == 404
 
 
-async def test_two_requests_at_once_on_one_key_start_one_session(
-    rt: Runtime, tmp_path: Path
-) -> None:
+async def test_two_requests_at_once_on_one_key_start_one_session(rt: Parts, tmp_path: Path) -> None:
     entered: list[str] = []
 
     async def request(tag: str) -> str:
@@ -179,7 +177,7 @@ async def test_two_requests_at_once_on_one_key_start_one_session(
 
 
 async def test_the_sweep_stops_idle_agents_which_resume_and_forgets_old_conversations(
-    rt: Runtime, tmp_path: Path
+    rt: Parts, tmp_path: Path
 ) -> None:
     convs = rt.conversations
     talk = await slot(rt, tmp_path, headers=named("sweep"))

@@ -1,9 +1,9 @@
 """All 16 client x provider pairs of the bridge in process: the official SDKs (their async clients)
 pointed at svc as the README says, talking to the bridge's ASGI app through an ASGITransport —
 no daphne, no socket on svc's side — with the fake provider (a real HTTP server: the replaced
-model provider) behind it. One fake and one settings.json for the module; each test gets the
-autouse fixture's fresh runtime (installed, not started: the bridge only needs its upstream
-client and request log). The request log runs as in the daemon, but its rows are kept in memory:
+model provider) behind it. One fake and one settings.json for the module; each test gets fresh
+parts in its requests' scope (built, not started: the bridge only needs its upstream client and
+request log). The request log runs as in the daemon, but its rows are kept in memory:
 writing them is tests/bridge_app/test_request_log.py's, and a database per test would double the
 module's time.
 

@@ -59,11 +59,11 @@ def reported(bridge: Bridge, provider: str, marker: str) -> tuple[int, int]:
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
 @pytest.mark.parametrize(("client", "provider"), PAIRS, ids=IDS)
 async def test_each_request_records_the_usage_the_provider_reported(
-    bridge: Bridge, svc_runtime: Any, client: str, provider: str, stream: bool
+    bridge: Bridge, parts: Any, client: str, provider: str, stream: bool
 ) -> None:
     marker = f"usage-{client}-{provider}-{stream}"
     await ask(bridge, client, provider, marker, stream)
-    row = await logged(bridge, svc_runtime)
+    row = await logged(bridge, parts)
     assert (row["input_tokens"], row["output_tokens"]) == reported(bridge, provider, marker)
     assert row["cached_input_tokens"] == row["reasoning_tokens"] == 0
     assert row["upstream_model"] == "fake-model" and row["duration_ms"] > 0
@@ -72,18 +72,18 @@ async def test_each_request_records_the_usage_the_provider_reported(
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
 @pytest.mark.parametrize("dialect", DIALECTS)
 async def test_bytes_relayed_untouched_are_metered_too(
-    bridge: Bridge, svc_runtime: Any, dialect: str, stream: bool
+    bridge: Bridge, parts: Any, dialect: str, stream: bool
 ) -> None:
     """Same dialect and the upstream id itself: the provider's bytes go out as they came."""
     marker = f"raw-{dialect}-{stream}"
     await DRIVERS[dialect](bridge.sdk(dialect, PROFILE[dialect]), "fake-model", marker, stream)
-    row = await logged(bridge, svc_runtime)
+    row = await logged(bridge, parts)
     assert (row["input_tokens"], row["output_tokens"]) == reported(bridge, dialect, marker)
 
 
 @pytest.mark.parametrize("model", ["fake-model", ALIAS], ids=["relayed", "rewritten"])
 async def test_a_chat_stream_that_did_not_ask_for_usage_is_metered_and_gets_none(
-    bridge: Bridge, svc_runtime: Any, model: str
+    bridge: Bridge, parts: Any, model: str
 ) -> None:
     """OpenAI Chat streams report usage only when `stream_options.include_usage` asks (most
     agents never do): svc asks the provider itself, meters it, and keeps the usage-only chunk
@@ -99,14 +99,12 @@ async def test_a_chat_stream_that_did_not_ask_for_usage_is_metered_and_gets_none
     assert chunks and all(c.choices for c in chunks)  # … and kept its answer to itself
     assert all(c.usage is None for c in chunks)
     assert "".join(c.choices[0].delta.content or "" for c in chunks)
-    row = await logged(bridge, svc_runtime)
+    row = await logged(bridge, parts)
     assert (row["input_tokens"], row["output_tokens"]) == reported(bridge, "openai-chat", marker)
     assert row["input_tokens"] > 0
 
 
-async def test_a_chat_stream_that_asked_for_usage_still_gets_it(
-    bridge: Bridge, svc_runtime: Any
-) -> None:
+async def test_a_chat_stream_that_asked_for_usage_still_gets_it(bridge: Bridge, parts: Any) -> None:
     marker = "asked-usage"
     client = bridge.sdk("openai-chat", PROFILE["openai-chat"])
     stream = await client.chat.completions.create(
@@ -199,7 +197,7 @@ def test_prices_are_parsed_leniently() -> None:
 
 @pytest.mark.django_db(transaction=True)
 async def test_a_session_scope_attributes_usage_to_the_session_and_its_turn(
-    bridge: Bridge, svc_runtime: Any
+    bridge: Bridge, parts: Any
 ) -> None:
     from sessions_app.models import Session
     from subagents_app.models import Subagent, SubagentTurn
@@ -217,7 +215,7 @@ async def test_a_session_scope_attributes_usage_to_the_session_and_its_turn(
     for scope, stream in ((mine, False), (legacy, True), ("tests", False)):
         url = bridge.base_url("openai-chat", PROFILE["anthropic"], scope)
         await chat(bridge.openai(url, max_retries=0), ALIAS, f"attr-{scope}", stream)
-    await svc_runtime.requestlog.flush()
+    await parts.requestlog.flush()
     await sync_to_async(write_rows)(rows=bridge.logged)
 
     def read() -> dict[str, Any]:

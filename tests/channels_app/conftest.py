@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from core.runtime import Runtime
 from harness.fakes.telegram_api import FakeTelegram
 from harness.runtime import running, settings_file, wait_status
-from svcproject.assembly import build as build_runtime
+from svcproject.assembly import build as build_parts
+from svcproject.parts import Parts
 from tests.channels_app.telegram_chat import settings
 
 
@@ -23,8 +23,8 @@ def tg() -> Iterator[FakeTelegram]:
 
 
 @pytest.fixture
-async def svc(tg: FakeTelegram, tmp_path: Path) -> AsyncIterator[Runtime]:
+async def svc(tg: FakeTelegram, tmp_path: Path) -> AsyncIterator[Parts]:
     with settings_file(settings(tg, tmp_path)):
-        async with running(build_runtime(backoff_first_s=0.2)) as runtime:
+        async with running(build_parts(backoff_first_s=0.2)) as runtime:
             await wait_status(runtime, "telegram", "online")
             yield runtime

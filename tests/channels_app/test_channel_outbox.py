@@ -19,10 +19,10 @@ from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
-from core.runtime import Runtime
 from harness.fakes.telegram_api import FakeTelegram
 from harness.runtime import running, settings_file, wait_status
-from svcproject.assembly import build as build_runtime
+from svcproject.assembly import build as build_parts
+from svcproject.parts import Parts
 from tests.channels_app.telegram_chat import OWNER, settings, texts, until_sent
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -36,15 +36,15 @@ def tg() -> Iterator[FakeTelegram]:
     fake.stop()
 
 
-def quick(runtime: Runtime) -> None:
+def quick(runtime: Parts) -> None:
     """Retries 0.2 s apart at first, at most 1 s (the daemon's: 1 s doubling to 30 s)."""
     runtime.channels.retry_first_s, runtime.channels.retry_max_s = 0.2, 1.0
 
 
 @pytest.fixture
-async def svc(tg: FakeTelegram, tmp_path: Path) -> AsyncIterator[Runtime]:
+async def svc(tg: FakeTelegram, tmp_path: Path) -> AsyncIterator[Parts]:
     with settings_file(settings(tg, tmp_path, notify_chat=str(OWNER))):
-        runtime = build_runtime(backoff_first_s=0.2)
+        runtime = build_parts(backoff_first_s=0.2)
         quick(runtime)
         async with running(runtime):
             await wait_status(runtime, "telegram", "online")
@@ -78,20 +78,19 @@ def done_with(tg: FakeTelegram, needle: str) -> list[str]:
 
 
 @sync_to_async
-def channels_api() -> dict[str, dict[str, Any]]:
+def channels_api(parts: Parts) -> dict[str, dict[str, Any]]:
     """GET /api/channels as the owner: each channel's row by name."""
-    from django.test import Client
-
     from core import config
+    from harness.runtime import client
 
     token = config.current_auth().owner_token
-    answer = Client().get("/api/channels", HTTP_AUTHORIZATION=f"Bearer {token}")
+    answer = client(parts).get("/api/channels", HTTP_AUTHORIZATION=f"Bearer {token}")
     assert answer.status_code == 200, answer.content
     return {row["name"]: row for row in answer.json()}
 
 
 async def test_answers_made_while_send_message_answers_502_arrive_once_in_order(
-    tg: FakeTelegram, svc: Runtime
+    tg: FakeTelegram, svc: Parts
 ) -> None:
     """sendMessage and editMessageText answer 502 Bad Gateway while two prompts are answered
     (getUpdates still works, so the prompts arrive); when the Bot API takes messages again each
@@ -106,7 +105,7 @@ async def test_answers_made_while_send_message_answers_502_arrive_once_in_order(
     await until_turns_ended(2)
     await tg.async_wait_for(lambda: refused(tg) >= 2, timeout=10)  # svc did try, and again
     assert texts(tg) == []
-    waiting = (await channels_api())["telegram"]["outbox"]
+    waiting = (await channels_api(svc))["telegram"]["outbox"]
     assert waiting["pending"] == 2 and waiting["failed"] == []
     assert "Bad Gateway" in waiting["error"]
 
@@ -121,11 +120,15 @@ async def test_answers_made_while_send_message_answers_502_arrive_once_in_order(
     assert all("— done" in t for t in shown)
     delivered = [c for c in tg.calls("sendMessage") if c["status"] == 200]
     assert len(delivered) == 3
-    assert (await channels_api())["telegram"]["outbox"] == {"pending": 0, "error": "", "failed": []}
+    assert (await channels_api(svc))["telegram"]["outbox"] == {
+        "pending": 0,
+        "error": "",
+        "failed": [],
+    }
 
 
 async def test_an_answer_made_while_the_bot_api_refuses_connections_arrives_once(
-    tg: FakeTelegram, svc: Runtime
+    tg: FakeTelegram, svc: Parts
 ) -> None:
     """The Bot API goes away (connection refused; the channel service restarts, with backoff)
     while a turn streams, and the turn ends during the outage. When the Bot API is back, the
@@ -148,7 +151,7 @@ async def test_an_answer_made_while_the_bot_api_refuses_connections_arrives_once
 
 
 async def test_an_answer_undeliverable_for_24_hours_is_failed_and_shown(
-    tg: FakeTelegram, svc: Runtime
+    tg: FakeTelegram, svc: Parts
 ) -> None:
     """sendMessage answers 502 for good. The answer waits (pending) and is tried again; 24 h
     after it was made — the outbox's clock moved on, not slept — it is failed with the last
@@ -158,14 +161,14 @@ async def test_an_answer_undeliverable_for_24_hours_is_failed_and_shown(
     tg.send_text(OWNER, "echo never to arrive")
     await until_turns_ended(1)
     await tg.async_wait_for(lambda: tried_whole(tg), timeout=10)
-    assert (await channels_api())["telegram"]["outbox"]["pending"] == 1
+    assert (await channels_api(svc))["telegram"]["outbox"]["pending"] == 1
 
     later = timezone.now() + timedelta(hours=24, minutes=1)
     svc.channels.clock = lambda: later
     svc.channels.wake()
 
     async def failed() -> list[dict[str, Any]]:
-        return (await channels_api())["telegram"]["outbox"]["failed"]
+        return (await channels_api(svc))["telegram"]["outbox"]["failed"]
 
     async with asyncio.timeout(10):
         while not await failed():
@@ -174,7 +177,7 @@ async def test_an_answer_undeliverable_for_24_hours_is_failed_and_shown(
     assert "never to arrive" in row["text"]
     assert row["error"].startswith("not delivered within 24 h") and "Bad Gateway" in row["error"]
     assert row["attempts"] >= 2 and row["chat"] == str(OWNER)
-    assert (await channels_api())["telegram"]["outbox"]["pending"] == 0
+    assert (await channels_api(svc))["telegram"]["outbox"]["pending"] == 0
 
     svc.channels.clock = timezone.now
     tg.clear_failures()
@@ -189,7 +192,7 @@ async def test_an_answer_waiting_when_svc_stops_is_delivered_by_the_next_run(
     """The answer could not be sent before svc stopped; the next svc (same database) delivers
     it once the Bot API takes it."""
     with settings_file(settings(tg, tmp_path)):
-        first = build_runtime(backoff_first_s=0.2)
+        first = build_parts(backoff_first_s=0.2)
         quick(first)
         async with running(first):
             await wait_status(first, "telegram", "online")
@@ -199,7 +202,7 @@ async def test_an_answer_waiting_when_svc_stops_is_delivered_by_the_next_run(
             await tg.async_wait_for(lambda: tried_whole(tg), timeout=10)
         assert texts(tg) == []
         tg.clear_failures()
-        second = build_runtime(backoff_first_s=0.2)
+        second = build_parts(backoff_first_s=0.2)
         quick(second)
         async with running(second):
             await wait_status(second, "telegram", "online")
@@ -208,7 +211,7 @@ async def test_an_answer_waiting_when_svc_stops_is_delivered_by_the_next_run(
 
 
 async def test_a_notification_made_while_the_bot_api_is_away_arrives_when_it_is_back(
-    tg: FakeTelegram, svc: Runtime
+    tg: FakeTelegram, svc: Parts
 ) -> None:
     """The notify_chat's channel is not connected when the notification is made (its service
     restarts with backoff): the delivery waits, and the chat gets it once when the Bot API is

@@ -16,7 +16,7 @@ from channels.db import database_sync_to_async
 from harness.fakes.slack_api import FakeSlack
 from harness.fakes.telegram_api import FakeTelegram
 from harness.runtime import running, settings_file, wait_status
-from svcproject.assembly import build as build_runtime
+from svcproject.assembly import build as build_parts
 
 pytestmark = pytest.mark.django_db(transaction=True)
 FAKE_ACP = str(Path(__file__).resolve().parents[2] / "harness" / "fakes" / "acp_agent.py")
@@ -59,7 +59,7 @@ async def test_a_telegram_button_is_recorded_as_telegram_and_the_person_who_pres
         },
     }
     with settings_file(settings):
-        async with running(build_runtime(backoff_first_s=0.2)) as runtime:
+        async with running(build_parts(backoff_first_s=0.2)) as runtime:
             await wait_status(runtime, "telegram", "online")
             await _telegram_turn(tg)
     rows = await recorded()
@@ -90,13 +90,11 @@ async def test_a_telegram_button_sent_before_svc_restarted_answers_the_request_o
     request whose buttons it sent; the holder keeps the agent asking. Tapped after the next
     start, the buttons answer it (issue 42): the new run had not sent them, and the tap did
     nothing."""
-    from core.runtime import install
     from tests.channels_app.telegram_chat import settings, until_sent
 
     with settings_file(settings(tg, tmp_path)):
-        first = build_runtime(backoff_first_s=0.2)
-        install(first)
-        await first.start()
+        first = build_parts(backoff_first_s=0.2)  # not harness.runtime.running: the holder stays
+        await first.runtime.start()
         try:
             await wait_status(first, "telegram", "online")
             tg.send_text(TG_OWNER, "permission", first_name="Ada", username="ada_l")
@@ -104,9 +102,9 @@ async def test_a_telegram_button_sent_before_svc_restarted_answers_the_request_o
                 lambda: [m for m in tg.sent(TG_OWNER) if m.get("reply_markup")], timeout=30
             )
         finally:
-            await first.stop()  # the holder keeps the agent (and its request) for the next run
-            install(None)
-        async with running(build_runtime(backoff_first_s=0.2)) as second:
+            # The holder keeps the agent (and its request) for the next run.
+            await first.runtime.stop()
+        async with running(build_parts(backoff_first_s=0.2)) as second:
             await wait_status(second, "telegram", "online")
             allow = asked[0]["reply_markup"]["inline_keyboard"][0][0]
             tg.tap(TG_OWNER, asked[0]["message_id"], allow["callback_data"], first_name="Ada")
@@ -137,7 +135,7 @@ async def test_a_slack_button_is_recorded_as_slack_and_the_person_who_clicked_it
     }
     slack.add_user(SLACK_OWNER, "ada")
     with settings_file(settings):
-        async with running(build_runtime(backoff_first_s=0.2)) as runtime:
+        async with running(build_parts(backoff_first_s=0.2)) as runtime:
             await wait_status(runtime, "slack", "online")
             asked = slack.post_message(SLACK_OWNER, "permission")
 

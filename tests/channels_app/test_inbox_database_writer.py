@@ -12,9 +12,9 @@ import sqlite3
 import pytest
 from channels.db import database_sync_to_async
 
-from core.runtime import Runtime
 from harness.fakes.telegram_api import FakeTelegram
 from harness.runtime import wait_status
+from svcproject.parts import Parts
 from tests.channels_app.telegram_chat import OWNER, texts
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -47,7 +47,7 @@ def inbox_row(event_id: str) -> tuple[str, str]:
     return row.status, row.error
 
 
-def restarts(runtime: Runtime) -> int:
+def restarts(runtime: Parts) -> int:
     return {s["name"]: s for s in runtime.supervisor.statuses()}["telegram"]["restarts"]
 
 
@@ -58,7 +58,7 @@ async def answered(tg: FakeTelegram, needle: str) -> None:
 
 
 async def test_a_message_written_into_the_inbox_by_sql_is_never_handed_to_an_agent(
-    tg: FakeTelegram, svc: Runtime
+    tg: FakeTelegram, svc: Parts
 ) -> None:
     tg.send_text(OWNER, "echo before")
     await answered(tg, "before")

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from core.runtime import Runtime
 from harness.fakes.slack_api import FakeSlack
 from harness.fakes.telegram_api import FakeTelegram
 from harness.runtime import running, settings_file, wait_status
-from svcproject.assembly import build as build_runtime
+from svcproject.assembly import build as build_parts
+from svcproject.parts import Parts
 from tests.channels_app import test_slack_channel as on_slack
 from tests.channels_app import test_telegram_channel as on_telegram
 
@@ -38,7 +38,7 @@ def tg() -> Iterator[FakeTelegram]:
     fake.stop()
 
 
-async def notify(runtime: Runtime) -> None:
+async def notify(runtime: Parts) -> None:
     await runtime.notifier.notify(
         "permission_requested", agent="fake", title=TITLE, body=BODY, url=URL
     )
@@ -51,7 +51,7 @@ async def test_a_slack_notification_arrives_with_mrkdwn_escaped(
     shows `<!channel>` and `<https://evil.example|approve>` as typed. Failed before the fix:
     the text went out raw — an @channel mention and a link labelled "approve"."""
     with settings_file(on_slack.settings(slack, tmp_path, notify_chat="C1")):
-        async with running(build_runtime(backoff_first_s=0.2)) as runtime:
+        async with running(build_parts(backoff_first_s=0.2)) as runtime:
             await wait_status(runtime, "slack", "online")
             await notify(runtime)
             posted = await slack.wait_for_async(
@@ -73,7 +73,7 @@ async def test_a_telegram_notification_arrives_as_plain_text(
     already held before the fix (telegram.py sent plain text then too), so it does not fail on
     that code: it pins the choice, and fails if a parse_mode comes in without escaping."""
     with settings_file(on_telegram.settings(tg, tmp_path, notify_chat=str(on_telegram.OWNER))):
-        async with running(build_runtime(backoff_first_s=0.2)) as runtime:
+        async with running(build_parts(backoff_first_s=0.2)) as runtime:
             await wait_status(runtime, "telegram", "online")
             tg.send_text(on_telegram.OWNER, "/help")  # a bot may write only to who wrote to it
             await on_telegram.until_sent(tg, "/pickup CODE")

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async
 
-from core.runtime import Runtime
 from harness.fakes.slack_api import FakeSlack
 from harness.runtime import running, settings_file, wait_status
-from svcproject.assembly import build as build_runtime
+from svcproject.assembly import build as build_parts
+from svcproject.parts import Parts
 
 pytestmark = pytest.mark.django_db(transaction=True)
 FAKE_ACP = str(Path(__file__).resolve().parents[2] / "harness" / "fakes" / "acp_agent.py")
@@ -48,9 +48,9 @@ def settings(fake: FakeSlack, workspace: Path, **extra: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-async def svc(slack: FakeSlack, tmp_path: Path) -> AsyncIterator[Runtime]:
+async def svc(slack: FakeSlack, tmp_path: Path) -> AsyncIterator[Parts]:
     with settings_file(settings(slack, tmp_path)):
-        async with running(build_runtime(backoff_first_s=0.2)) as runtime:
+        async with running(build_parts(backoff_first_s=0.2)) as runtime:
             await wait_status(runtime, "slack", "online")
             yield runtime
 
@@ -66,7 +66,7 @@ async def session_count() -> int:
 
 
 async def test_a_message_starts_a_session_and_the_answer_streams_into_its_thread(
-    slack: FakeSlack, svc: Runtime
+    slack: FakeSlack, svc: Parts
 ) -> None:
     asked = slack.post_message(OWNER, "echo hello from slack")
     done = await slack.wait_for_async(
@@ -86,7 +86,7 @@ async def test_a_message_starts_a_session_and_the_answer_streams_into_its_thread
 
 
 async def test_a_permission_request_is_buttons_and_a_click_answers_it(
-    slack: FakeSlack, svc: Runtime
+    slack: FakeSlack, svc: Parts
 ) -> None:
     asked = slack.post_message(OWNER, "permission")
 
@@ -107,9 +107,7 @@ async def test_a_permission_request_is_buttons_and_a_click_answers_it(
     assert not any(b.get("type") == "actions" for b in answered.get("blocks") or [])
 
 
-async def test_a_stranger_is_told_their_id_and_nothing_starts(
-    slack: FakeSlack, svc: Runtime
-) -> None:
+async def test_a_stranger_is_told_their_id_and_nothing_starts(slack: FakeSlack, svc: Parts) -> None:
     asked = slack.post_message("U0STRANGER", "echo hi")
     reply = await slack.wait_for_async(lambda: thread_of(slack, asked), timeout=10)
     assert "U0STRANGER" in reply[0]["text"] and "allowed_users" in reply[0]["text"]
@@ -122,14 +120,14 @@ async def test_a_wrong_token_is_an_error_naming_the_setting(
     wrong = settings(slack, tmp_path)
     wrong["channels"]["slack"]["bot_token"] = "xoxb-wrong"
     with settings_file(wrong):
-        async with running(build_runtime(backoff_first_s=0.2)) as runtime:
+        async with running(build_parts(backoff_first_s=0.2)) as runtime:
             failed = await wait_status(runtime, "slack", "error")
     assert "channels.slack.bot_token_env" in failed["detail"]
     assert "invalid_auth" in failed["detail"]
 
 
 async def test_slack_going_away_and_back_loses_and_repeats_nothing(
-    slack: FakeSlack, svc: Runtime
+    slack: FakeSlack, svc: Parts
 ) -> None:
     slack.go_away()
     await wait_status(svc, "slack", "starting", limit=30)  # shown as "connecting"

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from channels.db import database_sync_to_async
 
-from core.runtime import Runtime
 from harness.fakes.slack_api import FakeSlack
 from harness.fakes.slack_elsewhere import ElsewhereHost
 from harness.runtime import running, settings_file, wait_status
-from svcproject.assembly import build as build_runtime
+from svcproject.assembly import build as build_parts
+from svcproject.parts import Parts
 from tests.channels_app.test_slack_channel import OWNER, session_count, settings, thread_of
 from tests.channels_app.test_telegram_files_and_failures import failed_events
 
@@ -31,9 +31,9 @@ def slack() -> Iterator[FakeSlack]:
 
 
 @pytest.fixture
-async def svc(slack: FakeSlack, tmp_path: Path) -> AsyncIterator[Runtime]:
+async def svc(slack: FakeSlack, tmp_path: Path) -> AsyncIterator[Parts]:
     with settings_file(settings(slack, tmp_path)):
-        async with running(build_runtime(backoff_first_s=0.2)) as runtime:
+        async with running(build_parts(backoff_first_s=0.2)) as runtime:
             await wait_status(runtime, "slack", "online")
             yield runtime
 
@@ -53,7 +53,7 @@ async def said(slack: FakeSlack, thread: str, *needles: str) -> str:
     return found[0]["text"]
 
 
-async def test_a_strangers_file_is_never_fetched(slack: FakeSlack, svc: Runtime) -> None:
+async def test_a_strangers_file_is_never_fetched(slack: FakeSlack, svc: Parts) -> None:
     """The stranger gets the one reply naming their id, and url_private is never requested.
     Failed before the fix: `_on_message` downloaded every file, bot token attached, before
     `Channel.on_message` looked at allowed_users."""
@@ -67,7 +67,7 @@ async def test_a_strangers_file_is_never_fetched(slack: FakeSlack, svc: Runtime)
 
 
 async def test_a_file_on_another_host_never_gets_the_bot_token(
-    slack: FakeSlack, svc: Runtime, elsewhere: ElsewhereHost
+    slack: FakeSlack, svc: Parts, elsewhere: ElsewhereHost
 ) -> None:
     """A url_private on a host that is neither files.slack.com nor the api_base's is not
     requested at all; the owner is told the file was skipped, and the message's text still
@@ -83,7 +83,7 @@ async def test_a_file_on_another_host_never_gets_the_bot_token(
 
 
 async def test_a_download_redirected_to_another_host_is_not_followed(
-    slack: FakeSlack, svc: Runtime, elsewhere: ElsewhereHost
+    slack: FakeSlack, svc: Parts, elsewhere: ElsewhereHost
 ) -> None:
     """url_private is on the api_base's host (so it gets the token) but answers 302 to another
     host: svc does not follow, and the owner reads why in one line. Failed before the fix, not
@@ -100,7 +100,7 @@ async def test_a_download_redirected_to_another_host_is_not_followed(
 
 
 async def test_a_failed_download_is_recorded_told_and_the_next_message_answered(
-    slack: FakeSlack, svc: Runtime
+    slack: FakeSlack, svc: Parts
 ) -> None:
     """url_private answers 500: the owner reads one line naming the file and the status, the
     event is recorded `failed` and acked once (not retried: one download), and the owner's

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from channels.db import database_sync_to_async
 
-from core.runtime import Runtime, current
 from harness.fakes.telegram_api import FakeTelegram
 from harness.runtime import running, settings_file, wait_status
-from svcproject.assembly import build as build_runtime
+from svcproject.assembly import build as build_parts
+from svcproject.parts import Parts
 from tests.channels_app.telegram_chat import (
     OWNER,
     STRANGER,
@@ -33,7 +33,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 async def test_the_answer_is_one_message_edited_at_most_every_one_and_a_half_seconds(
-    tg: FakeTelegram, svc: Runtime
+    tg: FakeTelegram, svc: Parts
 ) -> None:
     tg.send_text(OWNER, "sleep 5")
     await until_sent(tg, "— done")
@@ -46,9 +46,7 @@ async def test_the_answer_is_one_message_edited_at_most_every_one_and_a_half_sec
     assert min(gaps) >= 1.5 - 0.01, gaps
 
 
-async def test_an_answer_longer_than_4096_characters_is_split(
-    tg: FakeTelegram, svc: Runtime
-) -> None:
+async def test_an_answer_longer_than_4096_characters_is_split(tg: FakeTelegram, svc: Parts) -> None:
     words = [f"w{i:04d}" for i in range(1000)]  # 5,999 characters
     tg.send_text(OWNER, "echo " + " ".join(words))
     await until_sent(tg, "— done", timeout=60)
@@ -59,7 +57,7 @@ async def test_an_answer_longer_than_4096_characters_is_split(
 
 
 async def test_a_stranger_gets_one_reply_with_their_id_and_nothing_else_happens(
-    tg: FakeTelegram, svc: Runtime
+    tg: FakeTelegram, svc: Parts
 ) -> None:
     tg.send_text(STRANGER, "echo hello")
     reply = await until_sent(tg, str(STRANGER), chat=STRANGER)
@@ -70,7 +68,7 @@ async def test_a_stranger_gets_one_reply_with_their_id_and_nothing_else_happens(
 
 
 async def test_a_permission_request_is_buttons_and_a_tap_answers_the_agent(
-    tg: FakeTelegram, svc: Runtime
+    tg: FakeTelegram, svc: Parts
 ) -> None:
     tg.send_text(OWNER, "permission")
     asked = await tg.async_wait_for(
@@ -88,20 +86,20 @@ async def test_a_permission_request_is_buttons_and_a_tap_answers_the_agent(
 
 
 async def test_pickup_continues_a_handed_over_session_while_the_dashboard_watches(
-    tg: FakeTelegram, svc: Runtime, tmp_path: Path
+    tg: FakeTelegram, svc: Parts, tmp_path: Path
 ) -> None:
     from sessions_app import services
     from tests.mcp_app.test_tools_inprocess import call, mcp
 
     session = await services.asession_create(
-        host=current().host, agent="fake", workspace=str(tmp_path), kind="chat"
+        host=svc.host, agent="fake", workspace=str(tmp_path), kind="chat"
     )
     chat = svc.host.chat(str(session.id))
     seen: list[dict] = []
     watching = await chat.subscribe(seen.append)  # what the dashboard's /ws/chat does
     watching.start()
     await chat.prompt("echo before the handover")
-    async with mcp(session_id=str(session.id)) as agent:  # the agent's own MCP call, by SDK
+    async with mcp(svc, session_id=str(session.id)) as agent:  # the agent's own MCP call, by SDK
         code = (await call(agent, "prepare_handover"))["code"]
 
     tg.send_text(OWNER, f"/pickup {code}")
@@ -120,7 +118,7 @@ async def test_pickup_continues_a_handed_over_session_while_the_dashboard_watche
     assert len(await sessions()) == 1
 
 
-async def test_the_commands(tg: FakeTelegram, svc: Runtime, tmp_path: Path) -> None:
+async def test_the_commands(tg: FakeTelegram, svc: Parts, tmp_path: Path) -> None:
     tg.send_text(OWNER, "/help")
     await until_sent(tg, "/pickup CODE")
     tg.send_text(OWNER, "/status")
@@ -149,7 +147,7 @@ async def test_the_commands(tg: FakeTelegram, svc: Runtime, tmp_path: Path) -> N
 
 
 async def test_a_photo_lands_in_the_inbox_and_the_prompt_names_it(
-    tg: FakeTelegram, svc: Runtime, tmp_path: Path
+    tg: FakeTelegram, svc: Parts, tmp_path: Path
 ) -> None:
     tg.send_photo(OWNER, b"\x89PNG\r\n\x1a\nfake image bytes", caption="prompts")
     answer = await until_sent(tg, ".svc-inbox/")
@@ -159,7 +157,7 @@ async def test_a_photo_lands_in_the_inbox_and_the_prompt_names_it(
 
 
 async def test_a_message_to_a_dead_agent_says_so_and_offers_new(
-    tg: FakeTelegram, svc: Runtime
+    tg: FakeTelegram, svc: Parts
 ) -> None:
     tg.send_text(OWNER, "crash")
     await tg.async_wait_for(lambda: texts(tg), timeout=30)
@@ -176,13 +174,13 @@ async def test_a_wrong_token_is_an_error_naming_the_setting(
     wrong = settings(tg, tmp_path)
     wrong["channels"]["telegram"]["bot_token"] = "999:WRONG"
     with settings_file(wrong):
-        async with running(build_runtime(backoff_first_s=0.2)) as runtime:
+        async with running(build_parts(backoff_first_s=0.2)) as runtime:
             failed = await wait_status(runtime, "telegram", "error")
     assert "channels.telegram.bot_token_env or bot_token" in failed["detail"]
 
 
 async def test_the_bot_api_going_away_and_back_loses_and_repeats_nothing(
-    tg: FakeTelegram, svc: Runtime
+    tg: FakeTelegram, svc: Parts
 ) -> None:
     await asyncio.to_thread(tg.go_away)
     await wait_status(svc, "telegram", "error", limit=60)
@@ -201,7 +199,7 @@ async def test_a_notification_reaches_the_channels_notify_chat_once(
     tg: FakeTelegram, tmp_path: Path
 ) -> None:
     with settings_file(settings(tg, tmp_path, notify_chat=str(OWNER))):
-        async with running(build_runtime(backoff_first_s=0.2)) as runtime:
+        async with running(build_parts(backoff_first_s=0.2)) as runtime:
             await wait_status(runtime, "telegram", "online")
             tg.send_text(OWNER, "/help")  # a bot may write only to someone who wrote to it
             await until_sent(tg, "/pickup CODE")
@@ -224,7 +222,7 @@ async def test_a_chat_that_drove_a_turn_gets_its_answer_not_also_a_notice(
     """The chat is also the channel's notify_chat: the answer arrives there, marked done, and no
     "finished its turn" notification follows it into the same chat (issue 33)."""
     with settings_file(settings(tg, tmp_path, notify_chat=str(OWNER))):
-        async with running(build_runtime(backoff_first_s=0.2)) as runtime:
+        async with running(build_parts(backoff_first_s=0.2)) as runtime:
             await wait_status(runtime, "telegram", "online")
             tg.send_text(OWNER, "echo from the phone")
             await until_sent(tg, "— done")
@@ -246,7 +244,7 @@ async def test_a_chat_that_drove_a_turn_gets_its_answer_not_also_a_notice(
 
 
 async def test_a_file_too_large_for_a_bot_is_named_not_dropped(
-    tg: FakeTelegram, svc: Runtime, tmp_path: Path
+    tg: FakeTelegram, svc: Parts, tmp_path: Path
 ) -> None:
     big = b"x" * (20 * 1024 * 1024 + 1)  # one byte past what getFile hands a bot
     tg.send_document(OWNER, big, "recording.wav", caption="echo and the rest")
@@ -257,7 +255,7 @@ async def test_a_file_too_large_for_a_bot_is_named_not_dropped(
 
 
 async def test_resume_brings_the_chats_stopped_session_back_and_a_stranger_cannot(
-    tg: FakeTelegram, svc: Runtime
+    tg: FakeTelegram, svc: Parts
 ) -> None:
     from sessions_app import services
 

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async
 
-from core.runtime import Runtime
 from harness.fakes.telegram_api import FakeTelegram
 from harness.runtime import running, settings_file, wait_status
-from svcproject.assembly import build as build_runtime
+from svcproject.assembly import build as build_parts
+from svcproject.parts import Parts
 from tests.channels_app.telegram_chat import (
     OWNER,
     STRANGER,
@@ -38,9 +38,9 @@ def tg() -> Iterator[FakeTelegram]:
 
 
 @pytest.fixture
-async def svc(tg: FakeTelegram, tmp_path: Path) -> AsyncIterator[Runtime]:
+async def svc(tg: FakeTelegram, tmp_path: Path) -> AsyncIterator[Parts]:
     with settings_file(settings(tg, tmp_path)):
-        async with running(build_runtime(backoff_first_s=0.2)) as runtime:
+        async with running(build_parts(backoff_first_s=0.2)) as runtime:
             await wait_status(runtime, "telegram", "online")
             yield runtime
 
@@ -59,7 +59,7 @@ def prompted_with(needle: str) -> int:
     return sum(needle in str(e.payload.get("text", "")) for e in events)
 
 
-def telegram_state(runtime: Runtime) -> dict[str, Any]:
+def telegram_state(runtime: Parts) -> dict[str, Any]:
     return {s["name"]: s for s in runtime.supervisor.statuses()}["telegram"]
 
 
@@ -70,7 +70,7 @@ async def answered(tg: FakeTelegram, needle: str) -> None:
 
 
 async def test_a_strangers_photo_and_document_are_never_fetched(
-    tg: FakeTelegram, svc: Runtime
+    tg: FakeTelegram, svc: Parts
 ) -> None:
     """Each of the stranger's messages gets the one reply naming their id; svc never asks
     getFile about their files nor downloads one. Failed before the fix: `_take` called getFile
@@ -88,7 +88,7 @@ async def test_a_strangers_photo_and_document_are_never_fetched(
 
 
 async def test_a_photo_whose_download_fails_is_recorded_failed_and_the_next_message_answered(
-    tg: FakeTelegram, svc: Runtime, tmp_path: Path
+    tg: FakeTelegram, svc: Parts, tmp_path: Path
 ) -> None:
     """The download answers 500 every time. The owner reads one line naming the photo and the
     error, the update is recorded `failed`, the photo's caption never reaches the agent, the
@@ -113,7 +113,7 @@ async def test_a_photo_whose_download_fails_is_recorded_failed_and_the_next_mess
 
 
 async def test_a_failed_update_sent_again_after_a_restart_is_not_handled_again(
-    tg: FakeTelegram, svc: Runtime
+    tg: FakeTelegram, svc: Parts
 ) -> None:
     """The document's download answers 404, and the getUpdates after it fails, so the service
     restarts before Telegram heard the update was taken: the restarted service is handed the
@@ -140,7 +140,7 @@ async def test_a_failed_update_sent_again_after_a_restart_is_not_handled_again(
 
 
 async def test_a_message_taken_as_the_service_restarts_is_answered_exactly_once(
-    tg: FakeTelegram, svc: Runtime
+    tg: FakeTelegram, svc: Parts
 ) -> None:
     """The issue's outage: a message arrives while the agent is busy (so it waits in the chat's
     queue), the next getUpdates fails and the service restarts. The inbox still holds it as taken

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async
 
-from core.runtime import Runtime
 from harness.fakes.telegram_api import FakeTelegram
+from svcproject.parts import Parts
 from tests.channels_app.telegram_chat import (
     OWNER,
     STRANGER,
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 async def test_messages_sent_while_the_agent_is_busy_are_answered_in_order(
-    tg: FakeTelegram, svc: Runtime
+    tg: FakeTelegram, svc: Parts
 ) -> None:
     tg.send_text(OWNER, "sleep 1")
     tg.send_text(OWNER, "echo second")
@@ -35,7 +35,7 @@ async def test_messages_sent_while_the_agent_is_busy_are_answered_in_order(
 
 
 async def test_a_message_sent_during_a_turn_is_queued_shown_and_can_be_taken_back(
-    tg: FakeTelegram, svc: Runtime
+    tg: FakeTelegram, svc: Parts
 ) -> None:
     tg.send_text(OWNER, "count 30 100")
     await until_sent(tg, "1 ")

@@ -1,6 +1,7 @@
 """svc's MCP tools in process, through the official `mcp` SDK client: its streamable-HTTP
 transport over httpx2's ASGITransport into `mcp_app.asgi.application` (MCPGuard → the started
-runtime's MCPApp), as an agent's injected entry calls /mcp — no daphne, no socket.
+parts' MCPApp, the test's parts in the scope), as an agent's injected entry calls /mcp — no
+daphne, no socket.
 
 The ASGI transport hands a response over only once the app has finished it; the server is
 stateless and answers each POST with one short SSE stream, so the SDK's streaming (progress
@@ -22,14 +23,14 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from core import config
-from core.runtime import Runtime, current
-from harness.runtime import running, settings_file
+from harness.runtime import running, scoped, settings_file
 from harness.termclient import hosting_settings
 from mcp_app.asgi import application
 from sessions_app import selectors
 from sessions_app.handover import ALPHABET
 from sessions_app.models import Session, Workspace
 from subagents_app import subagents
+from svcproject.parts import Parts
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -53,12 +54,13 @@ def fake_agent(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 @pytest.fixture
-async def rt(fake_agent: None) -> AsyncIterator[Runtime]:
+async def rt(fake_agent: None) -> AsyncIterator[Parts]:
     async with running() as runtime:
         yield runtime
 
 
 def http_client(
+    rt: Parts,
     token: str | None = None,
     session_id: str | None = None,
     peer: str = "127.0.0.1",
@@ -67,15 +69,17 @@ def http_client(
     headers["Authorization"] = f"Bearer {token or config.current_auth().mcp_token}"
     if session_id:
         headers["X-Svc-Session-Id"] = session_id
-    transport = httpx2.ASGITransport(app=application, client=(peer, 50123))
+    transport = httpx2.ASGITransport(app=scoped(application, rt), client=(peer, 50123))
     return httpx2.AsyncClient(transport=transport, headers=headers, timeout=30)
 
 
 @asynccontextmanager
-async def mcp(session_id: str | None = None, mode: str = "auto") -> AsyncIterator[Client]:
+async def mcp(
+    rt: Parts, session_id: str | None = None, mode: str = "auto"
+) -> AsyncIterator[Client]:
     """The SDK's client; `mode` "legacy" speaks the 2025-11-25 revision (contract §4)."""
     async with (
-        http_client(session_id=session_id) as http,
+        http_client(rt, session_id=session_id) as http,
         Client(streamable_http_client(URL, http_client=http), mode=mode) as client,
     ):
         yield client
@@ -105,8 +109,8 @@ async def a_session(workspace: Path, agent: str = "fake", **fields: Any) -> Sess
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-async def test_the_tools_are_listed_with_their_output_schemas(rt: Runtime, mode: str) -> None:
-    async with mcp(mode=mode) as client:
+async def test_the_tools_are_listed_with_their_output_schemas(rt: Parts, mode: str) -> None:
+    async with mcp(rt, mode=mode) as client:
         listed = {t.name: t for t in (await client.list_tools()).tools}
     assert set(listed) == TOOLS
     for tool in listed.values():
@@ -138,7 +142,7 @@ async def test_the_tools_are_listed_with_their_output_schemas(rt: Runtime, mode:
 
 
 async def test_get_session_id_from_the_header_an_explicit_id_or_agent_and_cwd(
-    rt: Runtime, tmp_path: Path
+    rt: Parts, tmp_path: Path
 ) -> None:
     mine = await a_session(tmp_path)
     other = await a_session(tmp_path / "..", agent="shell")
@@ -149,7 +153,7 @@ async def test_get_session_id_from_the_header_an_explicit_id_or_agent_and_cwd(
         "kind": "chat",
         "status": "running",
     }
-    async with mcp(session_id=str(mine.id)) as client:
+    async with mcp(rt, session_id=str(mine.id)) as client:
         assert await call(client, "get_session_id") == expected
         explicit = await call(client, "get_session_id", session_id=str(other.id))
         assert explicit["session_id"] == str(other.id)  # an explicit id wins over the header
@@ -159,7 +163,7 @@ async def test_get_session_id_from_the_header_an_explicit_id_or_agent_and_cwd(
     assert missing == (
         "No svc session '00000000-0000-4000-8000-000000000000'. Pass an existing session_id."
     )
-    async with mcp() as client:
+    async with mcp(rt) as client:
         found = await call(client, "get_session_id", agent="fake", cwd=str(tmp_path.resolve()))
         alone = await error(client, "get_session_id", cwd=str(tmp_path.resolve()))
         nothing = await error(client, "get_session_id")
@@ -168,14 +172,14 @@ async def test_get_session_id_from_the_header_an_explicit_id_or_agent_and_cwd(
         assert "Cannot tell which session you are" in message
         assert "Pass session_id (the SVC_SESSION_ID environment variable)" in message
         assert "the agent and cwd" in message
-    async with mcp(session_id="not-a-session") as client:
+    async with mcp(rt, session_id="not-a-session") as client:
         assert "SVC_SESSION_ID" in await error(client, "get_session_id")
 
 
 async def test_register_workspace_is_idempotent_and_refuses_what_is_no_directory(
-    rt: Runtime, tmp_path: Path
+    rt: Parts, tmp_path: Path
 ) -> None:
-    async with mcp() as client:
+    async with mcp(rt) as client:
         first = await call(client, "register_workspace", cwd=str(tmp_path), name="w")
         again = await call(client, "register_workspace", cwd=str(tmp_path))
         missing = await error(client, "register_workspace", cwd=str(tmp_path / "gone"))
@@ -197,13 +201,13 @@ async def test_register_workspace_is_idempotent_and_refuses_what_is_no_directory
 
 
 async def test_prepare_handover_gives_a_four_character_code_for_the_callers_session(
-    rt: Runtime, tmp_path: Path
+    rt: Parts, tmp_path: Path
 ) -> None:
     mine = await a_session(tmp_path)
-    async with mcp(session_id=str(mine.id)) as client:
+    async with mcp(rt, session_id=str(mine.id)) as client:
         first = await call(client, "prepare_handover")
         second = await call(client, "prepare_handover")
-    async with mcp() as client:
+    async with mcp(rt) as client:
         refused = await error(client, "prepare_handover")
     assert re.fullmatch(f"[{ALPHABET}]{{4}}", first["code"]), first["code"]
     assert first["code"] != second["code"]  # each call a fresh code
@@ -218,19 +222,17 @@ async def test_prepare_handover_gives_a_four_character_code_for_the_callers_sess
 
 
 async def test_a_code_prepared_for_a_hosted_chat_shows_in_that_chat(
-    rt: Runtime, tmp_path: Path
+    rt: Parts, tmp_path: Path
 ) -> None:
     from sessions_app.services import asession_create
 
-    hosted = await asession_create(
-        host=current().host, agent="fake", workspace=str(tmp_path), kind="chat"
-    )
+    hosted = await asession_create(host=rt.host, agent="fake", workspace=str(tmp_path), kind="chat")
     chat = rt.host.chat(str(hosted.id))
     assert chat is not None
     seen: list[dict[str, Any]] = []
     subscription = await chat.subscribe(seen.append)
     subscription.start()
-    async with mcp(session_id=str(hosted.id)) as client:
+    async with mcp(rt, session_id=str(hosted.id)) as client:
         code = await call(client, "prepare_handover")
     subscription.close()
     (shown,) = [e for e in seen if e["kind"] == "handover"]
@@ -239,7 +241,7 @@ async def test_a_code_prepared_for_a_hosted_chat_shows_in_that_chat(
 
 
 async def test_subagents_started_over_mcp_have_sessions_and_their_reports_come_back(
-    rt: Runtime, tmp_path: Path
+    rt: Parts, tmp_path: Path
 ) -> None:
     parent = await a_session(tmp_path)
     agents = [
@@ -251,7 +253,7 @@ async def test_subagents_started_over_mcp_have_sessions_and_their_reports_come_b
     async def progress(value: float, total: float | None, message: str | None) -> None:
         beats.append((value, total, message))
 
-    async with mcp(session_id=str(parent.id)) as client:
+    async with mcp(rt, session_id=str(parent.id)) as client:
         made = await call(
             client, "initialize_subagents", mode="parallel", cwd=str(tmp_path), agents=agents
         )
@@ -285,9 +287,9 @@ async def test_subagents_started_over_mcp_have_sessions_and_their_reports_come_b
 
 
 async def test_subagent_argument_errors_are_tool_errors_saying_what_to_send(
-    rt: Runtime, tmp_path: Path
+    rt: Parts, tmp_path: Path
 ) -> None:
-    async with mcp() as client:
+    async with mcp(rt) as client:
         none = await error(
             client, "initialize_subagents", mode="parallel", cwd=str(tmp_path), agents=[]
         )
@@ -307,11 +309,11 @@ async def test_subagent_argument_errors_are_tool_errors_saying_what_to_send(
 
 
 async def test_preview_and_md_preview_refusals_are_tool_errors_that_say_why(
-    rt: Runtime, tmp_path: Path
+    rt: Parts, tmp_path: Path
 ) -> None:
     mine = await a_session(tmp_path)
     (tmp_path / "notes.md").write_text("# notes\n")
-    async with mcp(session_id=str(mine.id)) as client:
+    async with mcp(rt, session_id=str(mine.id)) as client:
         page = await call(client, "md_preview", file=str(tmp_path / "notes.md"))
         live = await call(client, "preview", port=5999, title="app")
         ssh = await error(client, "preview", port=22)
@@ -342,31 +344,31 @@ async def test_preview_and_md_preview_refusals_are_tool_errors_that_say_why(
 
 
 async def test_the_guard_refuses_the_owner_token_a_remote_peer_and_a_foreign_host(
-    rt: Runtime,
+    rt: Parts,
 ) -> None:
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     accept = {"Accept": "application/json, text/event-stream"}
     owner = config.current_auth().owner_token
-    async with http_client(token=owner, **accept) as http:
+    async with http_client(rt, token=owner, **accept) as http:
         refused = await http.post(URL, json=body)
     assert refused.status_code == 401
     assert refused.headers["www-authenticate"] == 'Bearer realm="svc-mcp"'
     answer = refused.json()
     assert answer["error"]["code"] == -32001 and answer["id"] is None
     assert "Authorization: Bearer <mcp_token>" in answer["error"]["message"]
-    async with http_client(token="not-a-token", **accept) as http:
+    async with http_client(rt, token="not-a-token", **accept) as http:
         assert (await http.post(URL, json=body)).status_code == 401
-    async with http_client(peer="192.0.2.7", **accept) as http:
+    async with http_client(rt, peer="192.0.2.7", **accept) as http:
         remote = await http.post(URL, json=body)
     assert remote.status_code == 403 and remote.json() == {"error": "forbidden"}
-    async with http_client(**accept) as http:
+    async with http_client(rt, **accept) as http:
         foreign = await http.post("http://evil.example:8000/mcp", json=body)
         ok = await http.post(URL, json={**body, "method": "ping"})
     assert foreign.status_code in (403, 421), foreign.text  # DNS rebinding protection
     assert ok.status_code == 200  # the same request from loopback with the MCP token passes
 
 
-async def test_preview_warns_when_nothing_listens_on_the_port(rt: Runtime, tmp_path: Path) -> None:
+async def test_preview_warns_when_nothing_listens_on_the_port(rt: Parts, tmp_path: Path) -> None:
     """As POST /api/previews does (contract §10): the preview is made either way, and the tool's
     result says when no server answers on the port."""
     with socket.socket() as bound, socket.socket() as listening:
@@ -374,7 +376,7 @@ async def test_preview_warns_when_nothing_listens_on_the_port(rt: Runtime, tmp_p
         listening.bind(("127.0.0.1", 0))
         listening.listen()
         silent, served = bound.getsockname()[1], listening.getsockname()[1]
-        async with mcp() as client:
+        async with mcp(rt) as client:
             empty = await call(client, "preview", port=silent, cwd=str(tmp_path))
             live = await call(client, "preview", port=served, cwd=str(tmp_path))
     assert empty["warning"] == (

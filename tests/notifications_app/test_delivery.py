@@ -20,12 +20,12 @@ from channels.testing import WebsocketCommunicator
 from django.utils import timezone
 
 from core import config
-from core.runtime import Runtime
 from harness.fakes.apprise_target import JsonSink
 from harness.fakes.push_endpoint import PushEndpoint, with_private_hosts
 from harness.runtime import running, settings_file
 from notifications_app import webpush
 from notifications_app.models import Delivery, Notification, PushSubscription
+from svcproject.parts import Parts
 from tests.notifications_app.support import StubChannel, adeliveries, until
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -46,7 +46,7 @@ def subscribe(subscription: dict[str, Any]) -> int:
     return row.pk
 
 
-def quick(runtime: Runtime, timeout_s: float = 0.5, retry_s: float = 60.0) -> None:
+def quick(runtime: Parts, timeout_s: float = 0.5, retry_s: float = 60.0) -> None:
     """Short attempt limits, so a hanging target's three attempts take about a second; the
     later tries `retry_s` apart (by default after the test)."""
     runtime.notifier.attempt_timeout_s = timeout_s
@@ -54,7 +54,7 @@ def quick(runtime: Runtime, timeout_s: float = 0.5, retry_s: float = 60.0) -> No
     runtime.notifier.retry_first_s = runtime.notifier.retry_max_s = retry_s
 
 
-async def notify(runtime: Runtime, event: str = "permission_requested") -> dict[str, Any]:
+async def notify(runtime: Parts, event: str = "permission_requested") -> dict[str, Any]:
     made = await runtime.notifier.notify(
         event,
         session_id="0f0e0d0c-0000-4000-8000-000000000001",
@@ -66,11 +66,12 @@ async def notify(runtime: Runtime, event: str = "permission_requested") -> dict[
     return made
 
 
-def dashboard_socket() -> WebsocketCommunicator:
-    from svcproject.asgi import application
+def dashboard_socket(parts: Parts) -> WebsocketCommunicator:
+    from harness.runtime import scoped
+    from svcproject.asgi import routed
 
     token = config.current_auth().owner_token
-    return WebsocketCommunicator(application, f"/ws/notifications?token={token}")
+    return WebsocketCommunicator(scoped(routed, parts), f"/ws/notifications?token={token}")
 
 
 async def test_one_notification_reaches_every_target_exactly_once(
@@ -81,7 +82,7 @@ async def test_one_notification_reaches_every_target_exactly_once(
     with settings_file(with_private_hosts({"notifications": {"urls": [sink.apprise_url("hook")]}})):
         async with running() as rt:
             rt.notifier.channel_notifiers = lambda: [channel]
-            ws = dashboard_socket()
+            ws = dashboard_socket(rt)
             assert (await ws.connect())[0]
             assert await ws.receive_json_from(timeout=10) == []
             made = await notify(rt)

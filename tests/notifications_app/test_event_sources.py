@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 
-from core.runtime import Runtime, current
 from harness.runtime import running, settings_file
 from harness.termclient import hosting_settings
 from notifications_app.models import Notification
 from remote_app import pairing
 from sessions_app.services import asession_create, asession_stop
 from subagents_app import subagents
+from svcproject.parts import Parts
 from tests.notifications_app.support import until
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -31,7 +31,7 @@ def fake_agent() -> Iterator[None]:
 
 
 @pytest.fixture
-async def rt(fake_agent: None) -> AsyncIterator[Runtime]:
+async def rt(fake_agent: None) -> AsyncIterator[Parts]:
     async with running() as runtime:
         yield runtime
 
@@ -50,7 +50,7 @@ async def first(event: str, limit: float = 15.0) -> dict[str, Any]:
     return (await notified(event))[0]
 
 
-async def test_pair_start_from_a_request_thread_notifies_pairing_requested(rt: Runtime) -> None:
+async def test_pair_start_from_a_request_thread_notifies_pairing_requested(rt: Parts) -> None:
     started = await sync_to_async(pairing.pair_start)("Mozilla/5.0 (Android 15) Firefox", "t.test")
     made = await first("pairing_requested")
     assert made["title"] == "A device asks to pair with svc"
@@ -60,10 +60,10 @@ async def test_pair_start_from_a_request_thread_notifies_pairing_requested(rt: R
 
 
 async def test_a_permission_request_notifies_and_a_watched_turn_end_does_not(
-    rt: Runtime, tmp_path: Path
+    rt: Parts, tmp_path: Path
 ) -> None:
     session = await asession_create(
-        host=current().host, agent="fake", workspace=str(tmp_path), kind="chat"
+        host=rt.host, agent="fake", workspace=str(tmp_path), kind="chat"
     )
     sid = str(session.id)
     chat = rt.host.chat(sid)
@@ -87,14 +87,14 @@ async def test_a_permission_request_notifies_and_a_watched_turn_end_does_not(
     assert await chat.prompt("echo done") == "end_turn"
     ended = await first("turn_ended")
     assert ended["title"] == "fake finished its turn" and ended["session_id"] == sid
-    await asession_stop(host=current().host, session_id=sid)
+    await asession_stop(host=rt.host, session_id=sid)
     await asyncio.sleep(0.3)
     assert await notified("session_failed") == []  # a stop somebody asked for is no failure
 
 
-async def test_an_agent_that_crashes_notifies_session_failed(rt: Runtime, tmp_path: Path) -> None:
+async def test_an_agent_that_crashes_notifies_session_failed(rt: Parts, tmp_path: Path) -> None:
     session = await asession_create(
-        host=current().host, agent="fake", workspace=str(tmp_path), kind="chat"
+        host=rt.host, agent="fake", workspace=str(tmp_path), kind="chat"
     )
     chat = rt.host.chat(str(session.id))
     assert chat is not None
@@ -105,7 +105,7 @@ async def test_an_agent_that_crashes_notifies_session_failed(rt: Runtime, tmp_pa
 
 
 async def test_a_finished_subagent_turn_notifies_subagent_turn_completed(
-    rt: Runtime, tmp_path: Path
+    rt: Parts, tmp_path: Path
 ) -> None:
     turn = await sync_to_async(subagents.turn_create)(
         mode="parallel",

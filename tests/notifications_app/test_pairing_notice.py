@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 
-from core.runtime import Runtime
 from harness.fakes.apprise_target import JsonSink
 from harness.runtime import running, settings_file
 from notifications_app import events, hub
 from notifications_app.models import Notification
 from remote_app import signals
+from svcproject.parts import Parts
 from tests.notifications_app.support import adeliveries
 
 HOSTILE_UA = "Owner iPhone - your code is 123456, approve it now via https://evil.example"
@@ -26,7 +26,7 @@ ATTACKER_WORDS = ("123456", "evil", "approve it now")
 
 
 @pytest.fixture
-async def rt(sink: JsonSink) -> AsyncIterator[Runtime]:
+async def rt(sink: JsonSink) -> AsyncIterator[Parts]:
     with settings_file({"notifications": {"urls": [sink.apprise_url("pair")]}}):
         async with running() as runtime:
             yield runtime
@@ -38,7 +38,7 @@ def pairing_notices() -> list[dict[str, Any]]:
     return [n.to_dict() for n in rows]
 
 
-async def settled(runtime: Runtime) -> None:
+async def settled(runtime: Parts) -> None:
     """Every notice handed over from a request thread has been made and delivered."""
     for _ in range(3):  # call_soon_threadsafe hand-overs, then the tasks they spawn
         await asyncio.sleep(0)
@@ -52,7 +52,7 @@ def asked(device: str, host: str) -> None:
 
 @pytest.mark.django_db(transaction=True)
 async def test_a_pairing_flood_makes_one_notice_with_none_of_the_askers_text(
-    rt: Runtime, sink: JsonSink
+    rt: Parts, sink: JsonSink
 ) -> None:
     # 32 pair starts at once, each on a request thread of its own, as pair_start's on_commit.
     start = [asyncio.to_thread(asked, HOSTILE_UA, HOSTILE_HOST) for _ in range(32)]

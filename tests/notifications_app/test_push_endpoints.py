@@ -16,10 +16,10 @@ from asgiref.sync import sync_to_async
 from django.test import Client
 
 from core import config
-from core.runtime import Runtime
 from harness.fakes.push_endpoint import PushEndpoint, with_private_hosts
 from harness.runtime import running, settings_file
 from notifications_app.models import PushSubscription
+from svcproject.parts import Parts
 from tests.notifications_app.conftest import PUBLIC_ADDRESS
 from tests.notifications_app.support import adeliveries
 
@@ -47,7 +47,7 @@ async def notified_push() -> dict[str, Any]:
     return rows
 
 
-def quick(runtime: Runtime) -> None:
+def quick(runtime: Parts) -> None:
     """Short pauses between attempts: a refused send that were retried would show as 3."""
     runtime.notifier.backoff_s = (0.05, 0.05)
 

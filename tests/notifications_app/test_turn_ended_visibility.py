@@ -19,11 +19,11 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 
 from core import config
-from core.runtime import Runtime, current
 from harness.runtime import running, settings_file
 from harness.termclient import hosting_settings
 from notifications_app.models import Notification
 from sessions_app.services import asession_create, asession_stop
+from svcproject.parts import Parts
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -35,18 +35,18 @@ def fake_agent() -> Iterator[None]:
 
 
 @pytest.fixture
-async def rt(fake_agent: None) -> AsyncIterator[Runtime]:
+async def rt(fake_agent: None) -> AsyncIterator[Parts]:
     async with running() as runtime:
         yield runtime
 
 
 @pytest.fixture
-async def sid(rt: Runtime, tmp_path: Path) -> AsyncIterator[str]:
+async def sid(rt: Parts, tmp_path: Path) -> AsyncIterator[str]:
     session = await asession_create(
-        host=current().host, agent="fake", workspace=str(tmp_path), kind="chat"
+        host=rt.host, agent="fake", workspace=str(tmp_path), kind="chat"
     )
     yield str(session.id)
-    await asession_stop(host=current().host, session_id=str(session.id))
+    await asession_stop(host=rt.host, session_id=str(session.id))
 
 
 @sync_to_async
@@ -59,11 +59,12 @@ class Page:
     """A /ws/chat client as the dashboard is one: it opens the session, then says whether it
     shows it (or, `visible` None, never says — an older page, the CLI)."""
 
-    def __init__(self, session_id: str) -> None:
-        from svcproject.asgi import application
+    def __init__(self, parts: Parts, session_id: str) -> None:
+        from harness.runtime import scoped
+        from svcproject.asgi import routed
 
         token = config.current_auth().owner_token
-        self.ws = WebsocketCommunicator(application, f"/ws/chat?token={token}")
+        self.ws = WebsocketCommunicator(scoped(routed, parts), f"/ws/chat?token={token}")
         self.session_id = session_id
 
     async def open(self, visible: bool | None) -> None:
@@ -93,15 +94,15 @@ class Page:
         assert (await self.until("turn_end"))["stop_reason"] == "end_turn"
 
 
-async def settled(rt: Runtime, session_id: str) -> list[dict[str, Any]]:
+async def settled(rt: Parts, session_id: str) -> list[dict[str, Any]]:
     await rt.notifier.wait_idle()
     return await turn_ended(session_id)
 
 
 async def test_a_socket_subscribed_but_not_showing_the_session_gets_one_turn_ended(
-    rt: Runtime, sid: str
+    rt: Parts, sid: str
 ) -> None:
-    page = Page(sid)
+    page = Page(rt, sid)
     await page.open(visible=False)  # the chat's tab is open in the page, another one is shown
     await page.turn()
     made = await settled(rt, sid)
@@ -110,8 +111,8 @@ async def test_a_socket_subscribed_but_not_showing_the_session_gets_one_turn_end
     await page.ws.disconnect()
 
 
-async def test_a_socket_showing_the_session_gets_none(rt: Runtime, sid: str) -> None:
-    page = Page(sid)
+async def test_a_socket_showing_the_session_gets_none(rt: Parts, sid: str) -> None:
+    page = Page(rt, sid)
     await page.open(visible=True)
     await page.turn()
     assert await settled(rt, sid) == []
@@ -119,9 +120,9 @@ async def test_a_socket_showing_the_session_gets_none(rt: Runtime, sid: str) -> 
 
 
 async def test_shown_then_hidden_gets_one_for_the_turn_that_ends_hidden(
-    rt: Runtime, sid: str
+    rt: Parts, sid: str
 ) -> None:
-    page = Page(sid)
+    page = Page(rt, sid)
     await page.open(visible=True)
     await page.turn("echo seen")
     assert await settled(rt, sid) == []
@@ -134,8 +135,8 @@ async def test_shown_then_hidden_gets_one_for_the_turn_that_ends_hidden(
     await page.ws.disconnect()
 
 
-async def test_a_closed_socket_no_longer_shows_the_session(rt: Runtime, sid: str) -> None:
-    page = Page(sid)
+async def test_a_closed_socket_no_longer_shows_the_session(rt: Parts, sid: str) -> None:
+    page = Page(rt, sid)
     await page.open(visible=True)
     chat = rt.host.chat(sid)
     assert chat is not None and chat.shown()
@@ -145,17 +146,17 @@ async def test_a_closed_socket_no_longer_shows_the_session(rt: Runtime, sid: str
     assert len(await settled(rt, sid)) == 1
 
 
-async def test_a_socket_that_never_says_counts_as_showing(rt: Runtime, sid: str) -> None:
+async def test_a_socket_that_never_says_counts_as_showing(rt: Parts, sid: str) -> None:
     """An older page, the CLI's chat, an API client: no notification they did not ask for."""
-    page = Page(sid)
+    page = Page(rt, sid)
     await page.open(visible=None)
     await page.turn()
     assert await settled(rt, sid) == []
     await page.ws.disconnect()
 
 
-async def test_one_showing_page_among_hidden_ones_is_enough(rt: Runtime, sid: str) -> None:
-    hidden, shown = Page(sid), Page(sid)
+async def test_one_showing_page_among_hidden_ones_is_enough(rt: Parts, sid: str) -> None:
+    hidden, shown = Page(rt, sid), Page(rt, sid)
     await hidden.open(visible=False)
     await shown.open(visible=True)
     await hidden.turn()
@@ -168,11 +169,11 @@ async def test_one_showing_page_among_hidden_ones_is_enough(rt: Runtime, sid: st
 
 
 async def test_a_visible_for_a_session_the_socket_does_not_hold_is_ignored(
-    rt: Runtime, sid: str
+    rt: Parts, sid: str
 ) -> None:
     """A page reports its tabs of exited chats too: no error event (it would show in the chat),
     and no effect on another socket's session; a malformed `visible` is an error event."""
-    page = Page(sid)
+    page = Page(rt, sid)
     await page.open(visible=True)
     await page.ws.send_json_to({"type": "visible", "session_id": "elsewhere", "visible": False})
     await page.ws.send_json_to({"type": "visible", "session_id": sid, "visible": "no"})
@@ -184,7 +185,7 @@ async def test_a_visible_for_a_session_the_socket_does_not_hold_is_ignored(
 
 
 async def test_a_chat_channel_watching_the_session_is_not_a_dashboard_showing_it(
-    rt: Runtime, sid: str
+    rt: Parts, sid: str
 ) -> None:
     """A Telegram/Slack room follows every turn of its session, but nobody looks at a
     dashboard there: its subscription never counts as showing."""
@@ -196,6 +197,7 @@ async def test_a_chat_channel_watching_the_session_is_not_a_dashboard_showing_it
     class Channel:
         config = Config()
         host = rt.host
+        fleet_sockets = fleet_forward = None  # a daemon alone
 
         def spawn(self, work: Any) -> None:
             work.close()  # what the room would post: not this test's business
@@ -207,7 +209,7 @@ async def test_a_chat_channel_watching_the_session_is_not_a_dashboard_showing_it
         assert chat is not None and not chat.shown()
         assert await chat.prompt("echo to the channel only") == "end_turn"
         assert len(await settled(rt, sid)) == 1
-        page = Page(sid)  # a dashboard tab showing it as well: then it is seen
+        page = Page(rt, sid)  # a dashboard tab showing it as well: then it is seen
         await page.open(visible=True)
         await page.turn()
         assert len(await settled(rt, sid)) == 1

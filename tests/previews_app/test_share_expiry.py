@@ -7,10 +7,12 @@ import asyncio
 import json
 from collections.abc import Iterator
 from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 from django.utils import timezone
 
+from harness.runtime import scoped
 from harness.upstream import Upstream
 from previews_app import services
 from previews_app.asgi import PreviewRouter
@@ -31,7 +33,7 @@ async def inner_app(scope: dict, receive, send) -> None:
     raise AssertionError("preview paths must never reach svc's own routes")
 
 
-async def call(app: PreviewRouter, path: str, method: str = "GET") -> tuple[int, dict, bytes]:
+async def call(app: Any, path: str, method: str = "GET") -> tuple[int, dict, bytes]:
     scope = {
         "type": "http",
         "method": method,
@@ -65,12 +67,12 @@ def upstream() -> Iterator[Upstream]:
         yield server
 
 
-async def test_a_share_answers_until_600_seconds_then_410(upstream: Upstream) -> None:
+async def test_a_share_answers_until_600_seconds_then_410(upstream: Upstream, parts: Any) -> None:
     from asgiref.sync import sync_to_async
 
     clock = Clock()
     preview = await sync_to_async(services.preview_publish)(port=upstream.port, clock=clock)
-    app = PreviewRouter(inner_app, clock=clock)
+    app = scoped(PreviewRouter(inner_app, clock=clock), parts)
     url = f"/preview/s/{preview.share_slug}/echo"
     status, _, body = await call(app, url)
     assert status == 200 and json.loads(body)["path"] == "/echo"
@@ -82,7 +84,7 @@ async def test_a_share_answers_until_600_seconds_then_410(upstream: Upstream) ->
     assert b"expired" in body
 
 
-async def test_a_row_pointing_at_a_denied_port_is_refused_at_request_time() -> None:
+async def test_a_row_pointing_at_a_denied_port_is_refused_at_request_time(parts: Any) -> None:
     from asgiref.sync import sync_to_async
 
     from previews_app.selectors import share_seal
@@ -97,12 +99,14 @@ async def test_a_row_pointing_at_a_denied_port_is_refused_at_request_time() -> N
     )
     row.share_seal = share_seal(row)  # even a share svc sealed (tests/e2e/test_database_writer.py)
     await sync_to_async(row.save)()
-    app = PreviewRouter(inner_app, clock=clock)
+    app = scoped(PreviewRouter(inner_app, clock=clock), parts)
     status, _, _ = await call(app, f"/preview/s/{row.share_slug}/")
     assert status == 403
 
 
-async def test_a_stream_on_a_share_ends_when_the_share_expires(upstream: Upstream) -> None:
+async def test_a_stream_on_a_share_ends_when_the_share_expires(
+    upstream: Upstream, parts: Any
+) -> None:
     from asgiref.sync import sync_to_async
 
     clock = Clock()
@@ -110,7 +114,11 @@ async def test_a_stream_on_a_share_ends_when_the_share_expires(upstream: Upstrea
     clock.now += timedelta(seconds=599)  # 1 s of life left; /stream holds its second chunk
     upstream.release.clear()
     status, _, body = await asyncio.wait_for(
-        call(PreviewRouter(inner_app, clock=clock), f"/preview/s/{preview.share_slug}/stream"), 5
+        call(
+            scoped(PreviewRouter(inner_app, clock=clock), parts),
+            f"/preview/s/{preview.share_slug}/stream",
+        ),
+        5,
     )
     assert status == 200
     assert body.startswith(b"first") and b"second" not in body

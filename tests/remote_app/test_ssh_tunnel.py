@@ -17,7 +17,7 @@ from harness.runtime import running, settings_file, wait_status
 from harness.ssh import SSHServer
 from remote_app.tunnels.base import TunnelError
 from remote_app.tunnels.ssh import SSHTunnel
-from svcproject.assembly import build as build_runtime
+from svcproject.assembly import build as build_parts
 
 
 @pytest.fixture
@@ -142,8 +142,8 @@ async def test_a_tunnel_whose_server_went_away_comes_back_online_by_itself(
     ssh: SSHServer, target: int
 ) -> None:
     remote_port = free_port()
-    runtime = build_runtime(backoff_first_s=0.2)
-    runtime.remote_port = target
+    runtime = build_parts(backoff_first_s=0.2)
+    runtime.reach.remote_port = target
     with settings_file({"tunnels": {"vps": ssh.tunnel(remote_port)}}):
         async with running(runtime):
             await wait_status(runtime, "vps", "online")
@@ -166,8 +166,8 @@ async def test_a_tunnel_whose_server_went_away_comes_back_online_by_itself(
 
 @pytest.mark.django_db(transaction=True)
 async def test_a_tunnel_with_a_wrong_option_shows_error_with_the_option_named() -> None:
-    runtime = build_runtime(backoff_first_s=0.2)
-    runtime.remote_port = free_port()
+    runtime = build_parts(backoff_first_s=0.2)
+    runtime.reach.remote_port = free_port()
     with settings_file({"tunnels": {"bad": {"provider": "ssh", "host": "h", "port": "x"}}}):
         async with running(runtime):
             failed = await wait_status(runtime, "bad", "error")

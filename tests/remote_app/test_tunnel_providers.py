@@ -30,7 +30,7 @@ from harness.runtime import running, settings_file, wait_status
 from remote_app.tunnels import process, registry
 from remote_app.tunnels.base import TunnelError
 from remote_app.tunnels.process import ProcessTunnel
-from svcproject.assembly import build as build_runtime
+from svcproject.assembly import build as build_parts
 from tests.remote_app.tunnel_tasks import stop, until_up
 
 STANDINS = Path(__file__).resolve().parents[1] / "fixtures" / "tunnel-standins"
@@ -379,8 +379,8 @@ async def test_as_services_one_is_online_and_a_missing_executable_is_an_error_sa
     path = os.environ["PATH"].split(os.pathsep)[2:]  # what was there before `standins`
     kept = [folder for folder in path if not Path(folder, "cloudflared").exists()]
     monkeypatch.setenv("PATH", os.pathsep.join([str(python_bin), *kept]))
-    runtime = build_runtime(backoff_first_s=0.2)
-    runtime.remote_port = target
+    runtime = build_parts(backoff_first_s=0.2)
+    runtime.reach.remote_port = target
     tunnels = {"funnel": {"provider": "tailscale"}, "quick": {"provider": "cloudflared"}}
     with settings_file({"tunnels": tunnels}):
         async with running(runtime):

@@ -13,7 +13,7 @@ from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
 from core import config
-from core.runtime import current
+from harness.runtime import scoped
 
 pytestmark = pytest.mark.django_db(transaction=True)
 FAKE_ACP = str(Path(__file__).resolve().parents[2] / "harness" / "fakes" / "acp_agent.py")
@@ -24,30 +24,30 @@ def fake_agent(settings: Any) -> None:
     config.write_settings({"agents": {"fake": {"acp_command": [sys.executable, FAKE_ACP]}}})
 
 
-def app() -> Any:
-    from svcproject.asgi import application
+def app(parts: Any) -> Any:
+    from svcproject.asgi import routed
 
-    return application
+    return scoped(routed, parts)
 
 
-def socket(path: str) -> WebsocketCommunicator:
+def socket(parts: Any, path: str) -> WebsocketCommunicator:
     token = config.current_auth().owner_token
     joiner = "&" if "?" in path else "?"
-    return WebsocketCommunicator(app(), f"{path}{joiner}token={token}")
+    return WebsocketCommunicator(app(parts), f"{path}{joiner}token={token}")
 
 
-async def create(tmp_path: Path, **fields: Any) -> Any:
+async def create(parts: Any, tmp_path: Path, **fields: Any) -> Any:
     from sessions_app import services
 
     return await database_sync_to_async(services.session_create)(
-        host=current().host, workspace=str(tmp_path), **{"agent": "shell", **fields}
+        host=parts.host, workspace=str(tmp_path), **{"agent": "shell", **fields}
     )
 
 
-async def stop(session_id: str) -> None:
+async def stop(parts: Any, session_id: str) -> None:
     from sessions_app import services
 
-    await database_sync_to_async(services.session_stop)(host=current().host, session_id=session_id)
+    await database_sync_to_async(services.session_stop)(host=parts.host, session_id=session_id)
 
 
 async def receive_until(ws: WebsocketCommunicator, needle: bytes, limit: int = 500) -> bytes:
@@ -60,9 +60,11 @@ async def receive_until(ws: WebsocketCommunicator, needle: bytes, limit: int = 5
     raise AssertionError(f"{needle!r} never came; saw {seen[-200:]!r}")
 
 
-async def test_a_terminal_viewer_gets_scrollback_state_and_live_output(tmp_path: Path) -> None:
-    session = await create(tmp_path)
-    ws = socket(f"/ws?session_id={session.id}")
+async def test_a_terminal_viewer_gets_scrollback_state_and_live_output(
+    tmp_path: Path, parts: Any
+) -> None:
+    session = await create(parts, tmp_path)
+    ws = socket(parts, f"/ws?session_id={session.id}")
     connected, _ = await ws.connect()
     assert connected
     first = await ws.receive_output(timeout=10)
@@ -75,19 +77,19 @@ async def test_a_terminal_viewer_gets_scrollback_state_and_live_output(tmp_path:
     assert b"33 91" in seen
     assert b"resize" not in seen  # a resize to 0x0 is dropped, not typed into the shell
     await ws.disconnect()
-    await stop(str(session.id))
+    await stop(parts, str(session.id))
 
 
-async def test_an_unknown_terminal_closes_with_4404() -> None:
-    ws = socket("/ws?session_id=00000000-0000-0000-0000-000000000000")
+async def test_an_unknown_terminal_closes_with_4404(parts: Any) -> None:
+    ws = socket(parts, "/ws?session_id=00000000-0000-0000-0000-000000000000")
     connected, _ = await ws.connect()
     assert connected
     assert (await ws.receive_output(timeout=10))["code"] == 4404
 
 
-async def test_a_chat_replays_then_streams_the_agents_answer(tmp_path: Path) -> None:
-    session = await create(tmp_path, agent="fake", kind="chat")
-    ws = socket("/ws/chat")
+async def test_a_chat_replays_then_streams_the_agents_answer(tmp_path: Path, parts: Any) -> None:
+    session = await create(parts, tmp_path, agent="fake", kind="chat")
+    ws = socket(parts, "/ws/chat")
     await ws.connect()
     await ws.send_json_to({"type": "open", "session_id": str(session.id)})
     opened = await ws.receive_json_from(timeout=10)
@@ -101,7 +103,7 @@ async def test_a_chat_replays_then_streams_the_agents_answer(tmp_path: Path) -> 
     said = "".join(e.get("text", "") for e in events if e["kind"] == "agent_message_chunk")
     assert said.split() == ["hi", "there"] and events[-1]["stop_reason"] == "end_turn"
     await ws.disconnect()
-    again = socket("/ws/chat")  # a second client: the history first, marked as replay
+    again = socket(parts, "/ws/chat")  # a second client: the history first, marked as replay
     await again.connect()
     await again.send_json_to({"type": "open", "session_id": str(session.id)})
     replayed = []
@@ -109,11 +111,11 @@ async def test_a_chat_replays_then_streams_the_agents_answer(tmp_path: Path) -> 
         replayed.append(await again.receive_json_from(timeout=10))
     assert [e["kind"] for e in replayed if e.get("replay")][-1] == "turn_end"
     await again.disconnect()
-    await stop(str(session.id))
+    await stop(parts, str(session.id))
 
 
-async def test_a_malformed_chat_event_is_an_error_event_not_a_dead_socket() -> None:
-    ws = socket("/ws/chat")
+async def test_a_malformed_chat_event_is_an_error_event_not_a_dead_socket(parts: Any) -> None:
+    ws = socket(parts, "/ws/chat")
     await ws.connect()
     await ws.send_to(text_data="not json")
     assert (await ws.receive_json_from(timeout=10))["kind"] == "error"
@@ -124,11 +126,12 @@ async def test_a_malformed_chat_event_is_an_error_event_not_a_dead_socket() -> N
 
 async def test_the_sessions_list_sends_a_full_snapshot_on_connect_and_on_change(
     tmp_path: Path,
+    parts: Any,
 ) -> None:
-    ws = socket("/ws/sessions")
+    ws = socket(parts, "/ws/sessions")
     await ws.connect()
     assert json.loads(await ws.receive_from(timeout=10)) == []
-    session = await create(tmp_path)
+    session = await create(parts, tmp_path)
     for _ in range(20):
         items = json.loads(await ws.receive_from(timeout=10))
         if any(s["id"] == str(session.id) for s in items):
@@ -136,19 +139,19 @@ async def test_the_sessions_list_sends_a_full_snapshot_on_connect_and_on_change(
     else:
         raise AssertionError("the new session never showed in the list")
     await ws.disconnect()
-    await stop(str(session.id))
+    await stop(parts, str(session.id))
 
 
 @pytest.mark.parametrize("path", ["/ws/channels", "/ws/tunnels", "/ws/agents/runtime"])
-async def test_every_list_socket_sends_a_list(path: str) -> None:
-    ws = socket(path)
+async def test_every_list_socket_sends_a_list(path: str, parts: Any) -> None:
+    ws = socket(parts, path)
     await ws.connect()
     assert isinstance(json.loads(await ws.receive_from(timeout=10)), list)
     await ws.disconnect()
 
 
-async def test_the_guard_closes_a_socket_without_the_owner_token() -> None:
-    ws = WebsocketCommunicator(app(), "/ws/sessions?token=wrong")
+async def test_the_guard_closes_a_socket_without_the_owner_token(parts: Any) -> None:
+    ws = WebsocketCommunicator(app(parts), "/ws/sessions?token=wrong")
     connected, _ = await ws.connect()
     assert connected
     assert (await ws.receive_output(timeout=10))["code"] == 4401

@@ -9,7 +9,6 @@ import pytest
 from django.utils import timezone
 
 from core.errors import NotFound, TooManyRequests
-from core.runtime import current
 from sessions_app import handover
 from sessions_app.models import Session
 
@@ -25,6 +24,12 @@ class Clock:
 
 
 @pytest.fixture
+def failures() -> handover.FailureWindow:
+    """The daemon's failed-pickup window (svc's parts hold one)."""
+    return handover.FailureWindow()
+
+
+@pytest.fixture
 def session() -> Session:
     return Session.objects.create(agent="shell", workspace="/tmp", kind="terminal")
 
@@ -35,43 +40,43 @@ def test_codes_are_four_characters_of_the_unambiguous_alphabet(session: Session)
     assert len(codes) == 200  # unique among live codes
 
 
-def test_a_code_works_once_and_in_any_case(session: Session) -> None:
+def test_a_code_works_once_and_in_any_case(
+    session: Session, failures: handover.FailureWindow
+) -> None:
     code = handover.handover_issue(session_id=str(session.id)).code
-    assert (
-        handover.handover_redeem(failures=current().handover_failures, code=f" {code.lower()} ").pk
-        == session.pk
-    )
+    assert handover.handover_redeem(failures=failures, code=f" {code.lower()} ").pk == session.pk
     with pytest.raises(NotFound) as again:
-        handover.handover_redeem(failures=current().handover_failures, code=code)
+        handover.handover_redeem(failures=failures, code=code)
     assert str(again.value) == handover.NOT_FOUND
 
 
-def test_an_expired_code_answers_like_a_wrong_one(session: Session) -> None:
+def test_an_expired_code_answers_like_a_wrong_one(
+    session: Session, failures: handover.FailureWindow
+) -> None:
     clock = Clock()
     code = handover.handover_issue(session_id=str(session.id), clock=clock).code
     clock.now += timedelta(seconds=handover.CODE_SECONDS)
     with pytest.raises(NotFound) as expired:
-        handover.handover_redeem(failures=current().handover_failures, code=code, clock=clock)
+        handover.handover_redeem(failures=failures, code=code, clock=clock)
     with pytest.raises(NotFound) as wrong:
-        handover.handover_redeem(failures=current().handover_failures, code="ZZZZ", clock=clock)
+        handover.handover_redeem(failures=failures, code="ZZZZ", clock=clock)
     assert str(expired.value) == str(wrong.value) == handover.NOT_FOUND
 
 
-def test_the_eleventh_failure_in_a_minute_is_429_for_everyone(session: Session) -> None:
+def test_the_eleventh_failure_in_a_minute_is_429_for_everyone(
+    session: Session, failures: handover.FailureWindow
+) -> None:
     clock = Clock()
     code = handover.handover_issue(session_id=str(session.id), clock=clock).code
     for _ in range(handover.FAILURES_PER_MINUTE):
         with pytest.raises(NotFound):
-            handover.handover_redeem(failures=current().handover_failures, code="WXYZ", clock=clock)
+            handover.handover_redeem(failures=failures, code="WXYZ", clock=clock)
     with pytest.raises(TooManyRequests):
         handover.handover_redeem(
-            failures=current().handover_failures, code=code, clock=clock
+            failures=failures, code=code, clock=clock
         )  # even the right code waits
     clock.now += timedelta(seconds=61)
-    assert (
-        handover.handover_redeem(failures=current().handover_failures, code=code, clock=clock).pk
-        == session.pk
-    )
+    assert handover.handover_redeem(failures=failures, code=code, clock=clock).pk == session.pk
 
 
 def test_issuing_needs_an_existing_session() -> None:

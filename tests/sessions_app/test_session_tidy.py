@@ -14,7 +14,6 @@ from channels.db import database_sync_to_async
 from django.test import Client
 
 from core import config
-from core.runtime import current
 
 FAKE_ACP = str(Path(__file__).resolve().parents[2] / "harness" / "fakes" / "acp_agent.py")
 
@@ -111,11 +110,11 @@ async def test_live_sessions_no_holder_kept_are_interrupted_at_start() -> None:
     assert gone.to_dict()["detail"] == services.INTERRUPTED
 
 
-async def create(tmp_path: Path, **fields: Any) -> Any:
+async def create(parts: Any, tmp_path: Path, **fields: Any) -> Any:
     from sessions_app import services
 
     return await database_sync_to_async(services.session_create)(
-        host=current().host, workspace=str(tmp_path), **{"agent": "shell", **fields}
+        host=parts.host, workspace=str(tmp_path), **{"agent": "shell", **fields}
     )
 
 
@@ -126,17 +125,13 @@ async def get(session_id: Any) -> Any:
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_svc_shutdown_and_the_user_stopping_are_recorded(
-    tmp_path: Path, svc_runtime: Any
-) -> None:
+async def test_svc_shutdown_and_the_user_stopping_are_recorded(tmp_path: Path, parts: Any) -> None:
     from sessions_app import services
 
-    by_user = await create(tmp_path)
-    at_shutdown = await create(tmp_path)
-    await database_sync_to_async(services.session_stop)(
-        host=current().host, session_id=str(by_user.id)
-    )
-    assert await svc_runtime.host.stop_all() >= 1
+    by_user = await create(parts, tmp_path)
+    at_shutdown = await create(parts, tmp_path)
+    await database_sync_to_async(services.session_stop)(host=parts.host, session_id=str(by_user.id))
+    assert await parts.host.stop_all() >= 1
     for _ in range(100):  # the exit is recorded by the process's reaper
         if (await get(at_shutdown.id)).status == "exited":
             break
@@ -154,14 +149,14 @@ async def test_svc_shutdown_and_the_user_stopping_are_recorded(
 
 @pytest.mark.django_db(transaction=True)
 async def test_a_chat_is_titled_by_its_first_prompt_then_by_the_agent(
-    tmp_path: Path, svc_runtime: Any
+    tmp_path: Path, parts: Any
 ) -> None:
     from sessions_app import selectors, services
 
     config.write_settings({"agents": {"fake": {"acp_command": [sys.executable, FAKE_ACP]}}})
-    chat = await create(tmp_path, agent="fake", kind="chat")
+    chat = await create(parts, tmp_path, agent="fake", kind="chat")
     assert chat.title == ""
-    acp = svc_runtime.host.chat(str(chat.id))
+    acp = parts.host.chat(str(chat.id))
     try:
         await acp.prompt("echo   tidy\n  the sessions")  # whitespace folded, one line
         assert (await get(chat.id)).title == "echo tidy the sessions"
@@ -173,5 +168,5 @@ async def test_a_chat_is_titled_by_its_first_prompt_then_by_the_agent(
         assert [s["title"] for s in listed] == ["Sessions tidy-up"]
     finally:
         await database_sync_to_async(services.session_stop)(
-            host=current().host, session_id=str(chat.id)
+            host=parts.host, session_id=str(chat.id)
         )

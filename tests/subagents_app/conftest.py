@@ -5,13 +5,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.test import Client
 
 from core import config
 from harness.git import git
-from harness.runtime import settings_file
+from harness.runtime import client, settings_file
 from harness.termclient import hosting_settings
 from tests.subagents_app.review_tui import TUI
 
@@ -38,5 +39,5 @@ def repo(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def api() -> Client:
-    return Client(headers={"Authorization": f"Bearer {config.current_auth().owner_token}"})
+def api(parts: Any) -> Client:
+    return client(parts, headers={"Authorization": f"Bearer {config.current_auth().owner_token}"})

@@ -18,7 +18,6 @@ from asgiref.sync import sync_to_async
 from django.test import Client
 
 from core.errors import DomainError
-from core.runtime import current
 from harness.git import git
 from harness.runtime import running
 from sessions_app import services
@@ -192,13 +191,13 @@ async def events(session_id: str, kind: str, after_seq: int = 0) -> list[Session
 async def test_a_chat_agent_gets_one_prompt_and_an_ended_chat_is_resumed(repo: Path) -> None:
     async with running() as rt:
         session = await services.asession_create(
-            host=current().host, agent="fake", workspace=str(repo), kind="chat"
+            host=rt.host, agent="fake", workspace=str(repo), kind="chat"
         )
         sid = str(session.id)
         found = await sync_to_async(diffs.session_diff)(session)
         comments = [Comment("app.py", 2, "two?"), Comment("app.py", 1, "drop os", "old")]
         text = diff_comments.prompt_text(comments, found)
-        sent = await diff_comments.asend(session, text, current().host)
+        sent = await diff_comments.asend(session, text, rt.host)
         assert sent == {"session_id": sid, "delivered": "prompt", "resumed": False}
         await delivered(sid, 1)
         said = await events(sid, "user_message_chunk")
@@ -218,13 +217,11 @@ async def test_a_chat_agent_gets_one_prompt_and_an_ended_chat_is_resumed(repo: P
         )
 
         await services.asession_stop(
-            host=current().host, session_id=sid
+            host=rt.host, session_id=sid
         )  # as a finished subagent's session is
         assert rt.host.chat(sid) is None
-        again = await diff_comments.asend(
-            session, "Review of your changes: app.py:3 y?", current().host
-        )
+        again = await diff_comments.asend(session, "Review of your changes: app.py:3 y?", rt.host)
         assert again["resumed"] is True and rt.host.chat(sid) is not None
         await delivered(sid, 3)
         assert (await events(sid, "user_message_chunk"))[-1].payload["text"].endswith("app.py:3 y?")
-        await services.asession_stop(host=current().host, session_id=sid)
+        await services.asession_stop(host=rt.host, session_id=sid)

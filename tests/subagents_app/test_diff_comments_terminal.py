@@ -13,7 +13,6 @@ from asgiref.sync import sync_to_async
 from django.test import Client
 
 from core.errors import Conflict
-from core.runtime import current
 from harness.runtime import running
 from sessions_app import services
 from sessions_app.host import pty
@@ -71,19 +70,17 @@ async def test_an_agent_terminal_gets_one_line_and_one_enter_without_bracketed_p
     repo: Path,
 ) -> None:
     async with running() as rt:
-        session = await services.asession_create(
-            host=current().host, agent="cat", workspace=str(repo)
-        )
+        session = await services.asession_create(host=rt.host, agent="cat", workspace=str(repo))
         sid = str(session.id)
         screen, view = await watch(rt, sid)
         text = "Review of your changes: 1 comment.\n\n1. app.py:2\n   two?"
-        assert (await diff_comments.asend(session, text, current().host))["delivered"] == "typed"
+        assert (await diff_comments.asend(session, text, rt.host))["delivered"] == "typed"
         # cat prints each line back once Enter reached it: the tty's echo, then cat's copy.
         await screen.shows(b"two?", times=2)
         one_line = b"Review of your changes: 1 comment. 1. app.py:2    two?"
         assert screen.seen.count(one_line) == 2 and screen.seen.count(b"app.py:2") == 2
         await view.detach()
-        await services.asession_stop(host=current().host, session_id=sid)
+        await services.asession_stop(host=rt.host, session_id=sid)
         assert not rt.host.type_into_terminal(sid, "late")
 
 
@@ -99,9 +96,7 @@ async def test_a_plain_shell_gets_nothing_typed_and_a_409(
     made = tmp_path / "x"
     hostile_repo(repo, f"$(touch {made})")
     async with running() as rt:
-        session = await services.asession_create(
-            host=current().host, agent="shell", workspace=str(repo)
-        )
+        session = await services.asession_create(host=rt.host, agent="shell", workspace=str(repo))
         sid = str(session.id)
         screen, view = await watch(rt, sid)
         typed: list[str] = []
@@ -110,7 +105,7 @@ async def test_a_plain_shell_gets_nothing_typed_and_a_409(
         text = diff_comments.prompt_text([Comment("app.py", 2, "what is this?")], found)
         assert f"> +$(touch {made})" in text
         with pytest.raises(Conflict) as refused:
-            await diff_comments.asend(session, text, current().host)
+            await diff_comments.asend(session, text, rt.host)
         assert refused.value.status == 409 and "diff comments go to agents" in str(refused.value)
         assert "Start an agent session" in str(refused.value) and typed == []
         # The shell runs what it reads in order: once a later command has run, anything typed
@@ -119,7 +114,7 @@ async def test_a_plain_shell_gets_nothing_typed_and_a_409(
         await screen.shows(b"svc-42-done")
         assert not made.exists()
         await view.detach()
-        await services.asession_stop(host=current().host, session_id=sid)
+        await services.asession_stop(host=rt.host, session_id=sid)
 
 
 @pytest.mark.django_db
@@ -143,16 +138,14 @@ async def test_an_agent_tui_gets_one_bracketed_paste_without_controls_then_one_e
 ) -> None:
     hostile_repo(repo, "x = '\x1b[201~\x03\x1b[2~rm -rf ~\x9b1m\x7f'  # $(touch y)")
     async with running() as rt:
-        session = await services.asession_create(
-            host=current().host, agent="tui", workspace=str(repo)
-        )
+        session = await services.asession_create(host=rt.host, agent="tui", workspace=str(repo))
         sid = str(session.id)
         screen, view = await watch(rt, sid)
         await screen.shows(b"READY")  # bracketed paste is on from here
         found = await sync_to_async(diffs.session_diff)(session)
         text = diff_comments.prompt_text([Comment("app.py", 2, "why?\nplease explain")], found)
         assert "\x1b[201~\x03" in text  # the file's own bytes, quoted
-        assert (await diff_comments.asend(session, text, current().host))["delivered"] == "typed"
+        assert (await diff_comments.asend(session, text, rt.host))["delivered"] == "typed"
         await screen.shows(b"\r\n", times=2)  # READY's line, then GOT's
         got = bytes.fromhex(screen.seen.split(b"GOT:")[1].split(b"\r\n")[0].decode())
         start, end = b"\x1b[200~", b"\x1b[201~"
@@ -163,4 +156,4 @@ async def test_an_agent_tui_gets_one_bracketed_paste_without_controls_then_one_e
         assert bad == []
         assert "app.py:2\n   > +x = '[201~[2~rm -rf ~1m'  # $(touch y)\n   why?" in inside
         await view.detach()
-        await services.asession_stop(host=current().host, session_id=sid)
+        await services.asession_stop(host=rt.host, session_id=sid)

@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 
-from core.runtime import Runtime, current
 from harness.runtime import running, settings_file
 from harness.termclient import hosting_settings
 from sessions_app import selectors
 from sessions_app.models import Session, SessionEvent
 from sessions_app.services import asession_create, asession_stop
 from subagents_app import subagents
+from svcproject.parts import Parts
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -41,7 +41,7 @@ def fake_agent(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 @pytest.fixture
-async def rt(fake_agent: None) -> AsyncIterator[Runtime]:
+async def rt(fake_agent: None) -> AsyncIterator[Parts]:
     async with running() as runtime:
         yield runtime
 
@@ -63,7 +63,7 @@ class Progress:
         self.snapshots.append(snapshot)
 
 
-async def run(rt: Runtime, turn: dict[str, Any], timeout_s: float = 30) -> dict[str, Any]:
+async def run(rt: Parts, turn: dict[str, Any], timeout_s: float = 30) -> dict[str, Any]:
     rt.subagents.start(turn["turn_id"])
     done = await rt.subagents.wait(turn["turn_id"], timeout_s, Progress())
     assert done["completed"] and not done["timed_out"], done
@@ -97,7 +97,7 @@ def when(stamp: str) -> float:
 
 
 async def test_sessions_exist_at_once_and_wait_returns_the_parsed_reports(
-    rt: Runtime, tmp_path: Path
+    rt: Parts, tmp_path: Path
 ) -> None:
     turn = await create(
         "parallel",
@@ -136,7 +136,7 @@ async def test_sessions_exist_at_once_and_wait_returns_the_parsed_reports(
 
 
 async def test_parallel_subagents_run_at_the_same_time_and_cancel_ends_them(
-    rt: Runtime, tmp_path: Path
+    rt: Parts, tmp_path: Path
 ) -> None:
     turn = await create(
         "parallel",
@@ -172,7 +172,7 @@ async def test_parallel_subagents_run_at_the_same_time_and_cancel_ends_them(
 
 
 async def test_collaboration_runs_in_order_and_passes_the_earlier_reports_on(
-    rt: Runtime, tmp_path: Path
+    rt: Parts, tmp_path: Path
 ) -> None:
     turn = await create(
         "collaboration",
@@ -196,7 +196,7 @@ async def test_collaboration_runs_in_order_and_passes_the_earlier_reports_on(
 
 
 async def test_brainstorming_refuses_every_permission_and_parallel_allows_them(
-    rt: Runtime, tmp_path: Path
+    rt: Parts, tmp_path: Path
 ) -> None:
     idea = await create("brainstorming", tmp_path, [{"name": "b", "task": "write idea.txt"}])
     work = await create("parallel", tmp_path, [{"name": "p", "task": "write done.txt"}])
@@ -215,7 +215,7 @@ async def test_brainstorming_refuses_every_permission_and_parallel_allows_them(
 
 
 async def test_a_crashing_or_unstartable_agent_fails_with_its_error_as_summary(
-    rt: Runtime, tmp_path: Path
+    rt: Parts, tmp_path: Path
 ) -> None:
     turn = await create(
         "parallel",
@@ -247,11 +247,9 @@ async def test_a_crashing_or_unstartable_agent_fails_with_its_error_as_summary(
 
 
 async def test_stopping_the_parent_session_cancels_its_running_turns(
-    rt: Runtime, tmp_path: Path
+    rt: Parts, tmp_path: Path
 ) -> None:
-    parent = await asession_create(
-        host=current().host, agent="fake", workspace=str(tmp_path), kind="chat"
-    )
+    parent = await asession_create(host=rt.host, agent="fake", workspace=str(tmp_path), kind="chat")
     turn = await create(
         "parallel",
         tmp_path,
@@ -267,7 +265,7 @@ async def test_stopping_the_parent_session_cancels_its_running_turns(
 
     await until(running_now)
     pid = (await session(member["session_id"])).pid
-    stopped, _ = await asession_stop(host=current().host, session_id=str(parent.id))
+    stopped, _ = await asession_stop(host=rt.host, session_id=str(parent.id))
     assert stopped.status == "exited"
 
     async def cancelled() -> bool:
@@ -281,7 +279,7 @@ async def test_stopping_the_parent_session_cancels_its_running_turns(
 
 
 async def test_a_turn_cancelled_before_its_agents_start_ends_their_sessions(
-    rt: Runtime, tmp_path: Path
+    rt: Parts, tmp_path: Path
 ) -> None:
     """Collaboration: the subagents after a cancelled one never start; their sessions, made
     with the turn, do not stay `starting` for ever."""

@@ -9,10 +9,14 @@ from typing import Any
 import httpx2
 import pytest
 
-from bridge_app import views
+from bridge_app import exchange, views
+from bridge_app.response_store import ResponseStore
+from bridge_app.upstream import UpstreamClient
 from core import config
 from harness.fakes.fake_provider import FakeProvider
 from harness.own_connection import served_on_own_connection
+from harness.runtime import scoped
+from svcproject.parts import Parts
 from tests.bridge_app.exchange.asgi_client import ORIGIN
 from tests.bridge_app.exchange.harness import profiles_for
 
@@ -35,11 +39,14 @@ def bridge_profiles(fake: FakeProvider) -> Iterator[FakeProvider]:
     config.write_settings(json.loads(before) if before.strip() else {})
 
 
-@pytest.fixture(autouse=True)
-async def upstream_client(svc_runtime: Any) -> AsyncIterator[None]:
-    """The runtime's provider client is made on first use in this test's loop: close it there."""
-    yield
-    await svc_runtime.upstream.aclose()
+@pytest.fixture
+async def bridge_parts() -> AsyncIterator[exchange.Parts]:
+    """The bridge's provider client and Responses store, as svc's parts hold them, for a test
+    that calls bridge_app.exchange directly. The client is made on first use in this test's
+    loop: it is closed there."""
+    made = exchange.Parts(UpstreamClient(), ResponseStore())
+    yield made
+    await made.client.aclose()
 
 
 class Rows:
@@ -56,18 +63,25 @@ class Rows:
 
 
 @pytest.fixture
-def request_rows(svc_runtime: Any) -> Rows:
-    svc_runtime.requestlog = Rows()
-    return svc_runtime.requestlog
+def request_rows(parts: Parts, monkeypatch: pytest.MonkeyPatch) -> Rows:
+    """The parts' request log keeps its rows in memory, for the test to read."""
+    rows = Rows()
+    monkeypatch.setattr(parts.requestlog, "record", rows.record)
+    monkeypatch.setattr(parts.requestlog, "flush", rows.flush)
+    return rows
 
 
 @pytest.fixture
-async def http() -> AsyncIterator[httpx2.AsyncClient]:
+async def http(parts: Parts) -> AsyncIterator[httpx2.AsyncClient]:
     """A loopback client of the bridge's ASGI app, as daphne would present one: from a loopback
-    connection of the test's own user (the gate asks the kernel who opened it)."""
-    transport = httpx2.ASGITransport(app=served_on_own_connection(views.application))
+    connection of the test's own user (the gate asks the kernel who opened it), with the test's
+    parts in its scope. Their provider client is made on first use in this test's loop: it is
+    closed there."""
+    app = served_on_own_connection(scoped(views.application, parts))
+    transport = httpx2.ASGITransport(app=app)
     async with httpx2.AsyncClient(transport=transport, base_url=ORIGIN, timeout=30) as client:
         yield client
+    await parts.upstream.aclose()
 
 
 @pytest.fixture

@@ -84,20 +84,17 @@ def body_for(client: str, text: str, stream: bool = False, **extra: Any) -> dict
     return {"max_tokens": 50, **body} if client == "anthropic" else body
 
 
-def parts() -> exchange.Parts:
-    """The test's runtime's client and response store, as the bridge's ASGI entry hands them."""
-    from core.runtime import current
-
-    return exchange.Parts(current().upstream, current().responses)
-
-
 async def generate(
-    r: routes.Route, body: dict[str, Any], log: dict[str, Any] | None = None
+    bridge_parts: exchange.Parts,
+    r: routes.Route,
+    body: dict[str, Any],
+    log: dict[str, Any] | None = None,
 ) -> exchange.Reply:
-    return await exchange.generate(parts(), r, exchange.Incoming(body, json.dumps(body)), log)
+    return await exchange.generate(bridge_parts, r, exchange.Incoming(body, json.dumps(body)), log)
 
 
 async def call(
+    bridge_parts: exchange.Parts,
     client: str,
     text: str,
     profile: str | None = None,
@@ -107,7 +104,7 @@ async def call(
     **extra: Any,
 ) -> exchange.Reply:
     r = route(client, profile, stream=stream, sse=sse)
-    return await generate(r, body_for(client, text, stream, **extra))
+    return await generate(bridge_parts, r, body_for(client, text, stream, **extra))
 
 
 async def read(reply: exchange.Reply) -> bytes:

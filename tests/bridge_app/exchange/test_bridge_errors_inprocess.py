@@ -19,7 +19,6 @@ from asgiref.sync import sync_to_async
 from google.genai import errors as genai_errors
 
 from bridge_app import upstream
-from bridge_app.requestlog import RequestLog
 from tests.bridge_app.exchange.asgi_client import ORIGIN, base_url, sdk
 from tests.bridge_app.exchange.harness import ALIAS
 
@@ -182,14 +181,16 @@ async def test_images_are_dropped_with_a_warning_when_the_model_cannot_take_them
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_each_request_is_logged_with_its_scope_without_bodies(bridge, svc_runtime) -> None:
+async def test_each_request_is_logged_with_its_scope_without_bodies(
+    bridge, parts, monkeypatch
+) -> None:
     from bridge_app.models import BridgeRequest
 
     http, _ = bridge
-    svc_runtime.requestlog = RequestLog()  # the real one, written to the database
+    monkeypatch.undo()  # the parts' real request log (not request_rows'), written to the database
     url = f"{ORIGIN}/svc/local-api/claude/my-scope.1/openai-chat/v1/chat/completions"
     assert (await http.post(url, json=chat_body("log me"))).status_code == 200
-    await svc_runtime.requestlog.flush()  # what a stopping daemon does; else every 0.5 s
+    await parts.requestlog.flush()  # what a stopping daemon does; else every 0.5 s
     rows = await sync_to_async(list)(
         BridgeRequest.objects.filter(scope="my-scope.1").values_list(
             "scope", "client_dialect", "provider", "model", "status"

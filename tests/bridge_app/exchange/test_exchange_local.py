@@ -13,7 +13,6 @@ from tests.bridge_app.exchange.harness import (
     body_for,
     call,
     frames,
-    parts,
     read,
     route,
     sent,
@@ -49,16 +48,18 @@ def test_models_of_an_unknown_profile_are_404() -> None:
     assert err.value.status == 404
 
 
-async def test_tokens_are_counted_by_a_provider_of_the_same_dialect(fake: FakeProvider) -> None:
+async def test_tokens_are_counted_by_a_provider_of_the_same_dialect(
+    fake: FakeProvider, bridge_parts: exchange.Parts
+) -> None:
     body = body_for("anthropic", "xt-1")
     reply = await exchange.count_tokens(
-        parts(), route("anthropic", tail="v1/messages/count_tokens"), body
+        bridge_parts, route("anthropic", tail="v1/messages/count_tokens"), body
     )
     assert whole(reply) == {"input_tokens": 42}  # the fake's count, not an estimate
     rec = fake.last("xt-1")
     assert rec.path == "/v1/messages/count_tokens" and rec.body["model"] == "fake-model"
     gemini = route("gemini", tail=f"v1beta/models/{ALIAS}:countTokens")
-    assert whole(await exchange.count_tokens(parts(), gemini, body_for("gemini", "xt-2"))) == {
+    assert whole(await exchange.count_tokens(bridge_parts, gemini, body_for("gemini", "xt-2"))) == {
         "totalTokens": 42
     }
     assert fake.last("xt-2").path.endswith("/models/fake-model:countTokens")
@@ -72,11 +73,11 @@ async def test_tokens_are_counted_by_a_provider_of_the_same_dialect(fake: FakePr
     ],
 )
 async def test_tokens_are_estimated_when_the_provider_cannot_count(
-    client: str, profile: str, tail: str
+    client: str, profile: str, tail: str, bridge_parts: exchange.Parts
 ) -> None:
     text = "x" * 400
     reply = await exchange.count_tokens(
-        parts(), route(client, profile, tail=tail), body_for(client, text)
+        bridge_parts, route(client, profile, tail=tail), body_for(client, text)
     )
     count = whole(reply)["input_tokens"]
     assert count == 100  # about four characters a token
@@ -91,49 +92,60 @@ def stored_route(response_id: str) -> routes.Route:
 
 async def test_a_translated_responses_turn_is_remembered_recalled_and_deleted(
     fake: FakeProvider,
+    bridge_parts: exchange.Parts,
 ) -> None:
-    first = whole(await call("openai-responses", "xm-1 first", "claude"))
+    first = whole(await call(bridge_parts, "openai-responses", "xm-1 first", "claude"))
     assert first["id"].startswith("resp_") and first["model"] == ALIAS
-    assert whole(exchange.stored_response(parts(), stored_route(first["id"]), "GET")) == first
+    assert whole(exchange.stored_response(bridge_parts, stored_route(first["id"]), "GET")) == first
     second = await call(
-        "openai-responses", "xm-1 second", "claude", previous_response_id=first["id"]
+        bridge_parts, "openai-responses", "xm-1 second", "claude", previous_response_id=first["id"]
     )
     assert second.status == 200
     history = fake.last("xm-1 second").body["messages"]
     assert [m["role"] for m in history] == ["user", "assistant", "user"]
     assert history[0]["content"][0]["text"] == "xm-1 first"
-    gone = exchange.stored_response(parts(), stored_route(first["id"]), "DELETE")
+    gone = exchange.stored_response(bridge_parts, stored_route(first["id"]), "DELETE")
     assert whole(gone) == {"id": first["id"], "object": "response.deleted", "deleted": True}
     with pytest.raises(ir.BridgeError) as err:
-        exchange.stored_response(parts(), stored_route(first["id"]), "GET")
+        exchange.stored_response(bridge_parts, stored_route(first["id"]), "GET")
     assert err.value.status == 404
 
 
-async def test_a_streamed_responses_turn_is_remembered_as_the_client_saw_it() -> None:
-    raw = await read(await call("openai-responses", "xm-2", "gemini", stream=True))
+async def test_a_streamed_responses_turn_is_remembered_as_the_client_saw_it(
+    bridge_parts: exchange.Parts,
+) -> None:
+    raw = await read(await call(bridge_parts, "openai-responses", "xm-2", "gemini", stream=True))
     final = frames(raw)[-1][1]
     assert final["type"] == "response.completed"
-    stored = whole(exchange.stored_response(parts(), stored_route(final["response"]["id"]), "GET"))
+    stored = whole(
+        exchange.stored_response(bridge_parts, stored_route(final["response"]["id"]), "GET")
+    )
     assert stored == final["response"]
 
 
-async def test_store_false_and_passthrough_turns_are_not_remembered() -> None:
-    unstored = whole(await call("openai-responses", "xm-3", "claude", store=False))
-    passed = whole(await call("openai-responses", "xm-4", "responses"))
+async def test_store_false_and_passthrough_turns_are_not_remembered(
+    bridge_parts: exchange.Parts,
+) -> None:
+    unstored = whole(await call(bridge_parts, "openai-responses", "xm-3", "claude", store=False))
+    passed = whole(await call(bridge_parts, "openai-responses", "xm-4", "responses"))
     for response_id in (unstored["id"], passed["id"]):
         with pytest.raises(ir.BridgeError) as err:
-            exchange.stored_response(parts(), stored_route(response_id), "GET")
+            exchange.stored_response(bridge_parts, stored_route(response_id), "GET")
         assert err.value.status == 404
 
 
-async def test_an_unknown_previous_response_is_404_before_any_call(fake: FakeProvider) -> None:
+async def test_an_unknown_previous_response_is_404_before_any_call(
+    fake: FakeProvider, bridge_parts: exchange.Parts
+) -> None:
     with pytest.raises(ir.BridgeError) as err:
-        await call("openai-responses", "xm-5", "claude", previous_response_id="resp_nope")
+        await call(
+            bridge_parts, "openai-responses", "xm-5", "claude", previous_response_id="resp_nope"
+        )
     assert err.value.status == 404 and "resp_nope" in err.value.message
     assert not sent(fake, "xm-5")
 
 
-def test_stored_responses_answer_get_and_delete_only() -> None:
+def test_stored_responses_answer_get_and_delete_only(bridge_parts: exchange.Parts) -> None:
     with pytest.raises(ir.BridgeError) as err:
-        exchange.stored_response(parts(), stored_route("resp_x"), "POST")
+        exchange.stored_response(bridge_parts, stored_route("resp_x"), "POST")
     assert err.value.status == 405
