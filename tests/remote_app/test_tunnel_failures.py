@@ -24,7 +24,7 @@ from harness.runtime import running, settings_file
 from remote_app.tunnels import registry
 from remote_app.tunnels.base import TunnelError
 from remote_app.tunnels.process import ProcessTunnel
-from svcproject.assembly import build as build_runtime
+from svcproject.assembly import build as build_parts
 from tests.remote_app.test_tunnel_providers import facts_of, wait_gone
 
 STANDINS = Path(__file__).resolve().parents[1] / "fixtures" / "tunnel-standins"
@@ -134,15 +134,16 @@ async def test_as_a_service_it_stays_error_with_its_reason_and_waits_longer_each
     flip to `starting` at every try), and a wait that doubles (0.2, 0.4, 0.8 s here; 1 s
     doubling to 60 s in a daemon), `retry_in_s` 0 while it tries."""
     monkeypatch.setenv("STANDIN_MODE", "offline")
-    runtime = build_runtime(backoff_first_s=0.2)
-    runtime.remote_port = 1
+    parts = build_parts(backoff_first_s=0.2)
+    parts.runtime.reach.remote_port = 1
+    supervisor = parts.runtime.supervisor
     seen: list[tuple[str, str, float | None]] = []
     waits: dict[int, float] = {}
     with settings_file({"tunnels": {"lt": {"provider": "localtunnel"}}}):
-        async with running(runtime):
+        async with running(parts):
             async with asyncio.timeout(60):
                 while len(waits) < 3:
-                    state = runtime.supervisor.states.get("lt")
+                    state = supervisor.states.get("lt")
                     if state is not None:
                         row = state.to_dict()
                         seen.append((row["status"], row["detail"], row["retry_in_s"]))
