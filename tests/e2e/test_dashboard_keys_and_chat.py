@@ -13,6 +13,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from harness.daemon import Daemon
+from harness.dashboard import session_action
 from harness.termclient import start_hosting_daemon
 
 ACTIVE = "#session-panel .session-view.active"  # the session tab shown
@@ -179,7 +180,7 @@ def test_cancel_shows_only_while_a_turn_runs(
         box.press("Enter")
         expect(cancel).to_be_visible()
         chat_id = page.locator("#session-panel").get_attribute("data-session-id")
-        page.locator(f"{ACTIVE} button:text-is('Close')").click()
+        session_action(page, "Close")  # behind the head's "⋯" on a phone
         page.goto(f"{page.url.split('#')[0]}#session={chat_id}")
         page.reload()
         expect(page.locator(f"{ACTIVE} button:text('Cancel turn')")).to_be_visible()
