@@ -61,7 +61,7 @@ export async function request(method, path, body) {
       method, headers: headers(), credentials: "same-origin",
       body: body === undefined ? undefined : JSON.stringify(body),
     });
-  } catch (error) {
+  } catch {
     down();
     throw new Error("svc is unreachable");
   }

@@ -33,7 +33,7 @@ export function Markdown({ text, class: cls, seq, hit, painted }) {
   });
   const markup = useMemo(() => ({ __html: markdown(shown) }), [shown]);
   useLayoutEffect(() => {
-    box.current.querySelectorAll("pre code").forEach((code) => hljs.highlightElement(code));
+    for (const code of box.current.querySelectorAll("pre code")) hljs.highlightElement(code);
     if (painted) painted();
   }, [markup]);
   return html`<div class=${cls} ref=${box} data-seq=${seq} data-hit=${hit} dangerouslySetInnerHTML=${markup}></div>`;

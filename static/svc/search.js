@@ -11,7 +11,7 @@ const KINDS = {
 };
 const ENTITIES = { "&amp;": "&", "&lt;": "<", "&gt;": ">", "&quot;": '"', "&#x27;": "'", "&#39;": "'" };
 
-function unescape(text) {
+function unescapeEntities(text) {
   return text.replace(/&(?:amp|lt|gt|quot|#x27|#39);/g, (entity) => ENTITIES[entity]);
 }
 
@@ -24,7 +24,7 @@ export function snippetParts(snippet) {
   for (const piece of (snippet || "").split(/(<mark>|<\/mark>)/)) {
     if (piece === "<mark>") marked = true;
     else if (piece === "</mark>") marked = false;
-    else if (piece) parts.push({ text: unescape(piece), marked });
+    else if (piece) parts.push({ text: unescapeEntities(piece), marked });
   }
   return parts;
 }

@@ -89,19 +89,20 @@ function options(uPlot, width, c) {
     tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"),
     cursor: { drag: { x: false, y: false } },
     legend: { live: false }, // hover values are no use on a phone; the tables give the numbers
-    scales: { x: { time: true }, tokens: { range: (u, min, max) => [0, Math.max(max, 1)] },
-              usd: { range: (u, min, max) => [0, max > 0 ? max : 0.01] } },
+    // uPlot hands its callbacks the chart (and a range its min) first; these need only what follows.
+    scales: { x: { time: true }, tokens: { range: (_u, _min, max) => [0, Math.max(max, 1)] },
+              usd: { range: (_u, _min, max) => [0, max > 0 ? max : 0.01] } },
     series: [
-      { label: "Day (UTC)", value: (u, ts) => (ts == null ? "" : new Date(ts * 1000).toISOString().slice(0, 10)) },
-      { label: "Input tokens", scale: "tokens", stroke: c.input, width: 2, points: { show: true, size: 5, fill: c.input }, value: (u, v) => (v == null ? "" : n(v)) },
-      { label: "Output tokens", scale: "tokens", stroke: c.output, width: 2, points: { show: true, size: 5, fill: c.output }, value: (u, v) => (v == null ? "" : n(v)) },
-      { label: "Cost (USD)", scale: "usd", stroke: c.cost, width: 2, dash: [6, 4], points: { show: true, size: 5, fill: c.cost }, value: (u, v) => (v == null ? "" : money(v)) },
+      { label: "Day (UTC)", value: (_u, ts) => (ts == null ? "" : new Date(ts * 1000).toISOString().slice(0, 10)) },
+      { label: "Input tokens", scale: "tokens", stroke: c.input, width: 2, points: { show: true, size: 5, fill: c.input }, value: (_u, v) => (v == null ? "" : n(v)) },
+      { label: "Output tokens", scale: "tokens", stroke: c.output, width: 2, points: { show: true, size: 5, fill: c.output }, value: (_u, v) => (v == null ? "" : n(v)) },
+      { label: "Cost (USD)", scale: "usd", stroke: c.cost, width: 2, dash: [6, 4], points: { show: true, size: 5, fill: c.cost }, value: (_u, v) => (v == null ? "" : money(v)) },
     ],
     axes: [
       { ...axis, space: 60 },
-      { ...axis, scale: "tokens", size: 52, values: (u, ticks) => ticks.map((v) => compact.format(v)) },
+      { ...axis, scale: "tokens", size: 52, values: (_u, ticks) => ticks.map((v) => compact.format(v)) },
       { ...axis, scale: "usd", side: 1, size: 64, grid: { show: false },
-        values: (u, ticks) => ticks.map((v) => "$" + (v < 0.01 && v > 0 ? v.toPrecision(2) : v.toFixed(2))) },
+        values: (_u, ticks) => ticks.map((v) => `$${v < 0.01 && v > 0 ? v.toPrecision(2) : v.toFixed(2)}`) },
     ],
   };
 }
