@@ -1,4 +1,4 @@
-# svc — make run: start the daemon; make test: the whole suite; make lint; make bench.
+# svc — make run: start the daemon; make test: the whole suite; make lint (Python and JS); make bench.
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -24,9 +24,10 @@ $(VENV)/.dev: $(VENV)/.base requirements-dev.txt
 venv: $(VENV)/.base
 dev-venv: $(VENV)/.dev
 
-# The front end's modules (npm), copied as ES modules into static/vendor, where the import map
-# in templates/dashboard.html resolves them (docs/dashboard.md). Quiet but for one line saying
-# what it does (issue 43): the copies are not worth a screenful.
+# The front end's modules (npm; its devDependencies too: axe-core for a test, Biome for `make lint`),
+# copied as ES modules into static/vendor, where the import map in templates/dashboard.html
+# resolves them (docs/dashboard.md). Quiet but for one line saying what it does (issue 43): the
+# copies are not worth a screenful.
 static/vendor/.installed: package.json package-lock.json
 	@echo "svc: installing the dashboard's front-end modules (npm; the first time ~30 s)…"
 	@npm install --no-audit --no-fund --silent
@@ -77,16 +78,23 @@ run: venv assets
 
 # ruff for style; import-linter for the layers (.importlinter, docs/foundation.md): an import
 # that points up, inside a function or not, fails the build; mypy for the types of core, holder,
-# the composition root and every module handed the daemon's parts (pyproject.toml [tool.mypy]).
-lint: dev-venv
+# the composition root and every module handed the daemon's parts (pyproject.toml [tool.mypy]);
+# Biome for the dashboard's own JS, static/svc (biome.jsonc; a devDependency, so `assets`
+# installs it with the rest): a warning fails like an error, and the format is checked.
+BIOME := node_modules/.bin/biome
+lint: dev-venv assets
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/mypy
+	$(BIOME) lint --error-on-warnings static/svc
+	$(BIOME) format static/svc
 
-format: dev-venv
+format: dev-venv assets
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
+	$(BIOME) format --write static/svc
+	$(BIOME) lint --write static/svc
 
 # Bytecode caches stay on for the suite even where the environment turns them off
 # (PYTHONDONTWRITEBYTECODE=1): its ~85 daemons and ~100 commands would otherwise each compile

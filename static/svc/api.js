@@ -32,8 +32,10 @@ function down() {
   const env = meta("svc-restart-env").split(" ").filter(Boolean);
   const also = env.length ? ` (with ${env.join(" and ")} set as before)` : "";
   banner.value = {
-    kind: "down", text: `svc is not answering at ${location.host}. Start it again on its machine with`,
-    command: meta("svc-restart") || "bin/svc run", after: `${also}; this page reconnects by itself.`,
+    kind: "down",
+    text: `svc is not answering at ${location.host}. Start it again on its machine with`,
+    command: meta("svc-restart") || "bin/svc run",
+    after: `${also}; this page reconnects by itself.`,
   };
 }
 
@@ -58,10 +60,12 @@ export async function request(method, path, body) {
   let response;
   try {
     response = await fetch(`/api/${path}`, {
-      method, headers: headers(), credentials: "same-origin",
+      method,
+      headers: headers(),
+      credentials: "same-origin",
       body: body === undefined ? undefined : JSON.stringify(body),
     });
-  } catch (error) {
+  } catch {
     down();
     throw new Error("svc is unreachable");
   }
@@ -105,26 +109,44 @@ export function live(path, receive) {
   let stopped = false;
   const open = () => {
     ws = socket(path);
-    ws.onopen = () => { delay = 500; failures = 0; up(); };
+    ws.onopen = () => {
+      delay = 500;
+      failures = 0;
+      up();
+    };
     let parts = []; // a long list comes in pages {part, parts, items} (contract §7)
     ws.onmessage = (event) => {
       const said = JSON.parse(event.data);
-      if (Array.isArray(said)) { parts = []; receive(said); return; }
+      if (Array.isArray(said)) {
+        parts = [];
+        receive(said);
+        return;
+      }
       if (said.part === 0) parts = [];
       if (said.part !== parts.length) return; // a page of a list already replaced
       parts.push(said.items);
-      if (parts.length === said.parts) { const list = parts.flat(); parts = []; receive(list); }
+      if (parts.length === said.parts) {
+        const list = parts.flat();
+        parts = [];
+        receive(list);
+      }
     };
     ws.onclose = (event) => {
       if (stopped) return;
-      if (event.code === 4401 || event.code === 4403) { refused(event.code); return; }
+      if (event.code === 4401 || event.code === 4403) {
+        refused(event.code);
+        return;
+      }
       if (++failures >= 2) down();
       setTimeout(open, delay);
       delay = Math.min(delay * 2, 10000);
     };
   };
   open();
-  return () => { stopped = true; ws.close(); };
+  return () => {
+    stopped = true;
+    ws.close();
+  };
 }
 
 export function age(iso, now = Date.now()) {

@@ -11,7 +11,12 @@ import { hashParams, html, useEffect, useRef, useState } from "./ui.js";
 const LIMIT = 200;
 const REFRESH_MS = 10_000;
 const SURFACES = {
-  dashboard: "dashboard", telegram: "Telegram", slack: "Slack", api: "API", policy: "svc's policy", cancelled: "cancelled",
+  dashboard: "dashboard",
+  telegram: "Telegram",
+  slack: "Slack",
+  api: "API",
+  policy: "svc's policy",
+  cancelled: "cancelled",
 };
 
 function when(iso) {
@@ -63,7 +68,10 @@ function useApprovals(session) {
       const query = `approvals?limit=${LIMIT}${session ? `&session_id=${encodeURIComponent(session)}` : ""}`;
       try {
         const loaded = await api("GET", query);
-        if (ticket === latest.current) { setRows(loaded); setError(""); }
+        if (ticket === latest.current) {
+          setRows(loaded);
+          setError("");
+        }
       } catch (e) {
         if (ticket === latest.current) setError(e.message);
       }
@@ -94,7 +102,10 @@ const asked = () => {
 export function ApprovalsView() {
   const [session, setSession] = useState(() => asked() || "");
   useEffect(() => {
-    const follow = () => { const of = asked(); if (of !== null) setSession(of); };
+    const follow = () => {
+      const of = asked();
+      if (of !== null) setSession(of);
+    };
     window.addEventListener("hashchange", follow);
     return () => window.removeEventListener("hashchange", follow);
   }, []);

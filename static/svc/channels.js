@@ -28,13 +28,18 @@ function Outbox({ outbox, now }) {
   const s = outbox.pending === 1 ? "" : "s";
   return html`<div class="channel-outbox">
     ${outbox.pending > 0 && html`<div class="outbox-waiting">${outbox.pending} message${s} waiting to be delivered${outbox.error ? `: ${outbox.error}` : ""}</div>`}
-    ${outbox.failed.length > 0 && html`<details class="outbox-failed" open>
+    ${
+      outbox.failed.length > 0 &&
+      html`<details class="outbox-failed" open>
       <summary>Not delivered (${outbox.failed.length})</summary>
-      <ul>${outbox.failed.map((m) => html`<li key=${m.id} data-outbox=${m.id}>
+      <ul>${outbox.failed.map(
+        (m) => html`<li key=${m.id} data-outbox=${m.id}>
         <span class="hint">to ${m.chat}, ${age(m.created_at, now)} ago:</span> <q>${m.text}</q>
         <div class="hint">${m.error}</div>
-      </li>`)}</ul>
-    </details>`}
+      </li>`,
+      )}</ul>
+    </details>`
+    }
   </div>`;
 }
 
@@ -44,22 +49,31 @@ function Asking({ c }) {
   const [rows, setRows] = useState([]);
   const [text, run, , busy] = useStatus();
   useEffect(() => {
-    if (!c.asking) { setRows([]); return; }
+    if (!c.asking) {
+      setRows([]);
+      return;
+    }
     api("GET", `channels/${encodeURIComponent(c.name)}/asking`).then(setRows, () => setRows([]));
   }, [c.name, c.asking]);
-  const allow = (row) => run(async () => {
-    await api("POST", `channels/${encodeURIComponent(c.name)}/allow`, { user: row.user });
-    setRows((now) => now.filter((r) => r.user !== row.user));
-    return `Allowed ${row.name || row.user}: their next message starts a session.`;
-  }, "allowing…");
+  const allow = (row) =>
+    run(async () => {
+      await api("POST", `channels/${encodeURIComponent(c.name)}/allow`, { user: row.user });
+      setRows((now) => now.filter((r) => r.user !== row.user));
+      return `Allowed ${row.name || row.user}: their next message starts a session.`;
+    }, "allowing…");
   const title = `asking-${c.name}`;
   return html`<div class="channel-asking">
     ${c.bot && html`<p class="hint">Send <code>/start</code> to <a href=${c.kind === "telegram" ? `https://t.me/${c.bot}` : undefined} target="_blank" rel="noopener">@${c.bot}</a>: you appear here with an Allow button.</p>`}
-    ${rows.length > 0 && html`<h4 id=${title}>Asking to use the bot</h4>
-      <ul class="asking" aria-labelledby=${title}>${rows.map((r) => html`<li key=${r.user} data-asking=${r.user}>
+    ${
+      rows.length > 0 &&
+      html`<h4 id=${title}>Asking to use the bot</h4>
+      <ul class="asking" aria-labelledby=${title}>${rows.map(
+        (r) => html`<li key=${r.user} data-asking=${r.user}>
         <strong>${r.name || r.user}</strong> <span class="hint">id ${r.user}${r.text ? html`, wrote <q>${r.text}</q>` : ""}</span>${" "}
         <button type="button" class="primary" aria-label=${`Allow ${r.name || r.user}`} onClick=${() => allow(r)}>Allow</button>
-      </li>`)}</ul>`}
+      </li>`,
+      )}</ul>`
+    }
     <${Status} id=${`asking-status-${c.name}`} text=${text} busy=${busy} />
   </div>`;
 }
@@ -85,15 +99,20 @@ function Undelivered({ now }) {
   }
   if (!rows.length) return null;
   return html`<h3 id="undelivered-title">Notifications not delivered</h3>
-    <ul id="undelivered" class="cards" aria-labelledby="undelivered-title">${rows.map(({ n, d }) => html`<li class="card" key=${`${n.id}:${d.target}`} data-delivery=${d.target} data-status=${d.status}>
+    <ul id="undelivered" class="cards" aria-labelledby="undelivered-title">${rows.map(
+      ({ n, d }) => html`<li class="card" key=${`${n.id}:${d.target}`} data-delivery=${d.target} data-status=${d.status}>
       <strong>${n.title}</strong> → ${d.target} · <span class=${d.status === "failed" ? "channel-error" : "channel-stopped"}>${d.status === "failed" ? "failed" : "waiting"}</span>
       <div class="hint">${d.attempts} attempt${d.attempts === 1 ? "" : "s"}${d.error ? `: ${d.error}` : ""}${d.status === "pending" && d.next_at ? ` · next try in ${age(new Date(now).toISOString(), Date.parse(d.next_at))}` : ""}</div>
-    </li>`)}</ul>`;
+    </li>`,
+    )}</ul>`;
 }
 
 const TOKEN_FIELDS = {
   telegram: [["bot_token", "Bot token", "123456789:AA… from @BotFather"]],
-  slack: [["bot_token", "Bot token", "xoxb-…"], ["app_token", "App token", "xapp-… (connections:write)"]],
+  slack: [
+    ["bot_token", "Bot token", "xoxb-…"],
+    ["app_token", "App token", "xapp-… (connections:write)"],
+  ],
 };
 
 // One platform's form: tokens (or the env vars holding them), where the chat's sessions run,
@@ -103,7 +122,9 @@ function Setup({ kind, title }) {
   const [bot, setBot] = useState(null);
   const { agents, workspaces } = choices.value;
   const saved = channels.value.find((c) => c.name === kind);
-  useEffect(() => { if (!choices.value.loaded) loadChoices().catch(() => {}); }, []);
+  useEffect(() => {
+    if (!choices.value.loaded) loadChoices().catch(() => {});
+  }, []);
   const body = (form) => {
     const data = { kind, api_base: form.api_base.value.trim() };
     for (const [key] of TOKEN_FIELDS[kind]) {
@@ -112,7 +133,8 @@ function Setup({ kind, title }) {
     }
     return data;
   };
-  const said = (checked) => `Token works: @${checked.bot_username}${checked.bot_name && checked.bot_name !== checked.bot_username ? ` (${checked.bot_name})` : ""}`;
+  const said = (checked) =>
+    `Token works: @${checked.bot_username}${checked.bot_name && checked.bot_name !== checked.bot_username ? ` (${checked.bot_name})` : ""}`;
   const check = (event) => {
     if (busy) return;
     const form = event.currentTarget.form;

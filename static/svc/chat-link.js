@@ -40,13 +40,21 @@ class ChatLink {
     if (this.prompts.size) this.tell();
   }
 
-  get up() { return this.attached && this.ws.readyState === WebSocket.OPEN; }
+  get up() {
+    return this.attached && this.ws.readyState === WebSocket.OPEN;
+  }
 
-  put(message) { this.ws.send(JSON.stringify(message)); }
+  put(message) {
+    this.ws.send(JSON.stringify(message));
+  }
 
-  tell() { this.on.unsent([...this.prompts.values()], this.up); }
+  tell() {
+    this.on.unsent([...this.prompts.values()], this.up);
+  }
 
-  sendPrompt(key, text) { this.put({ type: "prompt", session_id: this.session.id, text, key }); }
+  sendPrompt(key, text) {
+    this.put({ type: "prompt", session_id: this.session.id, text, key });
+  }
 
   connect() {
     if (this.ended) return; // closed during the backoff
@@ -88,7 +96,10 @@ class ChatLink {
       if (e.seq <= this.seq && e.kind !== "permission_request" && !part) return;
       this.seq = Math.max(this.seq, e.seq);
     }
-    if (e.kind === "session" && this.reopened) { this.reopened = false; e = { ...e, again: true }; }
+    if (e.kind === "session" && this.reopened) {
+      this.reopened = false;
+      e = { ...e, again: true };
+    }
     this.on.receive(e);
   }
 

@@ -79,7 +79,8 @@ function decision(log, e) {
   let text;
   if (by.surface === "policy") text = `permission for ${what} ${e.allowed ? "allowed" : "refused"} by svc (${by.who || e.policy})`;
   else if (by.surface === "cancelled") text = `permission for ${what} refused: ${by.who || "no answer"}`;
-  else text = `permission for ${what}: ${(option && option.name) || e.option_id}${by.who ? ` — by ${by.who}` : ""}${SURFACES[by.surface] ? ` on ${SURFACES[by.surface]}` : ""}`;
+  else
+    text = `permission for ${what}: ${(option && option.name) || e.option_id}${by.who ? ` — by ${by.who}` : ""}${SURFACES[by.surface] ? ` on ${SURFACES[by.surface]}` : ""}`;
   const row = add(log, "decision", text, e.seq, { surface: by.surface, who: by.who, at: e.decided_at || null });
   // The buttons of the request go: it is answered, here or anywhere else.
   const index = asked.at === null || asked.at === undefined ? -1 : row.rows.findIndex((r) => r.key === asked.at);
@@ -94,21 +95,33 @@ function handover(e) {
 function single(log, e) {
   const seq = e.seq;
   switch (e.kind) {
-    case "user_message_chunk": return { ...add(log, "user", e.text, seq), running: true };
-    case "tool_call": case "tool_call_update": return tool(log, e);
-    case "plan": return add(log, "plan", plan(e), seq);
-    case "turn_end": return { ...add(log, "turn-end", turnEnd(e), seq), running: false };
-    case "session": return { ...add(log, "end", sessionLine(e), seq), running: Boolean(e.busy) && e.status === "running" };
-    case "permission_resolved": return decision(log, e);
-    case "handover": return add(log, "handover", handover(e), seq);
+    case "user_message_chunk":
+      return { ...add(log, "user", e.text, seq), running: true };
+    case "tool_call":
+    case "tool_call_update":
+      return tool(log, e);
+    case "plan":
+      return add(log, "plan", plan(e), seq);
+    case "turn_end":
+      return { ...add(log, "turn-end", turnEnd(e), seq), running: false };
+    case "session":
+      return { ...add(log, "end", sessionLine(e), seq), running: Boolean(e.busy) && e.status === "running" };
+    case "permission_resolved":
+      return decision(log, e);
+    case "handover":
+      return add(log, "handover", handover(e), seq);
     // svc found the agent gone when it started again, and (maybe later) started it again.
-    case "interrupted": return { ...add(log, "end", e.message, seq), running: false };
-    case "resumed": return add(log, "end", e.message, seq);
-    case "permission_request": return asking(log, e);
+    case "interrupted":
+      return { ...add(log, "end", e.message, seq), running: false };
+    case "resumed":
+      return add(log, "end", e.message, seq);
+    case "permission_request":
+      return asking(log, e);
     case "error":
       // A failed prompt: the agent's own words, and its log (its stderr) one click away.
       return /^prompt failed: /.test(e.message || "") ? add(log, "agent-error", e.message, seq, { hasLog: Boolean(e.log) }) : add(log, "error", e.message, seq);
-    default: return log;
+    default:
+      return log;
   }
 }
 

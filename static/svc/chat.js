@@ -19,15 +19,20 @@ function AgentLog({ sessionId }) {
   const toggled = async (event) => {
     if (!event.currentTarget.open || text) return;
     setText("loading…");
-    try { setText((await api("GET", `sessions/${sessionId}/log`)).log || "(the agent wrote nothing on stderr)"); }
-    catch (error) { setText(error.message); }
+    try {
+      setText((await api("GET", `sessions/${sessionId}/log`)).log || "(the agent wrote nothing on stderr)");
+    } catch (error) {
+      setText(error.message);
+    }
   };
   return html`<details onToggle=${toggled}><summary>The agent's log</summary>${logLink(sessionId)}<pre class="agent-log">${text}</pre></details>`;
 }
 
 // The agent's whole log in a tab of its own: only on svc's machine (a log may hold secrets, so
 // the remote listener refuses it; a phone has the last lines in the ended bar).
-const logLink = (sessionId) => !pageKey() && html`<a class="agent-log-link" href=${`/api/sessions/${sessionId}/log?as=text`}
+const logLink = (sessionId) =>
+  !pageKey() &&
+  html`<a class="agent-log-link" href=${`/api/sessions/${sessionId}/log?as=text`}
   target="_blank" rel="noopener">Open the log</a>`;
 
 // An ended chat says how it ended (an agent that failed: its exit code and last stderr lines),
@@ -41,7 +46,10 @@ function Ended({ sessionId }) {
       <p class="chat-ended-head">Machine ${machineNameOf(row)} is unreachable: this chat comes back when it rejoins.</p></div>`;
   }
   const code = row.exit_code === null || row.exit_code === undefined ? "" : ` (exit code ${row.exit_code})`;
-  const resume = () => run(async () => { await api("POST", `sessions/${sessionId}/resume`); }, "resuming…");
+  const resume = () =>
+    run(async () => {
+      await api("POST", `sessions/${sessionId}/resume`);
+    }, "resuming…");
   return html`<div class="chat-ended" role="status" data-status=${row.status}>
     <p class="chat-ended-head">This chat has ended${code}.</p>
     ${row.detail && html`<pre class="chat-ended-detail" tabindex="0" aria-label="how it ended">${row.detail}</pre>`}
@@ -72,28 +80,41 @@ function Whole({ href }) {
 }
 
 function Permission({ row, attrs, answer }) {
-  return html`<div ...${attrs}>${row.text}${row.options.map((option) => html`<button type="button" disabled=${row.answered}
-    onClick=${() => answer(row, option)}>${option.name}</button>`)}</div>`;
+  return html`<div ...${attrs}>${row.text}${row.options.map(
+    (option) => html`<button type="button" disabled=${row.answered}
+    onClick=${() => answer(row, option)}>${option.name}</button>`,
+  )}</div>`;
 }
 
 function rowView(row, attrs, { sessionId, answer, painted }) {
   switch (row.kind) {
-    case "agent": return html`<${Markdown} text=${row.text} class=${attrs.class} seq=${attrs["data-seq"]} hit=${attrs["data-hit"]} painted=${painted} />`;
-    case "agent-error": return html`<div ...${attrs}>${row.text}${row.hasLog && html`<${AgentLog} sessionId=${sessionId} />`}</div>`;
-    case "thought": return html`<div ...${attrs}><details><summary>Thinking</summary><div class="thought-text">${row.text}</div></details></div>`;
-    case "tool": return html`<div ...${attrs} data-tool-call-id=${row.id} data-status=${row.status}>
+    case "agent":
+      return html`<${Markdown} text=${row.text} class=${attrs.class} seq=${attrs["data-seq"]} hit=${attrs["data-hit"]} painted=${painted} />`;
+    case "agent-error":
+      return html`<div ...${attrs}>${row.text}${row.hasLog && html`<${AgentLog} sessionId=${sessionId} />`}</div>`;
+    case "thought":
+      return html`<div ...${attrs}><details><summary>Thinking</summary><div class="thought-text">${row.text}</div></details></div>`;
+    case "tool":
+      return html`<div ...${attrs} data-tool-call-id=${row.id} data-status=${row.status}>
       <span class="tool-title">${row.text}</span> <span class="tool-status">${row.status}</span></div>`;
-    case "permission": return html`<${Permission} row=${row} attrs=${attrs} answer=${answer} />`;
-    case "decision": return html`<div ...${attrs} data-surface=${row.surface || undefined}>${row.text}${row.at && html` · ${when(row.at)}`}</div>`;
-    case "turn-end": return html`<div ...${attrs} role="separator">${row.text}</div>`;
-    case "end": return html`<div ...${attrs}>${row.text}${row.fetch && html`: <${Whole} href=${row.fetch} />`}</div>`;
-    default: return html`<div ...${attrs}>${row.text}</div>`;
+    case "permission":
+      return html`<${Permission} row=${row} attrs=${attrs} answer=${answer} />`;
+    case "decision":
+      return html`<div ...${attrs} data-surface=${row.surface || undefined}>${row.text}${row.at && html` · ${when(row.at)}`}</div>`;
+    case "turn-end":
+      return html`<div ...${attrs} role="separator">${row.text}</div>`;
+    case "end":
+      return html`<div ...${attrs}>${row.text}${row.fetch && html`: <${Whole} href=${row.fetch} />`}</div>`;
+    default:
+      return html`<div ...${attrs}>${row.text}</div>`;
   }
 }
 
 // One row; drawn again only when it changed (a long history stays cheap as the log grows).
 class Row extends Component {
-  shouldComponentUpdate(next) { return next.row !== this.props.row || next.hit !== this.props.hit; }
+  shouldComponentUpdate(next) {
+    return next.row !== this.props.row || next.hit !== this.props.hit;
+  }
 
   render({ row, hit, ...context }) {
     const kind = row.kind === "agent-error" ? "chat-agent chat-agent-error" : `chat-${row.kind}`;
@@ -111,9 +132,15 @@ function useChatLink(tab, on) {
     let last = null;
     const stop = effect(() => {
       const now = onScreen(session.id);
-      if (now !== last) { last = now; link.current.visible(now); }
+      if (now !== last) {
+        last = now;
+        link.current.visible(now);
+      }
     });
-    return () => { stop(); link.current.close(); };
+    return () => {
+      stop();
+      link.current.close();
+    };
   }, []);
   return link;
 }
@@ -124,11 +151,16 @@ function useReveal(tab, logRef) {
   const pending = useRef(null);
   const shown = useRef(null); // the hit as of the last render, for callbacks made earlier
   shown.current = hit;
-  useLayoutEffect(() => effect(() => {
-    const asked = tab.reveal.value;
-    if (!asked) return;
-    if (rowAt(logRef.current, asked.at)) setHit({ at: asked.at }); else pending.current = asked.at;
-  }), []);
+  useLayoutEffect(
+    () =>
+      effect(() => {
+        const asked = tab.reveal.value;
+        if (!asked) return;
+        if (rowAt(logRef.current, asked.at)) setHit({ at: asked.at });
+        else pending.current = asked.at;
+      }),
+    [],
+  );
   const reached = (seq) => {
     if (pending.current === null || seq === null || seq === undefined || seq < pending.current) return;
     setHit({ at: pending.current });
@@ -140,18 +172,22 @@ function useReveal(tab, logRef) {
 // The prompts waiting for the running turn, first to go first (contract §17).
 function Queued({ items, act }) {
   if (!items.length) return null;
-  return html`<ol class="chat-queued" aria-label="queued messages">${items.map((item) => html`<li key=${item.id} data-queued=${item.id}>
+  return html`<ol class="chat-queued" aria-label="queued messages">${items.map(
+    (item) => html`<li key=${item.id} data-queued=${item.id}>
     <span class="queued-text">${item.text}</span>
     <button type="button" class="queued-now" onClick=${() => act("send_now", item.id)}>Send now</button>
-    <button type="button" class="queued-remove" onClick=${() => act("unqueue", item.id)}>Remove</button></li>`)}</ol>`;
+    <button type="button" class="queued-remove" onClick=${() => act("unqueue", item.id)}>Remove</button></li>`,
+  )}</ol>`;
 }
 
 // Messages svc does not have yet: svc is away (sent once it is back), or just now being sent.
 function Unsent({ unsent }) {
   if (!unsent.texts.length) return null;
   const why = unsent.up ? "sending…" : "not sent yet: svc is not answering; sent once it is back";
-  return html`<ol class="chat-unsent" aria-label="messages not sent yet">${unsent.texts.map((text) => html`<li>
-    <span class="unsent-text">${text}</span> <span class="unsent-why">${why}</span></li>`)}</ol>`;
+  return html`<ol class="chat-unsent" aria-label="messages not sent yet">${unsent.texts.map(
+    (text) => html`<li>
+    <span class="unsent-text">${text}</span> <span class="unsent-why">${why}</span></li>`,
+  )}</ol>`;
 }
 
 function ChatInput({ input, running, prompt, cancel }) {
@@ -185,14 +221,25 @@ export function Chat({ tab, onShown }) {
   const [unsent, setUnsent] = useState({ texts: [], up: false });
   const [notSent, setNotSent] = useState("");
   const link = useChatLink(tab, {
-    receive: (e) => { setLog((current) => apply(current, e)); reveal.reached(e.seq); },
+    receive: (e) => {
+      setLog((current) => apply(current, e));
+      reveal.reached(e.seq);
+    },
     closed: () => setLog((current) => ({ ...current, running: false })),
     unsent: (texts, up) => setUnsent({ texts, up }),
-    refused: (text, why) => { putBack(input.current, text); setNotSent(why); },
+    refused: (text, why) => {
+      putBack(input.current, text);
+      setNotSent(why);
+    },
   });
   // New rows keep the log at its end, unless a search hit is being shown.
-  const bottom = () => { if (reveal.pending.current === null && !reveal.shown.current && box.current) box.current.scrollTop = box.current.scrollHeight; };
-  useLayoutEffect(() => { onShown.current = () => input.current.focus(); input.current.focus(); }, []);
+  const bottom = () => {
+    if (reveal.pending.current === null && !reveal.shown.current && box.current) box.current.scrollTop = box.current.scrollHeight;
+  };
+  useLayoutEffect(() => {
+    onShown.current = () => input.current.focus();
+    input.current.focus();
+  }, []);
   useLayoutEffect(bottom, [log.rows.length]);
   useLayoutEffect(() => {
     const node = reveal.hit && box.current.querySelector("[data-hit]");
@@ -215,8 +262,10 @@ export function Chat({ tab, onShown }) {
     setLog((current) => answered(current, row.key));
   };
   const target = reveal.hit && rowAt(log, reveal.hit.at);
-  return html`<div class="chat-log" ref=${box}>${log.rows.map((row) => html`<${Row} key=${row.key} row=${row}
-      hit=${row === target ? reveal.hit.at : null} sessionId=${sessionId} answer=${answer} painted=${bottom} />`)}</div>
+  return html`<div class="chat-log" ref=${box}>${log.rows.map(
+    (row) => html`<${Row} key=${row.key} row=${row}
+      hit=${row === target ? reveal.hit.at : null} sessionId=${sessionId} answer=${answer} painted=${bottom} />`,
+  )}</div>
     <${Ended} sessionId=${sessionId} />
     <${Queued} items=${log.queued} act=${(type, id) => link.current.send({ type, session_id: sessionId, id })} />
     <${Unsent} unsent=${unsent} />

@@ -4,118 +4,13 @@
 // the agent as one prompt; a subagent's branch can be merged or discarded from here.
 // Shown for `#view=diff&of=sessions/<id>` or `#view=diff&of=subagents/<id>`.
 import { api, request } from "./api.js";
-import { hljs } from "./markdown.js";
+import { languageOf, parsePatch, withMarkup } from "./diff-patch.js";
 import { view } from "./nav.js";
 import { SLOW_MS, html, useCallback, useEffect, useHash, useMemo, useRef, useState } from "./ui.js";
 
 const OF = /^(sessions|subagents)\/[A-Za-z0-9-]+$/;
 const OPEN_LINES = 1500; // files are shown open until this many diff lines; the rest start collapsed
 const MINUS = "\u2212";
-
-const LANGUAGES = {
-  py: "python", pyi: "python", js: "javascript", mjs: "javascript", cjs: "javascript", jsx: "javascript",
-  ts: "typescript", tsx: "typescript", json: "json", css: "css", scss: "scss", less: "less",
-  html: "xml", htm: "xml", xml: "xml", svg: "xml", vue: "xml", md: "markdown", markdown: "markdown",
-  sh: "bash", bash: "bash", zsh: "bash", yml: "yaml", yaml: "yaml", toml: "ini", ini: "ini", cfg: "ini",
-  go: "go", rs: "rust", rb: "ruby", java: "java", kt: "kotlin", kts: "kotlin", c: "c", h: "c",
-  cc: "cpp", cpp: "cpp", cxx: "cpp", hpp: "cpp", cs: "csharp", php: "php", sql: "sql", swift: "swift",
-  lua: "lua", pl: "perl", r: "r", graphql: "graphql", gql: "graphql", m: "objectivec", mk: "makefile",
-};
-
-function languageOf(path) {
-  const name = path.split("/").pop();
-  const lang = name === "Makefile" || name === "GNUmakefile" ? "makefile" : LANGUAGES[name.includes(".") ? name.split(".").pop().toLowerCase() : ""];
-  return lang && hljs.getLanguage(lang) ? lang : null;
-}
-
-// hljs's markup for a block, cut into lines; a span open across a line break is closed at the end
-// of the line and opened again on the next, so each line stands alone in its own table cell.
-function splitMarkup(markup) {
-  const lines = [];
-  const open = [];
-  let line = "";
-  for (const m of markup.matchAll(/(<span[^>]*>)|(<\/span>)|([^<]+)/g)) {
-    if (m[1]) { open.push(m[1]); line += m[1]; }
-    else if (m[2]) { open.pop(); line += m[2]; }
-    else {
-      const parts = m[3].split("\n");
-      line += parts[0];
-      for (const part of parts.slice(1)) {
-        lines.push(line + "</span>".repeat(open.length));
-        line = open.join("") + part;
-      }
-    }
-  }
-  lines.push(line);
-  return lines;
-}
-
-function highlighted(texts, lang) {
-  if (!texts.length) return [];
-  try {
-    const lines = splitMarkup(hljs.highlight(texts.join("\n"), { language: lang, ignoreIllegals: true }).value);
-    return lines.length === texts.length ? lines : null;
-  } catch { return null; }
-}
-
-// The unified diff, one section per `diff --git`: they come in the order of the API's file list
-// (one git diff made both), so section i belongs to files[i] whatever git did to quote its name.
-function parsePatch(patch) {
-  const sections = [];
-  let section = null;
-  let hunk = null;
-  let oldNo = 0;
-  let newNo = 0;
-  for (const text of patch.split("\n")) {
-    if (text.startsWith("diff --git ")) {
-      section = { header: [], hunks: [], binary: false };
-      sections.push(section);
-      hunk = null;
-      continue;
-    }
-    if (!section) continue;
-    const at = /^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@(.*)$/.exec(text);
-    if (at) {
-      oldNo = Number(at[1]);
-      newNo = Number(at[2]);
-      hunk = { head: text, context: at[3].trim(), lines: [] };
-      section.hunks.push(hunk);
-      continue;
-    }
-    if (!hunk) {
-      if (text.startsWith("Binary files ")) section.binary = true;
-      if (text) section.header.push(text);
-      continue;
-    }
-    const mark = text[0];
-    if (mark === "+") hunk.lines.push({ mark, text: text.slice(1), newNo: newNo++ });
-    else if (mark === "-") hunk.lines.push({ mark, text: text.slice(1), oldNo: oldNo++ });
-    else if (mark === " ") hunk.lines.push({ mark, text: text.slice(1), oldNo: oldNo++, newNo: newNo++ });
-    else if (mark === "\\") hunk.lines.push({ mark, text: text.slice(2), note: true });
-  }
-  return sections;
-}
-
-// Each hunk highlighted as two blocks (the old side and the new side) so a multi-line string or
-// comment keeps its colour; each line takes its markup from the side it is on.
-function withMarkup(hunks, lang) {
-  if (!lang) return hunks;
-  return hunks.map((hunk) => {
-    const code = hunk.lines.filter((l) => !l.note);
-    const oldSide = highlighted(code.filter((l) => l.mark !== "+").map((l) => l.text), lang);
-    const newSide = highlighted(code.filter((l) => l.mark !== "-").map((l) => l.text), lang);
-    if (!oldSide || !newSide) return hunk;
-    let o = 0;
-    let n = 0;
-    return { ...hunk, lines: hunk.lines.map((l) => {
-      if (l.note) return l;
-      if (l.mark === "-") return { ...l, markup: oldSide[o++] };
-      if (l.mark === "+") return { ...l, markup: newSide[n++] };
-      o++;
-      return { ...l, markup: newSide[n++] };
-    }) };
-  });
-}
 
 const keyOf = (c) => `${c.path}\u0000${c.side}\u0000${c.line}`;
 const where = (c) => `${c.path}:${c.line}${c.side === "old" ? " (original)" : ""}`;
@@ -133,12 +28,19 @@ function Counts({ file }) {
 function CommentBox({ comment, onSave, onCancel }) {
   const [text, setText] = useState(comment.text || "");
   const box = useRef(null);
-  useEffect(() => { if (box.current) box.current.focus(); }, []);
-  const save = () => { if (text.trim()) onSave({ ...comment, text: text.trim() }); };
+  useEffect(() => {
+    if (box.current) box.current.focus();
+  }, []);
+  const save = () => {
+    if (text.trim()) onSave({ ...comment, text: text.trim() });
+  };
   return html`<div class="diff-comment-box">
     <textarea rows="3" aria-label=${`Your comment on ${where(comment)}`} value=${text} ref=${box}
       onInput=${(e) => setText(e.currentTarget.value)}
-      onKeyDown=${(e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) save(); if (e.key === "Escape") onCancel(); }}></textarea>
+      onKeyDown=${(e) => {
+        if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) save();
+        if (e.key === "Escape") onCancel();
+      }}></textarea>
     <div class="row"><button type="button" onClick=${save} disabled=${!text.trim()}>Add comment</button>
       <button type="button" onClick=${onCancel}>Cancel</button></div></div>`;
 }
@@ -151,7 +53,9 @@ function Line({ file, line, pending, draft, setDraft, addComment, commentable })
   const number = side === "old" ? line.oldNo : line.newNo;
   const comment = { path: file.path, line: number, side, quote: `${line.mark}${line.text}` };
   const key = keyOf(comment);
-  const button = !commentable ? number : html`<button type="button" class="diff-ln" aria-label=${`Comment on ${where(comment)}`}
+  const button = !commentable
+    ? number
+    : html`<button type="button" class="diff-ln" aria-label=${`Comment on ${where(comment)}`}
     onClick=${() => setDraft(draft === key ? null : key)}>${number}</button>`;
   const kind = { "+": "diff-add", "-": "diff-rem", " ": "diff-ctx" }[line.mark];
   const mark = { "+": "+", "-": MINUS, " ": "" }[line.mark];
@@ -161,13 +65,21 @@ function Line({ file, line, pending, draft, setDraft, addComment, commentable })
       <td class="diff-no">${side === "old" ? button : line.oldNo}</td>
       <td class="diff-no">${side === "new" ? button : ""}</td>
       <td class="diff-mark" aria-hidden="true">${mark}</td>
-      ${line.markup !== undefined
-        ? html`<td class="diff-code hljs" dangerouslySetInnerHTML=${{ __html: line.markup || " " }}></td>`
-        : html`<td class="diff-code">${line.text || " "}</td>`}
+      ${
+        line.markup !== undefined
+          ? html`<td class="diff-code hljs" dangerouslySetInnerHTML=${{ __html: line.markup || " " }}></td>`
+          : html`<td class="diff-code">${line.text || " "}</td>`
+      }
     </tr>
     ${here.map((c) => html`<tr class="diff-pending-row"><td colspan="3"></td><td><span class="diff-pending-label">Pending comment:</span> ${c.text}</td></tr>`)}
-    ${draft === key && html`<tr class="diff-draft-row"><td colspan="4">
-      <${CommentBox} comment=${comment} onCancel=${() => setDraft(null)} onSave=${(c) => { addComment(c); setDraft(null); }} /></td></tr>`}`;
+    ${
+      draft === key &&
+      html`<tr class="diff-draft-row"><td colspan="4">
+      <${CommentBox} comment=${comment} onCancel=${() => setDraft(null)} onSave=${(c) => {
+        addComment(c);
+        setDraft(null);
+      }} /></td></tr>`
+    }`;
 }
 
 function FileDiff({ file, section, open, toggle, ...lineProps }) {
@@ -177,11 +89,14 @@ function FileDiff({ file, section, open, toggle, ...lineProps }) {
   if (!section) body = html`<p class="hint">Not shown: the diff was too large to send whole.</p>`;
   else if (section.binary) body = html`<p class="hint">Binary file: no lines to show.</p>`;
   else if (!section.hunks.length) body = html`<p class="hint">${section.header.filter((h) => /mode/.test(h)).join("; ") || "No line changes."}</p>`;
-  else body = html`<div class="diff-scroll" tabindex="0" role="region" aria-label=${`diff of ${file.path}`}>
+  else
+    body = html`<div class="diff-scroll" tabindex="0" role="region" aria-label=${`diff of ${file.path}`}>
     <table class="diff-table"><tbody>
-      ${hunks.map((hunk) => html`
+      ${hunks.map(
+        (hunk) => html`
         <tr class="diff-hunk"><td colspan="4">${hunk.head}</td></tr>
-        ${hunk.lines.map((line) => html`<${Line} file=${file} line=${line} ...${lineProps} />`)}`)}
+        ${hunk.lines.map((line) => html`<${Line} file=${file} line=${line} ...${lineProps} />`)}`,
+      )}
     </tbody></table></div>`;
   return html`<article class="diff-file" data-path=${file.path} id=${id}>
     <h3 class="diff-file-head">
@@ -197,16 +112,20 @@ function Pending({ pending, remove, send, sending }) {
   if (!pending.length) return html`<p class="hint">Click a line number to comment on that line; comments collect here and go to the agent as one prompt.</p>`;
   return html`<section class="diff-pending card" aria-label="pending comments">
     <h3>Pending comments</h3>
-    <ol>${pending.map((c) => html`<li><code>${where(c)}</code> ${c.text}
-      <button type="button" class="small diff-small" aria-label=${`Remove comment on ${where(c)}`} onClick=${() => remove(c)}>Remove</button></li>`)}</ol>
+    <ol>${pending.map(
+      (c) => html`<li><code>${where(c)}</code> ${c.text}
+      <button type="button" class="small diff-small" aria-label=${`Remove comment on ${where(c)}`} onClick=${() => remove(c)}>Remove</button></li>`,
+    )}</ol>
     <button type="button" class="primary diff-primary" disabled=${sending} onClick=${send}>Send ${plural(pending.length, "comment")} to the agent</button>
   </section>`;
 }
 
 // What a merge did, in a sentence.
 function merged(r) {
-  let text = r.up_to_date ? `Nothing new to merge: ${r.base_branch} already contains ${r.branch}.`
-    : r.fast_forward ? `Merged: ${r.base_branch} fast-forwarded to ${r.base_commit.slice(0, 12)}.`
+  let text = r.up_to_date
+    ? `Nothing new to merge: ${r.base_branch} already contains ${r.branch}.`
+    : r.fast_forward
+      ? `Merged: ${r.base_branch} fast-forwarded to ${r.base_commit.slice(0, 12)}.`
       : `Merged: merge commit ${r.base_commit.slice(0, 12)} on ${r.base_branch}.`;
   if (r.committed && r.committed.length) text += ` Left uncommitted by the agent, committed on ${r.branch} first: ${r.committed.join(", ")}.`;
   return text;
@@ -216,31 +135,51 @@ function Actions({ of, data, reload, setNotice }) {
   const [busy, setBusy] = useState(false);
   const [confirming, setConfirming] = useState(false);
   const [conflict, setConflict] = useState(null);
-  useEffect(() => { setConflict(null); setConfirming(false); }, [of]);
+  useEffect(() => {
+    setConflict(null);
+    setConfirming(false);
+  }, [of]);
   if (!of.startsWith("subagents/")) return null;
   const merge = async () => {
-    setBusy(true); setConflict(null); setNotice(null);
+    setBusy(true);
+    setConflict(null);
+    setNotice(null);
     const slow = setTimeout(() => setNotice({ busy: true, text: "Merging…" }), SLOW_MS);
     try {
       const { ok, data: r } = await post(`${of}/merge`);
       if (!ok) {
         const error = (r && r.error) || {};
-        if (error.files && error.files.length) { setNotice(null); setConflict({ files: error.files, message: error.message }); }
-        else setNotice({ bad: true, text: `Not merged: ${error.message || "the merge failed"}` });
+        if (error.files && error.files.length) {
+          setNotice(null);
+          setConflict({ files: error.files, message: error.message });
+        } else setNotice({ bad: true, text: `Not merged: ${error.message || "the merge failed"}` });
         return;
       }
       setNotice({ text: merged(r) });
       reload();
-    } catch (e) { setNotice({ bad: true, text: e.message }); } finally { clearTimeout(slow); setBusy(false); }
+    } catch (e) {
+      setNotice({ bad: true, text: e.message });
+    } finally {
+      clearTimeout(slow);
+      setBusy(false);
+    }
   };
   const discard = async () => {
-    setBusy(true); setConfirming(false); setConflict(null); setNotice(null);
+    setBusy(true);
+    setConfirming(false);
+    setConflict(null);
+    setNotice(null);
     const slow = setTimeout(() => setNotice({ busy: true, text: "Discarding…" }), SLOW_MS);
     try {
       await api("POST", `${of}/discard`);
       setNotice({ text: `Discarded: the worktree and branch ${data ? data.branch : ""} were removed.` });
       reload();
-    } catch (e) { setNotice({ bad: true, text: e.message }); } finally { clearTimeout(slow); setBusy(false); }
+    } catch (e) {
+      setNotice({ bad: true, text: e.message });
+    } finally {
+      clearTimeout(slow);
+      setBusy(false);
+    }
   };
   return html`<div class="diff-actions">
     <div class="row">
@@ -248,13 +187,19 @@ function Actions({ of, data, reload, setNotice }) {
       <button type="button" class="danger diff-danger" disabled=${busy || !data} aria-expanded=${confirming ? "true" : "false"} onClick=${() => setConfirming(!confirming)}>Discard…</button>
       <span class="hint">Merge brings the branch's commits into the branch it was made from: a fast-forward when possible, otherwise a merge commit.</span>
     </div>
-    ${confirming && html`<div class="diff-confirm notice notice-warn" role="group" aria-label="confirm discard">
+    ${
+      confirming &&
+      html`<div class="diff-confirm notice notice-warn" role="group" aria-label="confirm discard">
       <span>Remove the worktree and delete branch <code>${data && data.branch}</code>? Its changes are lost.</span>
       <button type="button" class="danger diff-danger" onClick=${discard}>Discard worktree and branch</button>
-      <button type="button" onClick=${() => setConfirming(false)}>Keep them</button></div>`}
-    ${conflict && html`<div class="diff-conflict notice notice-bad" role="alert">
+      <button type="button" onClick=${() => setConfirming(false)}>Keep them</button></div>`
+    }
+    ${
+      conflict &&
+      html`<div class="diff-conflict notice notice-bad" role="alert">
       <strong>Merge conflict: nothing was merged.</strong> The base branch was left unchanged. Conflicting files:
-      <ul>${conflict.files.map((f) => html`<li><code>${f}</code></li>`)}</ul></div>`}
+      <ul>${conflict.files.map((f) => html`<li><code>${f}</code></li>`)}</ul></div>`
+    }
   </div>`;
 }
 
@@ -274,9 +219,19 @@ function useDiff(of) {
   useEffect(() => {
     let stale = false;
     setError(null);
-    api("GET", `${of}/diff`).then((d) => { if (!stale) setData(d); })
-      .catch((e) => { if (!stale) { setData(null); setError(e.message); } });
-    return () => { stale = true; };
+    api("GET", `${of}/diff`)
+      .then((d) => {
+        if (!stale) setData(d);
+      })
+      .catch((e) => {
+        if (!stale) {
+          setData(null);
+          setError(e.message);
+        }
+      });
+    return () => {
+      stale = true;
+    };
   }, [of, generation]);
   return { data, error, reload };
 }
@@ -286,7 +241,9 @@ function useShell(of) {
   const [shell, setShell] = useState(false);
   useEffect(() => {
     if (!of.startsWith("sessions/")) return;
-    api("GET", of).then((s) => setShell(s.kind === "terminal" && s.agent === "shell")).catch(() => {});
+    api("GET", of)
+      .then((s) => setShell(s.kind === "terminal" && s.agent === "shell"))
+      .catch(() => {});
   }, [of]);
   return shell;
 }
@@ -299,7 +256,8 @@ function useComments(of, setNotice) {
   const addComment = (c) => setPending((list) => [...list, c]);
   const remove = (c) => setPending((list) => list.filter((x) => x !== c));
   const send = async () => {
-    setSending(true); setNotice(null);
+    setSending(true);
+    setNotice(null);
     const slow = setTimeout(() => setNotice({ busy: true, text: "Sending…" }), SLOW_MS);
     try {
       const comments = pending.map(({ path, line, side, text }) => ({ path, line, side, text }));
@@ -307,7 +265,12 @@ function useComments(of, setNotice) {
       setPending([]);
       const how = sent.delivered === "typed" ? "typed into its terminal" : sent.resumed ? "resumed it and sent the prompt" : "sent as one prompt";
       setNotice({ text: `${plural(comments.length, "comment")} sent to the agent of session ${String(sent.session_id).slice(0, 8)} (${how}).` });
-    } catch (e) { setNotice({ bad: true, text: `Not sent: ${e.message}` }); } finally { clearTimeout(slow); setSending(false); }
+    } catch (e) {
+      setNotice({ bad: true, text: `Not sent: ${e.message}` });
+    } finally {
+      clearTimeout(slow);
+      setSending(false);
+    }
   };
   return { pending, draft, setDraft, addComment, remove, send, sending };
 }
@@ -319,9 +282,11 @@ function FileList({ files, allOpen, jump }) {
     <p class="diff-summary">${plural(files.length, "file")} changed, <span class="diff-ins">+${ins}</span> <span class="diff-del">${MINUS}${del}</span>
       <button type="button" class="small diff-small" onClick=${() => allOpen(true)}>Expand all</button>
       <button type="button" class="small diff-small" onClick=${() => allOpen(false)}>Collapse all</button></p>
-    <ul>${files.map((f) => html`<li data-path=${f.path}>
+    <ul>${files.map(
+      (f) => html`<li data-path=${f.path}>
       <button type="button" class="diff-jump" aria-label=${`Go to ${f.path}`} onClick=${() => jump(f)}>${f.path}</button>
-      <${Counts} file=${f} /></li>`)}</ul></nav>`;
+      <${Counts} file=${f} /></li>`,
+    )}</ul></nav>`;
 }
 
 // The files, each open or collapsed: open until the diff is long, then only the first.
@@ -332,11 +297,16 @@ function Files({ data, lineProps }) {
   const total = sections.reduce((n, s) => n + s.hunks.reduce((m, h) => m + h.lines.length, 0), 0);
   const isOpen = (f) => (f.path in open ? open[f.path] : total <= OPEN_LINES || f.index === 0);
   const allOpen = (value) => setOpen(Object.fromEntries(files.map((f) => [f.path, value])));
-  const jump = (f) => { setOpen({ ...open, [f.path]: true }); requestAnimationFrame(() => document.getElementById(`diff-file-${f.index}`).scrollIntoView()); };
+  const jump = (f) => {
+    setOpen({ ...open, [f.path]: true });
+    requestAnimationFrame(() => document.getElementById(`diff-file-${f.index}`).scrollIntoView());
+  };
   if (!files.length) return html`<p class="hint">No changes against the base commit.</p>`;
   return html`<${FileList} files=${files} allOpen=${allOpen} jump=${jump} />
-    ${files.map((f) => html`<${FileDiff} key=${f.path} file=${f} section=${sections[f.index]} open=${isOpen(f)}
-      toggle=${() => setOpen({ ...open, [f.path]: !isOpen(f) })} ...${lineProps} />`)}`;
+    ${files.map(
+      (f) => html`<${FileDiff} key=${f.path} file=${f} section=${sections[f.index]} open=${isOpen(f)}
+      toggle=${() => setOpen({ ...open, [f.path]: !isOpen(f) })} ...${lineProps} />`,
+    )}`;
 }
 
 function Meta({ of, data, reload }) {
@@ -345,7 +315,8 @@ function Meta({ of, data, reload }) {
     <button type="button" class="small diff-small" onClick=${reload}>Refresh</button></p>`;
 }
 
-const NO_COMMENTS = "Comments go to agents. This session is a plain shell, which would run the quoted lines as commands, so svc does not send comments to it: open these changes from an agent's session (claude, codex, …) in this workspace to comment.";
+const NO_COMMENTS =
+  "Comments go to agents. This session is a plain shell, which would run the quoted lines as commands, so svc does not send comments to it: open these changes from an agent's session (claude, codex, …) in this workspace to comment.";
 
 function DiffView({ of }) {
   const { data, error, reload } = useDiff(of);
@@ -358,11 +329,17 @@ function DiffView({ of }) {
     <${Actions} of=${of} data=${data} reload=${reload} setNotice=${setNotice} />
     ${notice && html`<p class=${notice.bad ? "diff-notice notice notice-bad" : notice.busy ? "diff-notice notice" : "diff-notice notice notice-ok"} role="status" aria-busy=${notice.busy ? "true" : undefined}>${notice.text}</p>`}
     ${error && html`<p class="diff-error notice notice-bad" role="alert">${error}</p>`}
-    ${data && html`
-      ${shell ? html`<p class="hint diff-no-comments">${NO_COMMENTS}</p>`
-        : html`<${Pending} pending=${comments.pending} remove=${comments.remove} send=${comments.send} sending=${comments.sending} />`}
+    ${
+      data &&
+      html`
+      ${
+        shell
+          ? html`<p class="hint diff-no-comments">${NO_COMMENTS}</p>`
+          : html`<${Pending} pending=${comments.pending} remove=${comments.remove} send=${comments.send} sending=${comments.sending} />`
+      }
       ${data.patch_truncated && html`<p class="hint">The diff is too large to show whole; the counts are complete.</p>`}
-      <${Files} data=${data} lineProps=${lineProps} />`}
+      <${Files} data=${data} lineProps=${lineProps} />`
+    }
   </div>`;
 }
 

@@ -8,4 +8,3 @@ export function InstallHint({ a }) {
   return html`<span class="install-hint" data-install=${a.name}><code>${how.command}</code> <${CopyButton} text=${how.command} name=${`Copy the install command of ${a.name}`} />
     ${!how.manager_found && html` <span class="hint">(${how.manager} is not installed either: it comes with Node.js)</span>`}</span>`;
 }
-

@@ -17,19 +17,31 @@ function Report({ report }) {
       <tbody>${enabled.map((agent) => html`<tr key=${agent.agent} data-agent=${agent.agent}><td>${agent.agent}</td><${Part} part=${agent.mcp} /><${Part} part=${agent.skills} /></tr>`)}</tbody>
     </table>
     <p id="integrations-none" class="hint" hidden=${enabled.length > 0}>No agent is enabled yet, so svc installed nothing.</p>
-    <p id="integrations-disabled" class="hint" hidden=${!off.length}>${off.length ? `Not enabled, so nothing installed: ${off.join(", ")}. svc enables an agent whose `
-      + "executable is on PATH; set agents.<name>.enabled to true in settings.json to install anyway." : ""}</p>`;
+    <p id="integrations-disabled" class="hint" hidden=${!off.length}>${
+      off.length
+        ? `Not enabled, so nothing installed: ${off.join(", ")}. svc enables an agent whose ` +
+          "executable is on PATH; set agents.<name>.enabled to true in settings.json to install anyway."
+        : ""
+    }</p>`;
 }
 
 export function IntegrationsBox() {
   const [report, setReport] = useState(null);
   const [text, setText] = useState("");
-  const load = (method, failed) => api(method, "integrations").then((made) => {
-    setReport(made);
-    setText(`last sync ${made.synced_at} → ${made.mcp_url}`);
-  }).catch((error) => setText(`${failed}: ${error.message}`));
-  useEffect(() => { load("GET", "could not load"); }, []);
-  const sync = () => { setText("syncing…"); load("POST", "sync failed"); };
+  const load = (method, failed) =>
+    api(method, "integrations")
+      .then((made) => {
+        setReport(made);
+        setText(`last sync ${made.synced_at} → ${made.mcp_url}`);
+      })
+      .catch((error) => setText(`${failed}: ${error.message}`));
+  useEffect(() => {
+    load("GET", "could not load");
+  }, []);
+  const sync = () => {
+    setText("syncing…");
+    load("POST", "sync failed");
+  };
   return html`<section id="integrations-box" aria-labelledby="integrations-title"><h3 id="integrations-title">Agent integrations</h3>
     <p class="hint">svc's MCP entry and skills in each agent's global config, so an agent started anywhere has svc's tools.</p>
     ${report && html`<${Report} report=${report} />`}

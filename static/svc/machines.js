@@ -15,11 +15,19 @@ function useFreshWhileShown(shown) {
     let stopped = false;
     let timer = null;
     const read = async () => {
-      try { const list = await api("GET", "machines"); if (!stopped) machines.value = list; } catch { /* the banner says it */ }
+      try {
+        const list = await api("GET", "machines");
+        if (!stopped) machines.value = list;
+      } catch {
+        /* the banner says it */
+      }
       if (!stopped) timer = setTimeout(read, 5000);
     };
     timer = setTimeout(read, 5000);
-    return () => { stopped = true; clearTimeout(timer); };
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
+    };
   }, [shown]);
 }
 
@@ -44,8 +52,11 @@ function MachineCard({ m }) {
       ${m.self && html`<span class="machine-self">this machine</span>`}
       <span class=${`machine-status machine-${m.status}`}><span aria-hidden="true">${SIGN[m.status] || "?"} </span>${m.status}</span>
     </h3>
-    ${m.status !== "online" && html`<p class="hint machine-away">Not heard from for 15 s or more: its sessions read unreachable here
-      and come back when it rejoins.</p>`}
+    ${
+      m.status !== "online" &&
+      html`<p class="hint machine-away">Not heard from for 15 s or more: its sessions read unreachable here
+      and come back when it rejoins.</p>`
+    }
     <${Facts} m=${m} now=${clock.value} />
     <p class="hint machine-agents"><span class="machine-label">Agents:</span> ${agents}</p>
     ${m.workspaces.length > 0 && html`<p class="hint machine-workspaces"><span class="machine-label">Workspaces:</span> ${m.workspaces.join(", ")}</p>`}
@@ -57,8 +68,10 @@ export function MachinesView() {
   useFreshWhileShown(view.value === "machines");
   const list = machines.value;
   const online = list.filter((m) => m.status === "online").length;
-  return html`<p class="hint" id="machines-summary">${isFleet.value
-    ? `${list.length} machines share this fleet; ${online} online. Sessions of every machine show in Sessions and the sidebar, and a new session can start on any of them.`
-    : "This machine alone. Daemons that share one PostgreSQL, one Redis and a fleet secret form a fleet: every machine of it shows here (docs/fleet.md)."}</p>
+  return html`<p class="hint" id="machines-summary">${
+    isFleet.value
+      ? `${list.length} machines share this fleet; ${online} online. Sessions of every machine show in Sessions and the sidebar, and a new session can start on any of them.`
+      : "This machine alone. Daemons that share one PostgreSQL, one Redis and a fleet secret form a fleet: every machine of it shows here (docs/fleet.md)."
+  }</p>
     <ul class="cards machines" id="machines" aria-label="machines">${list.map((m) => html`<${MachineCard} key=${m.id} m=${m} />`)}</ul>`;
 }

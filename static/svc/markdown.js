@@ -9,7 +9,10 @@ import { html, useLayoutEffect, useMemo, useRef, useState } from "./ui.js";
 const escapeHtml = (text) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 marked.use({ gfm: true, breaks: true, renderer: { html: (token) => escapeHtml(token.text || token.raw || "") } });
 DOMPurify.addHook("afterSanitizeAttributes", (node) => {
-  if (node.tagName === "A") { node.setAttribute("target", "_blank"); node.setAttribute("rel", "noopener noreferrer"); }
+  if (node.tagName === "A") {
+    node.setAttribute("target", "_blank");
+    node.setAttribute("rel", "noopener noreferrer");
+  }
 });
 hljs.configure({ ignoreUnescapedHTML: true });
 
@@ -29,11 +32,14 @@ export function Markdown({ text, class: cls, seq, hit, painted }) {
   useLayoutEffect(() => {
     if (text === shown || pending.current) return;
     pending.current = true;
-    requestAnimationFrame(() => { pending.current = false; setShown(latest.current); });
+    requestAnimationFrame(() => {
+      pending.current = false;
+      setShown(latest.current);
+    });
   });
   const markup = useMemo(() => ({ __html: markdown(shown) }), [shown]);
   useLayoutEffect(() => {
-    box.current.querySelectorAll("pre code").forEach((code) => hljs.highlightElement(code));
+    for (const code of box.current.querySelectorAll("pre code")) hljs.highlightElement(code);
     if (painted) painted();
   }, [markup]);
   return html`<div class=${cls} ref=${box} data-seq=${seq} data-hit=${hit} dangerouslySetInnerHTML=${markup}></div>`;

@@ -102,7 +102,10 @@ export function closeSession(id) {
 export async function follow() {
   const params = hashParams();
   const id = params.get("session");
-  if (!id) { show(params.get("view") || "sessions", { hash: location.hash || undefined }); return; }
+  if (!id) {
+    show(params.get("view") || "sessions", { hash: location.hash || undefined });
+    return;
+  }
   const at = params.get("at");
   try {
     const session = sessions.peek().find((s) => s.id === id) || (await api("GET", `sessions/${id}`));
@@ -134,7 +137,9 @@ export function startNav() {
   // Capture phase: the keys never reach the terminal (xterm would send Esc+1 to the program).
   window.addEventListener("keydown", switchKey, true);
   window.addEventListener("hashchange", follow);
-  document.addEventListener("visibilitychange", () => { visible.value = document.visibilityState === "visible"; });
+  document.addEventListener("visibilitychange", () => {
+    visible.value = document.visibilityState === "visible";
+  });
   // A notification for the session on screen is seen as it comes.
   effect(() => {
     const id = current.value;
@@ -142,6 +147,8 @@ export function startNav() {
     const n = notifications.value.find((x) => x.session_id === id && WAITS.includes(x.event));
     if (n && n.created_at > (seen.peek()[id] || "")) markSeen(id);
   });
-  effect(() => { document.title = waiting.value.size ? `(${waiting.value.size}) svc` : "svc"; });
+  effect(() => {
+    document.title = waiting.value.size ? `(${waiting.value.size}) svc` : "svc";
+  });
   follow();
 }

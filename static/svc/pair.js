@@ -7,7 +7,9 @@ const button = document.getElementById("start");
 const saved = () => JSON.parse(sessionStorage.getItem("svc-pairing") || "null");
 let timer = null;
 
-function show(text) { statusBox.textContent = text; }
+function show(text) {
+  statusBox.textContent = text;
+}
 
 // An invite made on svc's machine comes in the link's fragment (never sent to a server): it is
 // taken out of the address bar at once and sent once, as a header (pairing takes no body).
@@ -39,7 +41,7 @@ async function begin(withInvite) {
 }
 
 function wait(pairing) {
-  codeBox.textContent = pairing.code;  // empty for an invite: approved already
+  codeBox.textContent = pairing.code; // empty for an invite: approved already
   button.hidden = true;
   clearInterval(timer);
   const tick = async () => {
@@ -71,6 +73,9 @@ const pending = saved();
 if (invite) begin(invite);
 else if (pending && pending.until > Date.now()) wait(pending);
 // Opened from a link on another site: the SameSite=Strict cookie was not sent with this load.
-fetch("/pair/session", { credentials: "same-origin" }).then((r) => r.json()).then((d) => {
-  if (d.paired && location.pathname === "/") location.reload();
-}).catch(() => {});
+fetch("/pair/session", { credentials: "same-origin" })
+  .then((r) => r.json())
+  .then((d) => {
+    if (d.paired && location.pathname === "/") location.reload();
+  })
+  .catch(() => {});

@@ -24,7 +24,12 @@ function Share({ p, now }) {
 function Card({ p, now, onRemoved }) {
   const title = p.title || (p.kind === "file" ? p.file : `port ${p.port}`);
   const [status, run, , busy] = useStatus();
-  const remove = () => busy || run(async () => { await api("DELETE", `previews/${p.slug}`); onRemoved(); }, "removing…");
+  const remove = () =>
+    busy ||
+    run(async () => {
+      await api("DELETE", `previews/${p.slug}`);
+      onRemoved();
+    }, "removing…");
   return html`<li class="card" data-slug=${p.slug}>
     <strong>${title}</strong> <a href=${p.owner_url} target="_blank" rel="noopener">${p.kind === "file" ? "open Markdown" : "open (owner)"}</a>
     ${!pageKey() && html` <button type="button" class="small danger preview-remove" aria-label=${`Remove preview ${title}`} aria-disabled=${busy ? "true" : undefined} onClick=${remove}>Remove</button>`}
@@ -41,7 +46,8 @@ function useMarkdownFiles(workspace) {
     setFiles([]);
     if (!workspace) return;
     api("GET", `preview-files?workspace=${encodeURIComponent(workspace)}`)
-      .then((answer) => setFiles(answer.files)).catch(() => setFiles([]));
+      .then((answer) => setFiles(answer.files))
+      .catch(() => setFiles([]));
   }, [workspace]);
   return files;
 }
@@ -71,10 +77,13 @@ function NewPreview({ onMade }) {
       <${Option} value="port">a port (a dev server)<//><${Option} value="file">a Markdown file<//></select></label>
     <label>Workspace <select name="workspace" value=${workspace} onChange=${(e) => setPicked(e.currentTarget.value)}>
       ${places.length ? places.map((p) => html`<${Option} key=${p} value=${p}>${p}<//>`) : html`<option value="">(no workspace yet)</option>`}</select></label>
-    ${kind === "port"
-      ? html`<label>Port <input name="port" type="number" min="1" max="65535" required inputmode="numeric" placeholder="5173" /></label>`
-      : html`<label>File <select name="file" required>${files.length
-          ? files.map((f) => html`<${Option} key=${f} value=${f}>${f}<//>`) : html`<option value="">(no Markdown file here)</option>`}</select></label>`}
+    ${
+      kind === "port"
+        ? html`<label>Port <input name="port" type="number" min="1" max="65535" required inputmode="numeric" placeholder="5173" /></label>`
+        : html`<label>File <select name="file" required>${
+            files.length ? files.map((f) => html`<${Option} key=${f} value=${f}>${f}<//>`) : html`<option value="">(no Markdown file here)</option>`
+          }</select></label>`
+    }
     <${Submit} busy=${busy}>Create<//>
     <${Status} id="new-preview-status" text=${status} busy=${busy} />
     ${warning && html`<p class="notice notice-warn preview-warning" role="alert">${warning}</p>`}
@@ -86,7 +95,12 @@ export function PreviewsView() {
   const [count, setCount] = useState(0); // bumped by a change made here: the list is fetched at once
   const now = useTick(1000);
   useEffect(() => {
-    const refresh = () => api("GET", "previews").then(setPreviews).catch(() => { /* the banner says why */ });
+    const refresh = () =>
+      api("GET", "previews")
+        .then(setPreviews)
+        .catch(() => {
+          /* the banner says why */
+        });
     refresh();
     const timer = setInterval(refresh, 5000);
     return () => clearInterval(timer);
@@ -94,6 +108,9 @@ export function PreviewsView() {
   const changed = () => setCount((c) => c + 1);
   return html`${pageKey() ? html`<p class="hint">Previews are made and removed on svc's own machine.</p>` : html`<${NewPreview} onMade=${changed} />`}
     <p class="hint">Owner links need your login; share links work for anyone for 600 s (read-only).</p>
-    <ul id="previews" class="cards">${previews.length ? previews.map((p) => html`<${Card} key=${p.slug} p=${p} now=${now} onRemoved=${changed} />`)
-      : html`<li class="hint">No previews yet: make one above, or an agent makes one with its preview or md_preview tool.</li>`}</ul>`;
+    <ul id="previews" class="cards">${
+      previews.length
+        ? previews.map((p) => html`<${Card} key=${p.slug} p=${p} now=${now} onRemoved=${changed} />`)
+        : html`<li class="hint">No previews yet: make one above, or an agent makes one with its preview or md_preview tool.</li>`
+    }</ul>`;
 }

@@ -21,7 +21,9 @@ const push = signal({
   error: "",
   offer: "", // "" | "asking" | "done" | "failed" | "closed"
 });
-const set = (changes) => { push.value = { ...push.peek(), ...changes }; };
+const set = (changes) => {
+  push.value = { ...push.peek(), ...changes };
+};
 
 // --- subscribing ------------------------------------------------------------------------------------
 
@@ -70,7 +72,8 @@ async function turnOn() {
   try {
     const permission = await asking;
     set({ permission });
-    if (permission !== "granted") throw new Error(permission === "denied" ? "Notifications are blocked for this site in the browser." : "Notifications were not allowed.");
+    if (permission !== "granted")
+      throw new Error(permission === "denied" ? "Notifications are blocked for this site in the browser." : "Notifications were not allowed.");
     await subscribe();
     set({ subscribed: true });
     return true;
@@ -134,7 +137,10 @@ function Offer() {
   const s = push.value;
   if (!s.offer || s.offer === "closed") return null;
   const close = () => set({ offer: "closed" });
-  const notNow = () => { localStorage.setItem(OFFER_KEY, "dismissed"); close(); };
+  const notNow = () => {
+    localStorage.setItem(OFFER_KEY, "dismissed");
+    close();
+  };
   const yes = async () => {
     localStorage.setItem(OFFER_KEY, "asked");
     set({ offer: (await turnOn()) ? "done" : "failed" });
@@ -193,7 +199,9 @@ export function PushSettings() {
 
 export function startPush() {
   // The offer waits for a session tab to open (started from the form, a list, a link).
-  effect(() => { if (opened.value > 0) maybeOffer(); });
+  effect(() => {
+    if (opened.value > 0) maybeOffer();
+  });
   if (supported) {
     // A click on a notification: the worker says where to go; the dashboard follows its hash.
     navigator.serviceWorker.addEventListener("message", (event) => {

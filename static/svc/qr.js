@@ -18,4 +18,3 @@ export function QRCode({ text }) {
   return html`<svg viewBox=${`0 0 ${size} ${size}`} class="qr" role="img" aria-label=${`QR code of ${text}`}>
     <rect width=${size} height=${size} fill="#fff" /><path d=${path} fill="#000" /></svg>`;
 }
-

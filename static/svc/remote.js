@@ -17,7 +17,11 @@ function TunnelCard({ t, report, remote }) {
     const here = t.public_url && new URL(t.public_url).host === location.host;
     if (action === "stop" && here && !confirm(`This page reaches svc through ${t.name}: stop it anyway?`)) return;
     report(async () => {
-      try { await api("POST", `tunnels/${encodeURIComponent(t.name)}/${action}`); } catch (error) { throw new Error(`${t.name}: ${error.message}`); }
+      try {
+        await api("POST", `tunnels/${encodeURIComponent(t.name)}/${action}`);
+      } catch (error) {
+        throw new Error(`${t.name}: ${error.message}`);
+      }
     });
   };
   const remove = () => {
@@ -29,8 +33,11 @@ function TunnelCard({ t, report, remote }) {
     ${t.status === "stopped" ? html`<button type="button" onClick=${act("start")}>Start</button>` : html`<button type="button" onClick=${act("stop")}>Stop</button>`}
     ${!remote && html` <button type="button" class="danger" onClick=${remove}>Remove</button>`}
     ${(t.status === "error" || t.status === "starting") && t.detail && html`<div class="hint tunnel-detail">${t.detail}<${RetryIn} row=${t} /></div>`}
-    ${t.public_url && html`<div><a href=${t.public_url} target="_blank" rel="noopener">${t.public_url}</a> <${CopyButton} text=${t.public_url} name=${`Copy ${t.public_url}`} /></div>
-      <${QRCode} text=${t.public_url} />`}
+    ${
+      t.public_url &&
+      html`<div><a href=${t.public_url} target="_blank" rel="noopener">${t.public_url}</a> <${CopyButton} text=${t.public_url} name=${`Copy ${t.public_url}`} /></div>
+      <${QRCode} text=${t.public_url} />`
+    }
   </li>`;
 }
 
@@ -65,7 +72,9 @@ function Offer({ o, report }) {
 // What works on this machine, asked once per visit (it runs `tailscale status`).
 function Offers({ report }) {
   const [offers, setOffers] = useState(null);
-  useEffect(() => { api("GET", "tunnels/offers").then(setOffers, (error) => setOffers({ error: error.message })); }, []);
+  useEffect(() => {
+    api("GET", "tunnels/offers").then(setOffers, (error) => setOffers({ error: error.message }));
+  }, []);
   if (!offers) return null;
   if (offers.error) return html`<p class="hint">${offers.error}</p>`;
   return html`<h3>Reach svc from your phone</h3>
@@ -78,8 +87,12 @@ function Tunnels({ remote }) {
   const rows = tunnels.value;
   return html`${!remote && html`<${Offers} report=${report} />`}
     <h3>Tunnels</h3>
-    <ul id="tunnels" class="cards">${rows && (rows.length ? rows.map((t) => html`<${TunnelCard} key=${t.name} t=${t} report=${report} remote=${remote} />`)
-      : html`<li class="hint">No tunnels yet${remote ? "" : ": start one above"}.</li>`)}</ul>
+    <ul id="tunnels" class="cards">${
+      rows &&
+      (rows.length
+        ? rows.map((t) => html`<${TunnelCard} key=${t.name} t=${t} report=${report} remote=${remote} />`)
+        : html`<li class="hint">No tunnels yet${remote ? "" : ": start one above"}.</li>`)
+    }</ul>
     <p id="tunnels-status" class="hint" role="status">${text}</p>`;
 }
 
@@ -106,16 +119,25 @@ function Invite() {
   const [made, setMade] = useState(null);
   const make = async () => {
     setMade(null);
-    try { setMade(await api("POST", "pairings/invites")); } catch (error) { setMade({ hint: error.message }); }
+    try {
+      setMade(await api("POST", "pairings/invites"));
+    } catch (error) {
+      setMade({ hint: error.message });
+    }
   };
   const until = made && made.url && new Date(Date.now() + made.expires_in * 1000).toLocaleTimeString();
   return html`<div id="pair-invite" class="row">
       <button type="button" id="pair-invite-make" onClick=${make}>Invite a phone</button>
       <span class="hint">a link that pairs the browser opening it within 10 minutes, once; it works even while strangers flood the pairing page</span>
     </div>
-    <div id="pair-invite-link" aria-live="polite">${made && (made.url ? html`
+    <div id="pair-invite-link" aria-live="polite">${
+      made &&
+      (made.url
+        ? html`
       <div><code>${made.url}</code> <${CopyButton} text=${made.url} name=${`Copy ${made.url}`} /></div><${QRCode} text=${made.url} />
-      <p class="hint">Open it on the phone before ${until}; it works once.</p>` : html`<p class="hint">${made.hint}</p>`)}</div>`;
+      <p class="hint">Open it on the phone before ${until}; it works once.</p>`
+        : html`<p class="hint">${made.hint}</p>`)
+    }</div>`;
 }
 
 function PairingCard({ p, report, code }) {
@@ -160,11 +182,14 @@ function DeviceCard({ p, report }) {
     <span hidden=${renaming}><strong class="device-name">${p.name}</strong>${self && html` <span class="device-self">(this device)</span>`}${" "}
       ${mayRename && html`<button type="button" class="device-rename-button" aria-label=${`Rename ${p.name}`} onClick=${start}>Rename</button>`}${" "}
       <button type="button" class="danger" data-revoke=${p.id} aria-label=${`Revoke ${p.name}`} onClick=${revoke}>Revoke</button></span>
-    ${mayRename && html`<form class="row device-rename" hidden=${!renaming} onSubmit=${save}>
+    ${
+      mayRename &&
+      html`<form class="row device-rename" hidden=${!renaming} onSubmit=${save}>
       <label>Name <input name="name" ref=${field} maxlength="60" autocomplete="off" placeholder="blank: from its browser" /></label>
       <button type="submit" class="primary">Save name</button><button type="button" onClick=${() => setRenaming(false)}>Cancel</button>
       <${Status} text=${text} />
-    </form>`}
+    </form>`
+    }
     <div class="hint" title=${p.device}>${p.name !== p.browser && `${p.browser} · `}via ${p.host || "?"} · first seen ${time(p.first_seen)} · last seen ${age(p.last_seen)} ago</div>
   </li>`;
 }
@@ -177,7 +202,10 @@ function useCodes(remote) {
   const list = pairings.value;
   useEffect(() => {
     if (remote || !list.some((p) => p.kind === "request")) return;
-    api("GET", "pairings/pending").then((rows) => setCodes(Object.fromEntries(rows.map((r) => [r.id, r.code]))), () => {});
+    api("GET", "pairings/pending").then(
+      (rows) => setCodes(Object.fromEntries(rows.map((r) => [r.id, r.code]))),
+      () => {},
+    );
   }, [list, remote]);
   return codes;
 }
@@ -186,8 +214,11 @@ function Pairings({ report, remote }) {
   const now = useTick(1000);
   const codes = useCodes(remote);
   const rows = pairings.value.filter((p) => p.kind !== "request" || Date.parse(p.expires_at) > now);
-  return html`<ul id="pairings" class="cards">${rows.length ? rows.map((p) => html`<${PairingCard} key=${p.id} p=${p} report=${report} code=${codes[p.id]} />`)
-    : html`<li class="hint">No paired devices. Open a tunnel's URL on your phone to pair it.</li>`}</ul>`;
+  return html`<ul id="pairings" class="cards">${
+    rows.length
+      ? rows.map((p) => html`<${PairingCard} key=${p.id} p=${p} report=${report} code=${codes[p.id]} />`)
+      : html`<li class="hint">No paired devices. Open a tunnel's URL on your phone to pair it.</li>`
+  }</ul>`;
 }
 
 export function RemoteView() {

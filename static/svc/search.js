@@ -6,12 +6,16 @@ import { hashParams, html, useEffect, useRef, useState } from "./ui.js";
 const DEBOUNCE_MS = 250;
 const LIMIT = 50;
 const KINDS = {
-  user_message_chunk: "you", agent_message_chunk: "agent", agent_thought_chunk: "thought",
-  tool_call: "tool call", tool_call_update: "tool call", permission_request: "permission request",
+  user_message_chunk: "you",
+  agent_message_chunk: "agent",
+  agent_thought_chunk: "thought",
+  tool_call: "tool call",
+  tool_call_update: "tool call",
+  permission_request: "permission request",
 };
 const ENTITIES = { "&amp;": "&", "&lt;": "<", "&gt;": ">", "&quot;": '"', "&#x27;": "'", "&#39;": "'" };
 
-function unescape(text) {
+function unescapeEntities(text) {
   return text.replace(/&(?:amp|lt|gt|quot|#x27|#39);/g, (entity) => ENTITIES[entity]);
 }
 
@@ -24,7 +28,7 @@ export function snippetParts(snippet) {
   for (const piece of (snippet || "").split(/(<mark>|<\/mark>)/)) {
     if (piece === "<mark>") marked = true;
     else if (piece === "</mark>") marked = false;
-    else if (piece) parts.push({ text: unescape(piece), marked });
+    else if (piece) parts.push({ text: unescapeEntities(piece), marked });
   }
   return parts;
 }
@@ -66,7 +70,11 @@ function useQuery() {
     clearTimeout(timer.current);
     const q = text.trim();
     const ticket = ++latest.current;
-    if (!q) { setResult(null); setBusy(false); return; }
+    if (!q) {
+      setResult(null);
+      setBusy(false);
+      return;
+    }
     setBusy(true);
     try {
       const hits = await api("GET", `search?q=${encodeURIComponent(q)}&limit=${LIMIT}`);
@@ -77,7 +85,10 @@ function useQuery() {
       if (ticket === latest.current) setBusy(false);
     }
   };
-  const later = (q) => { clearTimeout(timer.current); timer.current = setTimeout(() => run(q), DEBOUNCE_MS); };
+  const later = (q) => {
+    clearTimeout(timer.current);
+    timer.current = setTimeout(() => run(q), DEBOUNCE_MS);
+  };
   return { result, busy, run, later, stop: () => clearTimeout(timer.current) };
 }
 
@@ -103,11 +114,20 @@ export function Search() {
     };
     follow();
     window.addEventListener("hashchange", follow);
-    return () => { window.removeEventListener("hashchange", follow); query.stop(); };
+    return () => {
+      window.removeEventListener("hashchange", follow);
+      query.stop();
+    };
   }, []);
   // Typed, the box searches once the typing pauses; Enter searches at once.
-  const typed = (event) => { setText(event.currentTarget.value); query.later(event.currentTarget.value); };
-  const submitted = (event) => { event.preventDefault(); query.run(input.current.value); };
+  const typed = (event) => {
+    setText(event.currentTarget.value);
+    query.later(event.currentTarget.value);
+  };
+  const submitted = (event) => {
+    event.preventDefault();
+    query.run(input.current.value);
+  };
   const { result } = query;
   return html`
     <form class="row search-form" role="search" onSubmit=${submitted}>
@@ -117,7 +137,9 @@ export function Search() {
     </form>
     <p class="hint search-status" role="status">${statusOf(query.busy, result)}</p>
     ${result && result.error ? html`<p class="search-error notice notice-bad" role="alert">Search failed: ${result.error}</p>` : null}
-    ${result && result.hits && result.hits.length
-      ? html`<ol class="search-hits">${result.hits.map((hit) => html`<${Hit} key=${`${hit.session_id}:${hit.seq}`} hit=${hit} />`)}</ol>`
-      : null}`;
+    ${
+      result && result.hits && result.hits.length
+        ? html`<ol class="search-hits">${result.hits.map((hit) => html`<${Hit} key=${`${hit.session_id}:${hit.seq}`} hit=${hit} />`)}</ol>`
+        : null
+    }`;
 }

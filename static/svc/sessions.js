@@ -7,8 +7,20 @@ import { age, api } from "./api.js";
 import { InstallHint } from "./install-hint.js";
 import { openSession, view } from "./nav.js";
 import {
-  LIVE, choices, choicesError, clock, forgetSession, isAway, isFleet, isLive, loadChoices, machineNameOf,
-  machines, resumable, sessions, thisMachine,
+  LIVE,
+  choices,
+  choicesError,
+  clock,
+  forgetSession,
+  isAway,
+  isFleet,
+  isLive,
+  loadChoices,
+  machineNameOf,
+  machines,
+  resumable,
+  sessions,
+  thisMachine,
 } from "./store.js";
 import { Option, Status, Submit, html, narrow, useEffect, useRef, useState, useStatus } from "./ui.js";
 
@@ -69,11 +81,12 @@ function NotInstalled({ missing }) {
   const [text, run, , busy] = useStatus();
   if (!missing.length) return null;
   const names = missing.map((a) => a.name);
-  const again = () => run(async () => {
-    await loadChoices();
-    const found = names.filter((name) => !choices.value.agents.some((a) => a.name === name && notInstalled(a)));
-    return found.length ? `found ${found.join(", ")}: pick it above` : "none of them is on svc's PATH yet";
-  }, "looking…");
+  const again = () =>
+    run(async () => {
+      await loadChoices();
+      const found = names.filter((name) => !choices.value.agents.some((a) => a.name === name && notInstalled(a)));
+      return found.length ? `found ${found.join(", ")}: pick it above` : "none of them is on svc's PATH yet";
+    }, "looking…");
   return html`<details id="not-installed" class="not-installed">
     <summary>Not installed here: ${names.join(", ")} — how to add them</summary>
     <ul>${missing.map((a) => html`<li key=${a.name} data-agent=${a.name}><strong>${a.name}</strong>: <${InstallHint} a=${a} /></li>`)}</ul>
@@ -99,8 +112,12 @@ function NewSession() {
     const form = event.currentTarget;
     run(async () => {
       const body = {
-        agent: form.agent.value, workspace: form.workspace.value, kind: form.kind.value,
-        profile_id: form.profile.value, cols: 100, rows: 30,
+        agent: form.agent.value,
+        workspace: form.workspace.value,
+        kind: form.kind.value,
+        profile_id: form.profile.value,
+        cols: 100,
+        rows: 30,
       };
       if (other) body.machine = other.id;
       const session = await api("POST", "sessions", body);
@@ -125,7 +142,10 @@ function NewSession() {
       <${Submit} busy=${busy}>Start<//> <${Status} id="new-status" text=${text || choicesError.value} busy=${busy} />
     </form>
     <${NotInstalled} missing=${missing} />
-    <${AddFolder} open=${open} picked=${workspace} onAdded=${(path) => { setPicked(path); setFolderOpen(false); }} />`;
+    <${AddFolder} open=${open} picked=${workspace} onAdded=${(path) => {
+      setPicked(path);
+      setFolderOpen(false);
+    }} />`;
 }
 
 // A handover code prepared by an agent opens its session here.
@@ -164,11 +184,18 @@ function Actions({ s, report }) {
   if (isAway(s)) {
     return html`<td class="actions"><button type="button" onClick=${() => openSession(s)}>${s.kind === "terminal" ? "Open terminal" : "Open chat"}</button></td>`;
   }
-  const remove = () => report(async () => { await api("DELETE", `sessions/${s.id}?remove=1`); forgetSession(s.id); }, "removing…");
+  const remove = () =>
+    report(async () => {
+      await api("DELETE", `sessions/${s.id}?remove=1`);
+      forgetSession(s.id);
+    }, "removing…");
   const stop = () => report(() => api("DELETE", `sessions/${s.id}`), "stopping…");
   // Resumed first, then opened: an open tab of this session follows it (tabs.js keys its view by
   // the process), so Resume works whether or not the tab is open.
-  const resume = () => report(async () => { openSession(await api("POST", `sessions/${s.id}/resume`)); }, "resuming…");
+  const resume = () =>
+    report(async () => {
+      openSession(await api("POST", `sessions/${s.id}/resume`));
+    }, "resuming…");
   return html`<td class="actions">
     <button type="button" onClick=${() => openSession(s)}>${s.kind === "terminal" ? "Open terminal" : "Open chat"}</button>
     ${live && html`<button type="button" class="danger" onClick=${stop}>Stop</button>`}
@@ -253,8 +280,11 @@ function SessionsTable() {
     </div>
     <div class="table-wrap" tabindex="0" role="region" aria-label="sessions table"><table id="sessions" class="stack">
       <thead><tr><th scope="col">Title</th>${fleet && html`<th scope="col">Machine</th>`}<th scope="col">Agent</th><th scope="col">Kind</th><th scope="col">Status</th><th scope="col">Workspace</th><th scope="col">Age</th><th scope="col">Actions</th></tr></thead>
-      <tbody>${shown.length ? shown.map((s) => html`<${Row} key=${s.id} s=${s} report=${report} fleet=${fleet} />`)
-        : html`<tr class="empty"><td colspan=${fleet ? 8 : 7}>${empty}</td></tr>`}</tbody>
+      <tbody>${
+        shown.length
+          ? shown.map((s) => html`<${Row} key=${s.id} s=${s} report=${report} fleet=${fleet} />`)
+          : html`<tr class="empty"><td colspan=${fleet ? 8 : 7}>${empty}</td></tr>`
+      }</tbody>
     </table></div>`;
 }
 

@@ -17,7 +17,10 @@ const shown = (argv) => (argv || []).map((a) => (a === "" || /[\s"']/.test(a) ? 
 
 function envOf(text) {
   const env = {};
-  for (const line of text.split("\n").map((l) => l.trim()).filter(Boolean)) {
+  for (const line of text
+    .split("\n")
+    .map((l) => l.trim())
+    .filter(Boolean)) {
     const at = line.indexOf("=");
     if (at < 1) throw new Error(`env: "${line}" is not NAME=value`);
     env[line.slice(0, at).trim()] = line.slice(at + 1);
@@ -25,7 +28,11 @@ function envOf(text) {
   return env;
 }
 
-const ENABLED = [["", "when its command is found"], ["true", "on"], ["false", "off"]];
+const ENABLED = [
+  ["", "when its command is found"],
+  ["true", "on"],
+  ["false", "off"],
+];
 
 // Placeholders say what a blank field means: a built-in's own argv, or none.
 function placeholders(row) {
@@ -45,7 +52,9 @@ async function fill(form, name) {
   form.enabled.value = typeof entry.enabled === "boolean" ? String(entry.enabled) : "";
   form.command.value = shown(entry.command);
   form.acp_command.value = shown(entry.acp_command);
-  form.env.value = Object.entries(entry.env || {}).map(([k, v]) => `${k}=${v}`).join("\n");
+  form.env.value = Object.entries(entry.env || {})
+    .map(([k, v]) => `${k}=${v}`)
+    .join("\n");
   form.enabled.focus();
   return name in agents;
 }
@@ -84,25 +93,30 @@ function useAgentForm(form, rows, setText, run) {
       const entry = await fill(form.current, name);
       setState({ name, entry, busy: false, hints: placeholders(rows[name]) });
       setText("");
-    } catch (error) { setState((s) => ({ ...s, busy: false })); setText(error.message); }
+    } catch (error) {
+      setState((s) => ({ ...s, busy: false }));
+      setText(error.message);
+    }
   };
   // Written first (the table shows it at once), then checked: starting an ACP agent to ask it
   // `initialize` takes seconds (an npx package is fetched first), and the status says so.
-  const save = () => run(async (say) => {
-    const name = form.current.agent_name.value.trim();
-    await api("PUT", `agents/${encodeURIComponent(name)}?check=0`, bodyOf(form.current));
-    setState((s) => ({ ...s, name, entry: true }));
-    await loadChoices();
-    say(`saved ${name}; checking that it starts…`);
-    return checked(name, await api("POST", `agents/${encodeURIComponent(name)}/check`));
-  }, "saving…");
-  const drop = () => run(async () => {
-    const name = form.current.agent_name.value.trim();
-    await api("DELETE", `agents/${encodeURIComponent(name)}`);
-    form.current.reset();
-    await loadChoices();
-    return `dropped the entry of ${name}`;
-  }, "dropping…");
+  const save = () =>
+    run(async (say) => {
+      const name = form.current.agent_name.value.trim();
+      await api("PUT", `agents/${encodeURIComponent(name)}?check=0`, bodyOf(form.current));
+      setState((s) => ({ ...s, name, entry: true }));
+      await loadChoices();
+      say(`saved ${name}; checking that it starts…`);
+      return checked(name, await api("POST", `agents/${encodeURIComponent(name)}/check`));
+    }, "saving…");
+  const drop = () =>
+    run(async () => {
+      const name = form.current.agent_name.value.trim();
+      await api("DELETE", `agents/${encodeURIComponent(name)}`);
+      form.current.reset();
+      await loadChoices();
+      return `dropped the entry of ${name}`;
+    }, "dropping…");
   const reset = () => setState({ name: null, entry: false, busy: false, hints: placeholders(null) });
   const named = (event) => setState((s) => ({ ...s, hints: placeholders(rows[event.currentTarget.value.trim()]) }));
   return { state, edit, save, drop, reset, named };
@@ -114,7 +128,10 @@ export function AgentsSettings() {
   const form = useRef(null);
   const [text, run, setText, busy] = useStatus();
   const { state, edit, save, drop, reset, named } = useAgentForm(form, rows, setText, run);
-  const submit = (event) => { event.preventDefault(); if (!busy) save(); };
+  const submit = (event) => {
+    event.preventDefault();
+    if (!busy) save();
+  };
   return html`<h3>Agents</h3>
     <div class="table-wrap" tabindex="0" role="region" aria-label="agents table"><table id="agents">
       <thead><tr><th scope="col">Agent</th><th scope="col">Detected</th><th scope="col">Enabled</th><th scope="col">Source</th><th scope="col">Edit</th></tr></thead>

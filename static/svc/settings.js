@@ -26,8 +26,16 @@ function Workspace({ w, report, busy }) {
       return "renamed";
     }, "renaming…");
   };
-  const remove = () => report(async () => { await api("DELETE", `workspaces/${w.id}`); await loadChoices(); return "removed"; }, "removing…");
-  const start = () => { setRenaming(true); requestAnimationFrame(() => name.current.focus()); };
+  const remove = () =>
+    report(async () => {
+      await api("DELETE", `workspaces/${w.id}`);
+      await loadChoices();
+      return "removed";
+    }, "removing…");
+  const start = () => {
+    setRenaming(true);
+    requestAnimationFrame(() => name.current.focus());
+  };
   return html`<li data-workspace=${w.path}><span>${w.name} — ${w.path} </span>
     <span hidden=${renaming}><button type="button" aria-label=${`Rename workspace ${w.name}`} onClick=${start}>Rename</button>${" "}
       <button type="button" class="danger" aria-label=${`Remove workspace ${w.name}`} onClick=${remove}>Remove</button></span>
@@ -43,7 +51,12 @@ function Workspaces() {
   const register = (event) => {
     event.preventDefault();
     const form = event.currentTarget;
-    run(async () => { await api("POST", "workspaces", { path: form.path.value, name: form.name.value }); form.reset(); await loadChoices(); return "registered"; }, "registering…");
+    run(async () => {
+      await api("POST", "workspaces", { path: form.path.value, name: form.name.value });
+      form.reset();
+      await loadChoices();
+      return "registered";
+    }, "registering…");
   };
   return html`<h3>Workspaces</h3>
     <ul id="workspaces" hidden=${!workspaces.length}>${workspaces.map((w) => html`<${Workspace} key=${w.id} w=${w} report=${run} busy=${busy} />`)}</ul>
@@ -82,9 +95,13 @@ async function save(form) {
   const profile = { ...(profiles[id] || {}) };
   profile.provider = form.provider.value;
   profile.base_url = form.base_url.value.trim();
-  profile.models = form.models.value.split(",").map((m) => m.trim()).filter(Boolean);
+  profile.models = form.models.value
+    .split(",")
+    .map((m) => m.trim())
+    .filter(Boolean);
   const env = form.api_key_env.value.trim();
-  if (env) profile.api_key_env = env; else delete profile.api_key_env;
+  if (env) profile.api_key_env = env;
+  else delete profile.api_key_env;
   if (form.api_key.value) profile.api_key = form.api_key.value;
   profiles[id] = profile;
   await api("PATCH", "settings", { profiles });
@@ -104,7 +121,10 @@ function Profiles() {
   const { profiles } = choices.value;
   const form = useRef(null);
   const [text, run, setText, busy] = useStatus();
-  const submit = (event) => { event.preventDefault(); run(() => save(form.current), "saving…"); };
+  const submit = (event) => {
+    event.preventDefault();
+    run(() => save(form.current), "saving…");
+  };
   return html`<h3>Profiles</h3>
     <div class="table-wrap" tabindex="0" role="region" aria-label="profiles table" hidden=${!profiles.length}><table id="profiles">
       <thead><tr><th scope="col">Profile</th><th scope="col">Provider</th><th scope="col">Base URL</th><th scope="col">Models</th><th scope="col">Key</th><th scope="col">Edit</th></tr></thead>

@@ -32,22 +32,31 @@ function View({ name, id, title, children }) {
 // The message names the file and where it breaks ("…/settings.json line 7, column 5: not valid
 // JSON: …", or the key); what it means for the person comes after it.
 function SettingsProblem({ problem }) {
-  return html`<div id="settings-problem" class="notice notice-warn" role="alert" hidden=${!problem}>${problem && html`
+  return html`<div id="settings-problem" class="notice notice-warn" role="alert" hidden=${!problem}>${
+    problem &&
+    html`
     <strong>settings.json is broken</strong> <span id="settings-problem-where">${problem.message}</span>.
-    svc keeps the last good settings and will not save over the file: fix it by hand (a save is refused until then).`}</div>`;
+    svc keeps the last good settings and will not save over the file: fix it by hand (a save is refused until then).`
+  }</div>`;
 }
 
 // A fleet member that cannot reach the others (Redis gone, contract §18) goes on serving its own
 // sessions; the others' rows read unreachable until it rejoins, by itself.
 function FleetProblem({ problem }) {
-  return html`<div id="fleet-problem" class="notice notice-warn" role="alert" hidden=${!problem}>${problem && html`
+  return html`<div id="fleet-problem" class="notice notice-warn" role="alert" hidden=${!problem}>${
+    problem &&
+    html`
     <strong>The fleet is unreachable</strong> (<span id="fleet-problem-detail">${problem.detail || problem.status}</span>):
-    this machine's sessions go on; others' come back when it rejoins.`}</div>`;
+    this machine's sessions go on; others' come back when it rejoins.`
+  }</div>`;
 }
 
 function Notices() {
   const said = banner.value;
-  const command = said && said.command && html` <code id="banner-command">${said.command}</code>${said.after}
+  const command =
+    said &&
+    said.command &&
+    html` <code id="banner-command">${said.command}</code>${said.after}
     <${CopyButton} text=${said.command} label="Copy the command" name=${`Copy ${said.command}`} />`;
   return html`<div id="banner" class="notice notice-warn" role="alert" hidden=${!said}>${said && said.text}${command}</div>
     <${SettingsProblem} problem=${settingsProblem.value} />
@@ -82,7 +91,10 @@ function Views() {
 const title = computed(() => LABELS[view.value] || "");
 
 // The skip link moves the focus without touching the hash (which names the view shown).
-const skip = (event) => { event.preventDefault(); document.getElementById("views").focus(); };
+const skip = (event) => {
+  event.preventDefault();
+  document.getElementById("views").focus();
+};
 
 export function App() {
   return html`<a class="skip-link" href="#views" onClick=${skip}>Skip to the main pane</a>

@@ -19,7 +19,7 @@ const ongoing = (s) => isLive(s) || isAway(s);
 // of each machine (two machines may well have the same path), another machine's named with it.
 function grouped(items, workspaces, fleet) {
   const groups = new Map();
-  const order = [...items].sort((a, b) => (ongoing(b) - ongoing(a)) || b.created_at.localeCompare(a.created_at));
+  const order = [...items].sort((a, b) => ongoing(b) - ongoing(a) || b.created_at.localeCompare(a.created_at));
   for (const s of order) {
     const other = fleet && !isOwn(s) ? machineNameOf(s) : "";
     const key = other ? `${s.machine}\n${s.workspace}` : s.workspace;
@@ -27,7 +27,9 @@ function grouped(items, workspaces, fleet) {
     groups.get(key).list.push(s);
   }
   return [...groups.values()].map((g) => ({
-    ...g, label: workspaceLabel(g.path, g.machine ? null : workspaces), sessions: g.list,
+    ...g,
+    label: workspaceLabel(g.path, g.machine ? null : workspaces),
+    sessions: g.list,
   }));
 }
 
@@ -41,16 +43,23 @@ function ResumeButton({ s, label }) {
   const resume = async () => {
     setBusy(true);
     setFailed("");
-    try { openSession(await api("POST", `sessions/${s.id}/resume`)); }
-    catch (error) { setFailed(error.message); }
-    finally { setBusy(false); }
+    try {
+      openSession(await api("POST", `sessions/${s.id}/resume`));
+    } catch (error) {
+      setFailed(error.message);
+    } finally {
+      setBusy(false);
+    }
   };
   return html`<button type="button" class="side-resume" disabled=${busy} aria-label=${`Resume ${label}`} onClick=${resume}>Resume</button>
     ${failed && html`<span class="form-status" role="status">${failed}</span>`}`;
 }
 
 function SessionItem({ s, badge, here, machine }) {
-  const open = (event) => { event.preventDefault(); openSession(s); };
+  const open = (event) => {
+    event.preventDefault();
+    openSession(s);
+  };
   const label = s.name || s.title || `${s.agent} ${s.kind}`;
   const on = machine ? `on ${machine} · ` : "";
   return html`<li class=${`side-session status-${s.status}`} data-session-id=${s.id} data-machine=${machine ? s.machine : undefined}>
@@ -69,15 +78,20 @@ export function Sidebar() {
   const badges = waiting.value;
   const here = view.value === "session" ? current.value : null;
   if (!items.length) return html`<p class="hint side-empty">No sessions yet: start one from <a href="#view=sessions">Sessions</a>.</p>`;
-  return grouped(items, choices.value.workspaces, isFleet.value).map((group) => html`
+  return grouped(items, choices.value.workspaces, isFleet.value).map(
+    (group) => html`
     <details class="side-group" key=${group.key} open data-machine=${group.machineId}>
       <summary title=${group.machine ? `${group.path} on ${group.machine}` : group.path}>${group.label}${group.machine && html` <span class="side-machine">on ${group.machine}</span>`} <span class="side-count">${group.sessions.length}</span></summary>
       <ul>${group.sessions.map((s) => html`<${SessionItem} key=${s.id} s=${s} badge=${badges.get(s.id)} here=${s.id === here} machine=${group.machine} />`)}</ul>
-    </details>`);
+    </details>`,
+  );
 }
 
 function go(name) {
-  return (event) => { event.preventDefault(); show(name); };
+  return (event) => {
+    event.preventDefault();
+    show(name);
+  };
 }
 
 function NavLink({ name, compact }) {

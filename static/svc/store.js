@@ -47,9 +47,7 @@ let asked = 0;
 let shown = 0;
 export async function loadChoices() {
   const mine = ++asked;
-  const [agents, workspaces, profiles] = await Promise.all([
-    api("GET", "agents"), api("GET", "workspaces"), api("GET", "profiles"),
-  ]);
+  const [agents, workspaces, profiles] = await Promise.all([api("GET", "agents"), api("GET", "workspaces"), api("GET", "profiles")]);
   if (mine < shown) return;
   shown = mine;
   choices.value = { agents, workspaces, profiles, loaded: true };
@@ -95,19 +93,37 @@ async function watchStatus() {
     const { settings_error: problem, fleet } = await api("GET", "status");
     changed(settingsProblem, problem);
     changed(fleetProblem, fleet && fleet.status !== "online" ? fleet : null);
-  } catch { /* the unreachable banner says it */ }
+  } catch {
+    /* the unreachable banner says it */
+  }
   setTimeout(watchStatus, 3000);
 }
 
 export function startStore() {
-  live("/ws/sessions", (list) => { sessions.value = list; });
+  live("/ws/sessions", (list) => {
+    sessions.value = list;
+  });
   live("/ws/notifications", receiveNotifications);
-  live("/ws/channels", (list) => { channels.value = list; });
-  live("/ws/tunnels", (list) => { tunnels.value = list; });
-  live("/ws/pairings", (list) => { pairings.value = list; });
-  live("/ws/agents/runtime", (list) => { runtime.value = list; });
-  live("/ws/machines", (list) => { machines.value = list; });
-  loadChoices().catch((error) => { choicesError.value = error.message; });
+  live("/ws/channels", (list) => {
+    channels.value = list;
+  });
+  live("/ws/tunnels", (list) => {
+    tunnels.value = list;
+  });
+  live("/ws/pairings", (list) => {
+    pairings.value = list;
+  });
+  live("/ws/agents/runtime", (list) => {
+    runtime.value = list;
+  });
+  live("/ws/machines", (list) => {
+    machines.value = list;
+  });
+  loadChoices().catch((error) => {
+    choicesError.value = error.message;
+  });
   watchStatus();
-  setInterval(() => { clock.value = Date.now(); }, 5000);
+  setInterval(() => {
+    clock.value = Date.now();
+  }, 5000);
 }

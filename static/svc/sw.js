@@ -31,7 +31,9 @@ function parse(data) {
   try {
     const message = data ? data.json() : null;
     if (message && typeof message === "object") return message;
-  } catch (error) { /* not JSON: still say that something happened */ }
+  } catch {
+    /* not JSON: still say that something happened */
+  }
   return { title: "svc", body: data ? data.text() : "" };
 }
 

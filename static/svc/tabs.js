@@ -15,9 +15,11 @@ const labelOf = (s) => nameOf(rowOf(s));
 export function SessionTabs() {
   const shown = current.value;
   return html`<div id="session-tabs" role="tablist" aria-label="open sessions">
-    ${tabs.value.map(({ id, session }) => html`<button type="button" role="tab" key=${id} id=${`tab-${id}`}
+    ${tabs.value.map(
+      ({ id, session }) => html`<button type="button" role="tab" key=${id} id=${`tab-${id}`}
       class="session-tab" data-session-id=${id} aria-selected=${String(id === shown)} tabindex=${id === shown ? 0 : -1}
-      title=${`${labelOf(session)} — ${session.agent} · ${session.kind} · ${session.id.slice(0, 8)}`} onClick=${() => activate(id)}>${labelOf(session)}</button>`)}
+      title=${`${labelOf(session)} — ${session.agent} · ${session.kind} · ${session.id.slice(0, 8)}`} onClick=${() => activate(id)}>${labelOf(session)}</button>`,
+    )}
   </div>`;
 }
 
@@ -31,12 +33,22 @@ function SessionName({ session, rename }) {
   const { editing, draft, setDraft, stop } = rename;
   const [text, run, , busy] = useStatus();
   const input = useRef(null);
-  useLayoutEffect(() => { if (editing) input.current.select(); }, [editing]);
+  useLayoutEffect(() => {
+    if (editing) input.current.select();
+  }, [editing]);
   const save = (event) => {
     event.preventDefault();
-    run(async () => { await api("PATCH", `sessions/${session.id}`, { title: draft }); stop(); }, "renaming…");
+    run(async () => {
+      await api("PATCH", `sessions/${session.id}`, { title: draft });
+      stop();
+    }, "renaming…");
   };
-  const keyDown = (event) => { if (event.key === "Escape") { event.stopPropagation(); stop(); } };
+  const keyDown = (event) => {
+    if (event.key === "Escape") {
+      event.stopPropagation();
+      stop();
+    }
+  };
   if (editing) {
     return html`<form class="session-rename row" onSubmit=${save}>
       <label>Name <input name="title" ref=${input} value=${draft} maxlength="200" autocomplete="off" onInput=${(e) => setDraft(e.currentTarget.value)} onKeyDown=${keyDown} /></label>
@@ -50,7 +62,11 @@ function SessionName({ session, rename }) {
 function useRename(session) {
   const [editing, setEditing] = useState(false);
   const [draft, setDraft] = useState("");
-  const start = () => { const row = rowOf(session); setDraft(row.title || nameOf(row)); setEditing(true); };
+  const start = () => {
+    const row = rowOf(session);
+    setDraft(row.title || nameOf(row));
+    setEditing(true);
+  };
   return { editing, draft, setDraft, start, stop: () => setEditing(false) };
 }
 
@@ -69,7 +85,9 @@ function useMenu(head, toggle) {
   const [open, setOpen] = useState(false);
   useEffect(() => {
     if (!open) return undefined;
-    const away = (event) => { if (!head.current.contains(event.target)) setOpen(false); };
+    const away = (event) => {
+      if (!head.current.contains(event.target)) setOpen(false);
+    };
     document.addEventListener("pointerdown", away);
     return () => document.removeEventListener("pointerdown", away);
   }, [open]);
@@ -79,7 +97,10 @@ function useMenu(head, toggle) {
     toggle.current.focus();
   };
   // An action closes the menu first: what it shows (a status, the rename form) is then in view.
-  const then = (action) => () => { setOpen(false); action(); };
+  const then = (action) => () => {
+    setOpen(false);
+    action();
+  };
   return { open, setOpen, keyDown, then };
 }
 
@@ -98,13 +119,22 @@ function SessionHead({ session }) {
   const head = useRef(null);
   const toggle = useRef(null);
   const menu = useMenu(head, toggle);
-  const resume = () => run(async () => { await api("POST", `sessions/${session.id}/resume`); }, "resuming…");
-  const handOver = () => run(async () => {
-    const offer = await api("POST", `sessions/${session.id}/handover`);
-    return `Handover code ${offer.code}: pick this session up on another device within ${offer.expires_in} s`;
-  }, "asking for a code…");
-  const stop = () => run(async () => { await api("DELETE", `sessions/${session.id}`); }, "stopping…");
-  const changes = () => { location.hash = `#view=diff&of=sessions/${session.id}`; };
+  const resume = () =>
+    run(async () => {
+      await api("POST", `sessions/${session.id}/resume`);
+    }, "resuming…");
+  const handOver = () =>
+    run(async () => {
+      const offer = await api("POST", `sessions/${session.id}/handover`);
+      return `Handover code ${offer.code}: pick this session up on another device within ${offer.expires_in} s`;
+    }, "asking for a code…");
+  const stop = () =>
+    run(async () => {
+      await api("DELETE", `sessions/${session.id}`);
+    }, "stopping…");
+  const changes = () => {
+    location.hash = `#view=diff&of=sessions/${session.id}`;
+  };
   const actions = `session-actions-${session.id}`;
   return html`<div class="session-head" ref=${head} onKeyDown=${menu.keyDown}>
     <${SessionName} session=${session} rename=${rename} />
@@ -156,8 +186,11 @@ function SessionView({ tab }) {
       aria-label=${labelOf(session)} aria-labelledby=${`tab-${id}`} data-session-id=${id}>
     <${SessionHead} session=${session} />
     <div class="session-body">
-      ${session.kind === "terminal" ? html`<${Terminal} key=${process} session=${session} onShown=${onShown} />`
-        : html`<${Chat} key=${process} tab=${tab} onShown=${onShown} />`}
+      ${
+        session.kind === "terminal"
+          ? html`<${Terminal} key=${process} session=${session} onShown=${onShown} />`
+          : html`<${Chat} key=${process} tab=${tab} onShown=${onShown} />`
+      }
     </div>
   </div>`;
 }

@@ -18,7 +18,10 @@ function keptKeys(term) {
   let dropped = 0;
   return {
     keep(keys) {
-      if (bytes + keys.length > KEPT_BYTES) { dropped += keys.length; return; }
+      if (bytes + keys.length > KEPT_BYTES) {
+        dropped += keys.length;
+        return;
+      }
       bytes += keys.length;
       early.push(keys);
     },
@@ -44,25 +47,44 @@ function connect(session, term) {
   const sendSize = () => ws && ws.readyState === WebSocket.OPEN && ws.send(JSON.stringify({ type: "resize", cols: term.cols, rows: term.rows }));
   const received = (first, event) => {
     if (typeof event.data !== "string") {
-      if (first.value) { term.reset(); first.value = false; }
+      if (first.value) {
+        term.reset();
+        first.value = false;
+      }
       term.write(new Uint8Array(event.data));
       return;
     }
     const message = JSON.parse(event.data);
-    if (message.type === "exited") { closed = true; term.write(`\r\n\x1b[2m[process exited with code ${message.exit_code}]\x1b[0m\r\n`); }
+    if (message.type === "exited") {
+      closed = true;
+      term.write(`\r\n\x1b[2m[process exited with code ${message.exit_code}]\x1b[0m\r\n`);
+    }
     if (message.type === "skipped") term.write(`\r\n\x1b[2m[svc: ${message.bytes} bytes of output skipped]\x1b[0m\r\n`);
-    if (message.type === "error" && message.message !== said) { said = message.message; term.write(`\r\n\x1b[2m[svc: ${said}]\x1b[0m\r\n`); }
+    if (message.type === "error" && message.message !== said) {
+      said = message.message;
+      term.write(`\r\n\x1b[2m[svc: ${said}]\x1b[0m\r\n`);
+    }
   };
   const open = () => {
     ws = socket(`/ws?session_id=${session.id}`);
     ws.binaryType = "arraybuffer";
     const first = { value: true }; // the scrollback frame: on a reconnect it replaces the screen
-    ws.onopen = () => { delay = 500; sendSize(); kept.flush(ws); };
+    ws.onopen = () => {
+      delay = 500;
+      sendSize();
+      kept.flush(ws);
+    };
     ws.onmessage = (event) => received(first, event);
     ws.onclose = (event) => {
-      if (event.code === 4404) { term.write("\r\n[no such session]\r\n"); return; }
+      if (event.code === 4404) {
+        term.write("\r\n[no such session]\r\n");
+        return;
+      }
       // After a daemon restart the session reports itself exited.
-      if (!closed && event.code !== 1000) { setTimeout(open, delay); delay = Math.min(delay * 2, 10000); }
+      if (!closed && event.code !== 1000) {
+        setTimeout(open, delay);
+        delay = Math.min(delay * 2, 10000);
+      }
     };
   };
   open();
@@ -72,7 +94,10 @@ function connect(session, term) {
       else if (!closed) kept.keep(encoder.encode(data));
     },
     sendSize,
-    close() { closed = true; ws.close(); },
+    close() {
+      closed = true;
+      ws.close();
+    },
   };
 }
 
@@ -90,19 +115,35 @@ function controlled(data) {
 // (and a phone's keyboard) on the terminal.
 function KeyBar({ term, ctrl, send }) {
   const [armed, setArmed] = useState(false);
-  ctrl.arm = (on) => { ctrl.on = on; setArmed(on); };
-  const press = (action) => () => { action(); term.current.focus(); };
-  const plain = (sequence) => press(() => { ctrl.arm(false); send(sequence); });
-  const arrow = (final) => press(() => {
-    const t = term.current;
-    const app = t.modes && t.modes.applicationCursorKeysMode;
-    send(ctrl.on ? `\x1b[1;5${final}` : `\x1b${app ? "O" : "["}${final}`);
-    ctrl.arm(false);
-  });
+  ctrl.arm = (on) => {
+    ctrl.on = on;
+    setArmed(on);
+  };
+  const press = (action) => () => {
+    action();
+    term.current.focus();
+  };
+  const plain = (sequence) =>
+    press(() => {
+      ctrl.arm(false);
+      send(sequence);
+    });
+  const arrow = (final) =>
+    press(() => {
+      const t = term.current;
+      const app = t.modes && t.modes.applicationCursorKeysMode;
+      send(ctrl.on ? `\x1b[1;5${final}` : `\x1b${app ? "O" : "["}${final}`);
+      ctrl.arm(false);
+    });
   const key = (label, title, onClick, pressed) => html`<button type="button" class="term-key" title=${title} aria-label=${title}
     aria-pressed=${pressed} onMouseDown=${(e) => e.preventDefault()} onClick=${onClick}>${label}</button>`;
   return html`<div class="term-keys" role="toolbar" aria-label="terminal keys">
-    ${key("Ctrl", "Control: the next key is sent with Ctrl", press(() => ctrl.arm(!ctrl.on)), String(armed))}
+    ${key(
+      "Ctrl",
+      "Control: the next key is sent with Ctrl",
+      press(() => ctrl.arm(!ctrl.on)),
+      String(armed),
+    )}
     ${key("Esc", "Esc (Escape)", plain("\x1b"))}${key("Tab", "Tab", plain("\t"))}
     ${key("←", "Left", arrow("D"))}${key("↑", "Up", arrow("A"))}${key("↓", "Down", arrow("B"))}${key("→", "Right", arrow("C"))}
   </div>`;
@@ -125,17 +166,29 @@ function mount(screen, session, ctrl) {
     return false;
   });
   const input = term.onData((data) => {
-    if (ctrl.on && data.length === 1) { ctrl.arm(false); data = controlled(data); }
+    if (ctrl.on && data.length === 1) {
+      ctrl.arm(false);
+      data = controlled(data);
+    }
     link.send(data);
   });
   const resized = term.onResize(link.sendSize);
   const refit = () => fit.fit();
   window.addEventListener("resize", refit);
   // The screen's own size changes too (the key bar below it, a tab shown again): refit then.
-  const watcher = new ResizeObserver(() => { if (screen.clientHeight > 0 && screen.clientWidth > 0) fit.fit(); });
+  const watcher = new ResizeObserver(() => {
+    if (screen.clientHeight > 0 && screen.clientWidth > 0) fit.fit();
+  });
   watcher.observe(screen);
   term.focus();
-  const end = () => { input.dispose(); resized.dispose(); window.removeEventListener("resize", refit); watcher.disconnect(); link.close(); term.dispose(); };
+  const end = () => {
+    input.dispose();
+    resized.dispose();
+    window.removeEventListener("resize", refit);
+    watcher.disconnect();
+    link.close();
+    term.dispose();
+  };
   return { term, link, fit, end };
 }
 
@@ -148,7 +201,10 @@ export function Terminal({ session, onShown }) {
     const made = mount(screen.current, session, ctrl);
     term.current = made.term;
     link.current = made.link;
-    onShown.current = () => { made.fit.fit(); made.term.focus(); };
+    onShown.current = () => {
+      made.fit.fit();
+      made.term.focus();
+    };
     return made.end;
   }, []);
   const send = (data) => link.current && link.current.send(data);

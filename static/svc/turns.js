@@ -21,8 +21,13 @@ function SubagentRow({ s }) {
     <td class="path">${s.summary || ""}</td><td class="path">${changes(s.changes)}</td>
     <td class="actions">
       ${s.session_id && html`<button type="button" onClick=${open}>Open chat</button>`}
-      ${hasChanges(s.changes) && html`<button type="button" aria-label=${`Review changes of ${s.name}`}
-        onClick=${() => { location.hash = `#view=diff&of=subagents/${s.id}`; }}>Review changes</button>`}
+      ${
+        hasChanges(s.changes) &&
+        html`<button type="button" aria-label=${`Review changes of ${s.name}`}
+        onClick=${() => {
+          location.hash = `#view=diff&of=subagents/${s.id}`;
+        }}>Review changes</button>`
+      }
     </td>
   </tr>`;
 }
@@ -51,16 +56,29 @@ function Turn({ t, refresh }) {
   </article>`;
 }
 
-const runtimeLine = (a) => (a.kind === "subagent_turn"
-  ? `subagent turn ${a.turn_id.slice(0, 8)} (${a.mode}, ${a.status}): ${a.subagents.map((s) => `${s.name} ${s.status}`).join(", ")}`
-  : `${a.agent || ""} ${a.agent_name ? `(${a.agent_name} ${a.agent_version || ""}) ` : ""}${a.busy ? "working" : "idle"} · ${a.session_id.slice(0, 8)}`);
+const runtimeLine = (a) =>
+  a.kind === "subagent_turn"
+    ? `subagent turn ${a.turn_id.slice(0, 8)} (${a.mode}, ${a.status}): ${a.subagents.map((s) => `${s.name} ${s.status}`).join(", ")}`
+    : `${a.agent || ""} ${a.agent_name ? `(${a.agent_name} ${a.agent_version || ""}) ` : ""}${a.busy ? "working" : "idle"} · ${a.session_id.slice(0, 8)}`;
 
 export function TurnsView() {
   const [turns, setTurns] = useState(null);
-  const refresh = () => api("GET", "subagent-turns").then(setTurns).catch(() => { /* the banner says why */ });
-  useSignalEffect(() => { runtime.value; refresh(); });
-  return html`<div id="turns">${turns && (turns.length ? turns.slice(0, 10).map((t) => html`<${Turn} key=${t.turn_id} t=${t} refresh=${refresh} />`)
-      : html`<p class="hint">No subagent turns yet: an agent starts one with initialize_subagents.</p>`)}</div>
+  const refresh = () =>
+    api("GET", "subagent-turns")
+      .then(setTurns)
+      .catch(() => {
+        /* the banner says why */
+      });
+  useSignalEffect(() => {
+    runtime.value;
+    refresh();
+  });
+  return html`<div id="turns">${
+    turns &&
+    (turns.length
+      ? turns.slice(0, 10).map((t) => html`<${Turn} key=${t.turn_id} t=${t} refresh=${refresh} />`)
+      : html`<p class="hint">No subagent turns yet: an agent starts one with initialize_subagents.</p>`)
+  }</div>
     <div id="runtime-box">
       <h3 id="runtime-title">Agents running</h3>
       <ul id="agents_runtime">${runtime.value.map((a) => html`<li>${runtimeLine(a)}</li>`)}</ul>

@@ -14,7 +14,9 @@ export { batch, computed, effect, signal, useComputed, useSignal, useSignalEffec
 // cannot do alone, such as the order of a view's parts.
 const PHONE = matchMedia("(max-width: 40rem)");
 export const narrow = signal(PHONE.matches);
-PHONE.addEventListener("change", (event) => { narrow.value = event.matches; });
+PHONE.addEventListener("change", (event) => {
+  narrow.value = event.matches;
+});
 
 // The URL hash carries what is shown: `#view=usage`, `#session=<id>&at=<seq>`, `#view=diff&of=…`.
 export function hashParams() {
@@ -60,7 +62,12 @@ function Countdown({ row }) {
 export function CopyButton({ text, label = "Copy", name }) {
   const [said, setSaid] = useState("");
   const copy = async () => {
-    try { await navigator.clipboard.writeText(text); setSaid("Copied"); } catch { setSaid("Copy failed"); }
+    try {
+      await navigator.clipboard.writeText(text);
+      setSaid("Copied");
+    } catch {
+      setSaid("Copy failed");
+    }
     setTimeout(() => setSaid(""), 1500);
   };
   return html`<button type="button" class="small" aria-label=${name} onClick=${copy}>${said || label}</button>`;
@@ -69,7 +76,12 @@ export function CopyButton({ text, label = "Copy", name }) {
 // An <option> whose value is an attribute too, so a selector finds it: Preact leaves the attribute
 // out when the value equals the text (the property already reads so).
 export function Option({ value, children, ...rest }) {
-  const keep = useCallback((node) => { if (node) node.setAttribute("value", value); }, [value]);
+  const keep = useCallback(
+    (node) => {
+      if (node) node.setAttribute("value", value);
+    },
+    [value],
+  );
   return html`<option value=${value} ref=${keep} ...${rest}>${children}</option>`;
 }
 
@@ -87,7 +99,9 @@ export function Status({ id, text, busy, class: cls }) {
 // busy) and ignores clicks and Enter (a second submit of the same form), keeping the focus where
 // it was, which `disabled` would not. Any other button of a form can take `busy` the same way.
 export function Submit({ busy, class: cls = "primary", children, ...rest }) {
-  const hold = (event) => { if (busy) event.preventDefault(); };
+  const hold = (event) => {
+    if (busy) event.preventDefault();
+  };
   return html`<button type="submit" class=${cls} aria-disabled=${busy ? "true" : undefined} data-busy=${busy ? "" : undefined} onClick=${hold} ...${rest}>${children}</button>`;
 }
 
@@ -100,11 +114,19 @@ export function useStatus() {
   const [state, setState] = useState({ text: "", busy: 0 });
   const run = useCallback(async (action, busyText = "working…") => {
     let timer = setTimeout(() => setState((s) => ({ ...s, text: busyText })), SLOW_MS);
-    const say = (text) => { clearTimeout(timer); timer = null; setState((s) => ({ ...s, text })); };
+    const say = (text) => {
+      clearTimeout(timer);
+      timer = null;
+      setState((s) => ({ ...s, text }));
+    };
     setState((s) => ({ ...s, busy: s.busy + 1 }));
     let text = "";
-    try { const said = await action(say); text = typeof said === "string" ? said : ""; }
-    catch (error) { text = error.message; }
+    try {
+      const said = await action(say);
+      text = typeof said === "string" ? said : "";
+    } catch (error) {
+      text = error.message;
+    }
     clearTimeout(timer);
     setState((s) => ({ text, busy: s.busy - 1 }));
   }, []);

@@ -9,7 +9,6 @@ let uPlotLoading = null;
 let uPlotLoaded = null; // once here, charts are made in the same task (no moment without one)
 const loadUPlot = () => (uPlotLoading ||= import("uplot").then((module) => (uPlotLoaded = module.default)));
 
-
 const RANGES = [7, 30, 90];
 const REFRESH_MS = 30_000;
 const DAY_S = 86_400;
@@ -19,7 +18,10 @@ const integer = new Intl.NumberFormat();
 const compact = new Intl.NumberFormat(undefined, { notation: "compact", maximumFractionDigits: 1 });
 // Costs of single requests are fractions of a cent: up to six decimals, as the API rounds them.
 const usd = new Intl.NumberFormat(undefined, {
-  style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 6,
+  style: "currency",
+  currency: "USD",
+  minimumFractionDigits: 2,
+  maximumFractionDigits: 6,
 });
 const n = (value) => integer.format(value || 0);
 const money = (value) => usd.format(value || 0);
@@ -42,7 +44,7 @@ function sum(rows) {
   return total;
 }
 
-const byCost = (a, b) => (b.cost_usd - a.cost_usd) || (b.input_tokens + b.output_tokens - a.input_tokens - a.output_tokens);
+const byCost = (a, b) => b.cost_usd - a.cost_usd || b.input_tokens + b.output_tokens - a.input_tokens - a.output_tokens;
 
 async function load(days) {
   const since = firstDay(days).toISOString().slice(0, 10);
@@ -56,8 +58,12 @@ function colours() {
   const css = getComputedStyle(document.documentElement);
   const get = (name, fallback) => css.getPropertyValue(name).trim() || fallback;
   return {
-    fg: get("--fg", "#1b1b1b"), muted: get("--muted", "#555555"), line: get("--line", "#d0d0d0"),
-    input: get("--accent", "#1f5f8b"), output: get("--ok", "#1d6b34"), cost: get("--bad", "#a12a1d"),
+    fg: get("--fg", "#1b1b1b"),
+    muted: get("--muted", "#555555"),
+    line: get("--line", "#d0d0d0"),
+    input: get("--accent", "#1f5f8b"),
+    output: get("--ok", "#1d6b34"),
+    cost: get("--bad", "#a12a1d"),
   };
 }
 
@@ -65,7 +71,10 @@ function colours() {
 function columns(data) {
   const start = firstDay(data.days).getTime() / 1000;
   const byDay = new Map(data.day.map((row) => [row.day, row]));
-  const xs = [], input = [], output = [], cost = [];
+  const xs = [],
+    input = [],
+    output = [],
+    cost = [];
   for (let i = 0; i < data.days; i++) {
     const x = start + i * DAY_S;
     const row = byDay.get(new Date(x * 1000).toISOString().slice(0, 10)) || {};
@@ -89,19 +98,47 @@ function options(uPlot, width, c) {
     tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"),
     cursor: { drag: { x: false, y: false } },
     legend: { live: false }, // hover values are no use on a phone; the tables give the numbers
-    scales: { x: { time: true }, tokens: { range: (u, min, max) => [0, Math.max(max, 1)] },
-              usd: { range: (u, min, max) => [0, max > 0 ? max : 0.01] } },
+    // uPlot hands its callbacks the chart (and a range its min) first; these need only what follows.
+    scales: { x: { time: true }, tokens: { range: (_u, _min, max) => [0, Math.max(max, 1)] }, usd: { range: (_u, _min, max) => [0, max > 0 ? max : 0.01] } },
     series: [
-      { label: "Day (UTC)", value: (u, ts) => (ts == null ? "" : new Date(ts * 1000).toISOString().slice(0, 10)) },
-      { label: "Input tokens", scale: "tokens", stroke: c.input, width: 2, points: { show: true, size: 5, fill: c.input }, value: (u, v) => (v == null ? "" : n(v)) },
-      { label: "Output tokens", scale: "tokens", stroke: c.output, width: 2, points: { show: true, size: 5, fill: c.output }, value: (u, v) => (v == null ? "" : n(v)) },
-      { label: "Cost (USD)", scale: "usd", stroke: c.cost, width: 2, dash: [6, 4], points: { show: true, size: 5, fill: c.cost }, value: (u, v) => (v == null ? "" : money(v)) },
+      { label: "Day (UTC)", value: (_u, ts) => (ts == null ? "" : new Date(ts * 1000).toISOString().slice(0, 10)) },
+      {
+        label: "Input tokens",
+        scale: "tokens",
+        stroke: c.input,
+        width: 2,
+        points: { show: true, size: 5, fill: c.input },
+        value: (_u, v) => (v == null ? "" : n(v)),
+      },
+      {
+        label: "Output tokens",
+        scale: "tokens",
+        stroke: c.output,
+        width: 2,
+        points: { show: true, size: 5, fill: c.output },
+        value: (_u, v) => (v == null ? "" : n(v)),
+      },
+      {
+        label: "Cost (USD)",
+        scale: "usd",
+        stroke: c.cost,
+        width: 2,
+        dash: [6, 4],
+        points: { show: true, size: 5, fill: c.cost },
+        value: (_u, v) => (v == null ? "" : money(v)),
+      },
     ],
     axes: [
       { ...axis, space: 60 },
-      { ...axis, scale: "tokens", size: 52, values: (u, ticks) => ticks.map((v) => compact.format(v)) },
-      { ...axis, scale: "usd", side: 1, size: 64, grid: { show: false },
-        values: (u, ticks) => ticks.map((v) => "$" + (v < 0.01 && v > 0 ? v.toPrecision(2) : v.toFixed(2))) },
+      { ...axis, scale: "tokens", size: 52, values: (_u, ticks) => ticks.map((v) => compact.format(v)) },
+      {
+        ...axis,
+        scale: "usd",
+        side: 1,
+        size: 64,
+        grid: { show: false },
+        values: (_u, ticks) => ticks.map((v) => `$${v < 0.01 && v > 0 ? v.toPrecision(2) : v.toFixed(2)}`),
+      },
     ],
   };
 }
@@ -147,10 +184,17 @@ function Chart({ data, label }) {
     };
     if (uPlotLoaded) make(uPlotLoaded);
     else loadUPlot().then(make);
-    return () => { gone = true; if (observer) observer.disconnect(); if (chart) chart.destroy(); plot.current = null; };
+    return () => {
+      gone = true;
+      if (observer) observer.disconnect();
+      if (chart) chart.destroy();
+      plot.current = null;
+    };
   }, [scheme]); // a new range is new data (setData below), not a new chart
 
-  useEffect(() => { if (plot.current) plot.current.setData(cols); }, [cols]);
+  useEffect(() => {
+    if (plot.current) plot.current.setData(cols);
+  }, [cols]);
 
   return html`<div class="usage-chart" ref=${box} role="img" aria-label=${label}></div>`;
 }
@@ -215,7 +259,10 @@ function useUsage(days) {
       const ticket = ++latest.current;
       try {
         const loaded = await load(days);
-        if (ticket === latest.current) { setData(loaded); setError(""); }
+        if (ticket === latest.current) {
+          setData(loaded);
+          setError("");
+        }
       } catch (e) {
         if (ticket === latest.current) setError(e.message);
       }
@@ -240,9 +287,10 @@ function Report({ data, total }) {
   const attributed = sum(data.session);
   const unknown = data.profile.find((r) => r.unknown_profile);
   const tried = (t) => t.requests + t.errors;
-  const label = `Chart of input tokens, output tokens and cost per day over the last ${data.days} days: `
-    + `${n(total.requests)} requests, ${n(total.input_tokens)} input tokens, ${n(total.output_tokens)} output tokens, `
-    + `${money(total.cost_usd)}. The tables below give the numbers.`;
+  const label =
+    `Chart of input tokens, output tokens and cost per day over the last ${data.days} days: ` +
+    `${n(total.requests)} requests, ${n(total.input_tokens)} input tokens, ${n(total.output_tokens)} output tokens, ` +
+    `${money(total.cost_usd)}. The tables below give the numbers.`;
   return html`
     <${Totals} total=${total} />
     <p class="hint">Cost counts only requests whose profile has <code>prices</code> for the model.</p>
@@ -252,13 +300,21 @@ function Report({ data, total }) {
     </details>
     <${Table} caption="Per session" first="Session" kind="session" rows=${keyed(data.session, "session_id")}
       name=${sessionName} empty="No request came from a session svc hosts." />
-    ${tried(attributed) < tried(total)
-      ? html`<p class="hint">${n(tried(total) - tried(attributed))} of ${n(tried(total))} requests came from outside svc's sessions.</p>`
-      : null}
-    <${Table} caption="Per profile" first="Profile" kind="profile" rows=${keyed(data.profile.filter((r) => !r.unknown_profile), "profile_id")}
+    ${
+      tried(attributed) < tried(total)
+        ? html`<p class="hint">${n(tried(total) - tried(attributed))} of ${n(tried(total))} requests came from outside svc's sessions.</p>`
+        : null
+    }
+    <${Table} caption="Per profile" first="Profile" kind="profile" rows=${keyed(
+      data.profile.filter((r) => !r.unknown_profile),
+      "profile_id",
+    )}
       name=${(r) => r.profile_id} empty="No request used a profile of settings.json." />
     ${unknown ? html`<p class="hint usage-unknown-profiles">${n(tried(unknown))} ${tried(unknown) === 1 ? "request" : "requests"} named a profile settings.json does not have (refused, counted as failed).</p>` : null}
-    <${Table} caption="Per model" first="Model" kind="model" rows=${keyed(data.model.filter((r) => r.model || r.requests), "model")}
+    <${Table} caption="Per model" first="Model" kind="model" rows=${keyed(
+      data.model.filter((r) => r.model || r.requests),
+      "model",
+    )}
       name=${(r) => r.model || html`<span class="hint">unknown model</span>`} empty="No request named a model." />`;
 }
 
