@@ -73,8 +73,10 @@ def build(*, backoff_first_s: float | None = None) -> Parts:
     rt.add("mcp", start=mcp.start, stop=mcp.stop)
     holder = HolderClient(holder_dir(config.svc_home()), on_exit=lambda sid, code: None)
     activity = Activity(lambda: live.abroadcast("agents_runtime"))
-    host = ProcessHost(activity, holder if config.knobs().holder else None)
-    host.on_idle = prompt_queue.on_idle  # a chat that becomes idle sends what waits
+    # A chat that becomes idle sends what waits (prompt_queue.on_idle).
+    host = ProcessHost(
+        activity, holder if config.knobs().holder else None, on_idle=prompt_queue.on_idle
+    )
     conversations = Conversations(host)
     rt.add("conversations", stop=conversations.stop)
     rt.add(

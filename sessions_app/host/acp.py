@@ -45,6 +45,7 @@ DRAIN_STALL_S = 5.0  # an exited agent's updates are stored while one is stored 
 # (session id, kind, payload, src: the offset of the agent message it came from, if any) → seq
 Store = Callable[[str, str, dict[str, Any], int | None], Awaitable[int]]
 OnExit = Callable[[str, int | None], Awaitable[None]]  # None: the holder went away
+OnIdle = Callable[["AcpSession"], Awaitable[None]]  # what runs when a chat becomes idle
 
 
 class AcpSession(AskingPermission, TakingBack):
@@ -58,6 +59,7 @@ class AcpSession(AskingPermission, TakingBack):
         activity: Activity,
         permission_timeout_s: float = 60.0,
         start_timeout_s: float = 60.0,
+        on_idle: OnIdle | None = None,
     ) -> None:
         self.session_id, self.agent = session_id, agent
         self.activity = activity
@@ -70,7 +72,7 @@ class AcpSession(AskingPermission, TakingBack):
         self.idle = asyncio.Event()  # set between turns
         self.idle.set()
         # Called whenever the chat becomes idle (sessions_app/prompt_queue.py sends what waits).
-        self.on_idle: Callable[[AcpSession], Awaitable[None]] | None = None
+        self.on_idle = on_idle
         self._idle_calls: set[asyncio.Task[None]] = set()
         self.agent_session_id = ""
         self.agent_info: dict[str, Any] = {}
@@ -109,8 +111,7 @@ class AcpSession(AskingPermission, TakingBack):
 
         self.stream, self.pid = stream, stream.pid
         self.held = stream.held
-        self.link = Link(stream, stored_upto=stored_upto)
-        self.link.on_orphan = self._orphan_answer
+        self.link = Link(stream, stored_upto=stored_upto, on_orphan=self._orphan_answer)
         self.conn = connect_to_agent(HostClient(self), self.link)
         self._watcher = asyncio.get_running_loop().create_task(self._watch_exit())
 
