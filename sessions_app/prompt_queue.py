@@ -59,7 +59,6 @@ KEY_DAYS = 2  # a member that restarts sends what it passed on again within minu
 
 # One drain at a time per chat: two could both find it idle and both start a turn.
 _draining: weakref.WeakKeyDictionary[AcpSession, asyncio.Lock] = weakref.WeakKeyDictionary()
-_turns: set[asyncio.Task[Any]] = set()
 # The ids each chat's clients were last told wait (publish sends what changed since).
 _published: weakref.WeakKeyDictionary[AcpSession, list[int]] = weakref.WeakKeyDictionary()
 
@@ -292,9 +291,7 @@ async def drain(chat: AcpSession) -> None:
             eager_start=True,
             context=contextvars.Context(),  # the turn outlives whoever asked (a request)
         )
-        if not turn.done():
-            _turns.add(turn)
-            turn.add_done_callback(_turns.discard)
+        chat.keep(turn)  # the chat holds its turn: no module keeps a task of its own
     await publish(chat)
 
 

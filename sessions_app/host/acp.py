@@ -73,7 +73,9 @@ class AcpSession(AskingPermission, TakingBack):
         self.idle.set()
         # Called whenever the chat becomes idle (sessions_app/prompt_queue.py sends what waits).
         self.on_idle = on_idle
-        self._idle_calls: set[asyncio.Task[None]] = set()
+        # Tasks working on this chat that nobody awaits (its on_idle calls, a queued prompt's
+        # turn): held here until they end, since the loop keeps only weak references.
+        self._background: set[asyncio.Task[Any]] = set()
         self.agent_session_id = ""
         self.agent_info: dict[str, Any] = {}
         self._pending: dict[str, tuple[asyncio.Future[Answer], set[str]]] = {}
@@ -256,8 +258,13 @@ class AcpSession(AskingPermission, TakingBack):
         call = asyncio.get_running_loop().create_task(
             self.on_idle(self), context=contextvars.Context()
         )
-        self._idle_calls.add(call)
-        call.add_done_callback(self._idle_calls.discard)
+        self.keep(call)
+
+    def keep(self, task: asyncio.Task[Any]) -> None:
+        """Hold `task`, which works on this chat and which nobody awaits, until it ends."""
+        if not task.done():
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
 
     async def _turn_failed(self, exc: BaseException, *, src: int | None = None) -> None:
         """A failed prompt's events; `src`: the agent's error answer, stored with the turn's end
