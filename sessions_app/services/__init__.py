@@ -1,9 +1,15 @@
 """Writes for sessions and workspaces (ARCHITECTURE: each app's `services`), by concept:
 starting (start.py), resuming and taking back after svc was away (resume.py), stopping
-(stop.py), the rows a session's life writes (records.py), and workspaces (workspaces.py).
+(stop.py), the rows a session's life writes (records.py), workspaces (workspaces.py) and
+handover codes (handover.py).
 Database writes are one transaction each; starting and stopping processes happens around them,
 never inside one. Callers use this package's names: `services.asession_create(...)`."""
 
+from sessions_app.services.handover import (
+    handover_issue,
+    handover_offer,
+    handover_redeem,
+)
 from sessions_app.services.records import (
     HOLDER_LOST,
     session_event_append,
@@ -47,6 +53,9 @@ __all__ = [
     "asessions_resume_interrupted",
     "asessions_stop_all",
     "asessions_take_back",
+    "handover_issue",
+    "handover_offer",
+    "handover_redeem",
     "session_create",
     "session_event_append",
     "session_mark_exited",
