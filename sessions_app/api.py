@@ -17,7 +17,6 @@ from sessions_app import (
     agent_settings,
     handover,
     mirrors,
-    naming,
     parts,
     selectors,
     services,
@@ -176,7 +175,7 @@ class SessionDetailView(APIView):
         """Renames; a blank title gives naming back to the agent and the first prompt."""
         data = SessionRenameIn(data=request.data)
         data.is_valid(raise_exception=True)
-        session = naming.session_rename(session_id=_session_id(session_id), **data.validated_data)
+        session = services.session_rename(session_id=_session_id(session_id), **data.validated_data)
         return Response(session.to_dict())
 
     def delete(self, request: Request, session_id: str) -> Response:

@@ -1,7 +1,7 @@
 """Writes for sessions and workspaces (ARCHITECTURE: each app's `services`), by concept:
 starting (start.py), resuming and taking back after svc was away (resume.py), stopping
-(stop.py), the rows a session's life writes (records.py), workspaces (workspaces.py) and
-handover codes (handover.py).
+(stop.py), the rows a session's life writes (records.py), workspaces (workspaces.py),
+handover codes (handover.py) and a session's name (naming.py).
 Database writes are one transaction each; starting and stopping processes happens around them,
 never inside one. Callers use this package's names: `services.asession_create(...)`."""
 
@@ -10,6 +10,7 @@ from sessions_app.services.handover import (
     handover_offer,
     handover_redeem,
 )
+from sessions_app.services.naming import session_rename
 from sessions_app.services.records import (
     HOLDER_LOST,
     session_event_append,
@@ -60,6 +61,7 @@ __all__ = [
     "session_event_append",
     "session_mark_exited",
     "session_remove",
+    "session_rename",
     "session_resume",
     "session_row_create",
     "session_stop",
