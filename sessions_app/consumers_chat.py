@@ -266,7 +266,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             waiting = await prompt_queue.submit(
                 chat, text, source=source, who=who, key=f"{sender}:{key}"
             )
-        except prompt_queue.AlreadyReceived:
+        except services.AlreadyReceived:
             again = True
         except DomainError as exc:
             self.outbox.put(error(exc.message, chat.session_id, key))
