@@ -245,7 +245,7 @@ async def cmd_now(channel: Channel, room: Room, rest: str) -> None:
 
 
 async def cmd_handover(channel: Channel, room: Room, _: str) -> None:
-    from sessions_app import handover
+    from sessions_app import services
 
     if not room.session_id:
         await room.say("No session to hand over.")
@@ -255,7 +255,7 @@ async def cmd_handover(channel: Channel, room: Room, _: str) -> None:
             channel.fleet_forward, room.remote.machine, room.session_id
         )
     else:
-        offer = await database_sync_to_async(handover.handover_offer)(
+        offer = await database_sync_to_async(services.handover_offer)(
             session_id=room.session_id, host=channel.host
         )
     await room.say(
@@ -265,7 +265,7 @@ async def cmd_handover(channel: Channel, room: Room, _: str) -> None:
 
 
 async def cmd_pickup(channel: Channel, room: Room, rest: str) -> None:
-    from sessions_app import handover
+    from sessions_app import services
 
     elsewhere_found = await remote_handover.picked_up_elsewhere(
         channel.fleet_forward, channel.failures, rest
@@ -278,7 +278,7 @@ async def cmd_pickup(channel: Channel, room: Room, rest: str) -> None:
             + ("" if live else " Its agent has exited: /resume starts it again, /new another.")
         )
         return
-    session = await database_sync_to_async(handover.handover_redeem)(
+    session = await database_sync_to_async(services.handover_redeem)(
         code=rest, failures=channel.failures
     )
     live = await room.attach(str(session.id))

@@ -37,6 +37,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 
 from channels_app import outbox_rows as rows
+from channels_app import services
 from channels_app.answer import EditClock
 from channels_app.outbox_rows import ERROR_MAX, Due
 from channels_app.platform import Buttons, Platform
@@ -103,8 +104,8 @@ class Outbox:
 
     async def send(self, chat: str, text: str, buttons: Buttons | None = None) -> str:
         """Record a message for `chat`; returns the id `edit` takes."""
-        row_id, blocked = await database_sync_to_async(rows.record)(
-            self.channel, chat, text, buttons, self.now()
+        row_id, blocked = await database_sync_to_async(services.outbox_message_record)(
+            channel=self.channel, chat=chat, text=text, buttons=buttons, now=self.now()
         )
         self.wake()
         if blocked:
@@ -114,7 +115,8 @@ class Outbox:
     async def edit(
         self, chat: str, message_id: str, text: str, buttons: Buttons | None = None
     ) -> None:
-        if await database_sync_to_async(rows.fold)(int(message_id), text, buttons, self.now()):
+        fold = database_sync_to_async(services.outbox_message_fold)
+        if await fold(row_id=int(message_id), text=text, buttons=buttons, now=self.now()):
             self.wake()
 
     def wake(self) -> None:
@@ -128,7 +130,9 @@ class Outbox:
         platform); everything pending is tried at once first: the channel is reachable again."""
         self.platform, self._fresh = platform, True
         with contextlib.suppress(Exception):
-            await database_sync_to_async(rows.sweep)(self.channel, self.now())
+            await database_sync_to_async(services.outbox_sweep)(
+                channel=self.channel, now=self.now()
+            )
         try:
             while True:
                 self._wake.clear()
@@ -198,7 +202,9 @@ class Outbox:
             now = self.now()
             if now - row.pending_since >= EXPIRE:
                 error = f"not delivered within 24 h: {row.error or 'the platform did not answer'}"
-                await database_sync_to_async(rows.failed)(row.id, row.attempts, error, now)
+                await database_sync_to_async(services.outbox_message_fail)(
+                    row_id=row.id, attempts=row.attempts, error=error, now=now
+                )
                 logger.warning("%s: a message to %s failed: %s", self.channel, chat, error)
                 self.changed()
                 continue
@@ -231,8 +237,12 @@ class Outbox:
             # From the answer, not the request: the next edit of this chat comes at least
             # `edit_every_s` after the platform took this one.
             self.clock.mark(row.chat)
-        if await database_sync_to_async(rows.delivered)(
-            row.id, row.version, message_id, attempts, self.now()
+        if await database_sync_to_async(services.outbox_message_delivered)(
+            row_id=row.id,
+            version=row.version,
+            message_id=message_id,
+            attempts=attempts,
+            now=self.now(),
         ):
             self.changed()
         return True
@@ -243,14 +253,20 @@ class Outbox:
         now, error = self.now(), one_line(exc, self.secrets)
         hint = platform.retry_in(exc) if not isinstance(exc, TimeoutError) else 0.0
         if hint is None:  # refused: another attempt would be refused too
-            await database_sync_to_async(rows.failed)(row.id, attempts, error, now)
+            await database_sync_to_async(services.outbox_message_fail)(
+                row_id=row.id, attempts=attempts, error=error, now=now
+            )
             logger.warning("%s: a message to %s was refused: %s", self.channel, row.chat, error)
             self.changed()
             return True
         first, most = self.retry()
         wait = max(hint, retry_wait_s(attempts, first, most))
-        await database_sync_to_async(rows.postponed)(
-            row.id, attempts, error, now + timedelta(seconds=wait), now
+        await database_sync_to_async(services.outbox_message_postpone)(
+            row_id=row.id,
+            attempts=attempts,
+            error=error,
+            next_at=now + timedelta(seconds=wait),
+            now=now,
         )
         if attempts == 1:
             logger.info("%s: a message to %s waits: %s", self.channel, row.chat, error)

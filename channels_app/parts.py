@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, cast
 
-from channels_app.service import Channels
+from channels_app.supervised import Channels
 from core.asgi_helpers import parts_in, request_scope
 from core.runtime import Runtime
 

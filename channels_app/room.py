@@ -22,6 +22,7 @@ from core.errors import DomainError
 from fleet_app.outbound import Forwarder
 from fleet_app.sockets import FleetSockets
 from sessions_app import prompt_queue
+from sessions_app import services as session_services
 
 logger = logging.getLogger("channels_app.conversation")
 
@@ -158,7 +159,7 @@ class Room:
                     await self.channel.handed_over(event_id)
                 else:
                     await self._prompt(text, event_id)
-            except prompt_queue.QueueFull as exc:  # refused for good: not kept to send again
+            except session_services.QueueFull as exc:  # refused for good: not kept to send again
                 await self.channel.handed_over(event_id)
                 await self.say(f"Not sent: {exc.message}")
             except DomainError as exc:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.errors import DomainError, NotFound
-from sessions_app import handover, selectors
+from sessions_app import selectors, services
 from sessions_app.host.registry import ProcessHost
 from sessions_app.models import Session
 
@@ -55,4 +55,4 @@ def prepare_handover(
     session = _caller(
         session_id=session_id, header_session_id=header_session_id, agent=None, cwd=cwd
     )
-    return handover.handover_offer(session_id=str(session.id), host=host)
+    return services.handover_offer(session_id=str(session.id), host=host)

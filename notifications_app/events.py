@@ -179,14 +179,16 @@ def _held_back(held: int) -> str:
 
 def receivers() -> list[tuple[Any, Callable[..., Any]]]:
     """(signal, receiver) for every event the notifier hears of; the apps declare the signals
-    (sessions_app.signals, remote_app.signals), the notifier connects to them while it runs."""
+    (sessions_app.signals, subagents_app.signals, remote_app.signals), the notifier connects to
+    them while it runs."""
     from remote_app import signals as remote
     from sessions_app import signals as sessions
+    from subagents_app import signals as subagents
 
     return [
         (sessions.permission_requested, permission_requested),
         (sessions.turn_ended, turn_ended),
         (sessions.session_exited, session_exited),
-        (sessions.subagent_turn_completed, subagent_turn_completed),
+        (subagents.subagent_turn_completed, subagent_turn_completed),
         (remote.pairing_requested, pairing_requested),
     ]

@@ -30,8 +30,14 @@ from typing import TYPE_CHECKING, Any
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
-from notifications_app import apprise_target, channel_target, dashboard, webpush
-from notifications_app import delivery_rows as store
+from notifications_app import (
+    apprise_target,
+    channel_target,
+    dashboard,
+    selectors,
+    services,
+    webpush,
+)
 from notifications_app.settings_section import EVENTS, NotifySettings, link, read_settings
 from notifications_app.targets import Message, Permanent, Target, one_line
 
@@ -107,7 +113,7 @@ class Notifier:
         """The VAPID key exists from here on, so browsers can subscribe; what a previous run
         left pending is tried again (the retry loop's first pass)."""
         self.loop = asyncio.get_running_loop()
-        await database_sync_to_async(store.sweep)()
+        await database_sync_to_async(services.notifications_sweep)()
         await asyncio.to_thread(webpush.vapid)
         self._running = True
         self._listen(True)
@@ -223,9 +229,9 @@ class Notifier:
         }
         before = _unique(dashboard.targets() + channel_target.targets(self.channel_notifiers))
         after = [] if origin else apprise_target.targets(settings.urls, self.attempt_timeout_s)
-        notification, subscriptions, rows = await database_sync_to_async(store.record)(
-            fields, [t.key for t in before], [t.key for t in after]
-        )
+        notification, subscriptions, rows = await database_sync_to_async(
+            services.notification_record
+        )(fields=fields, before=[t.key for t in before], after=[t.key for t in after])
         targets = before + webpush.targets(subscriptions, self.attempt_timeout_s) + after
         fields.pop("origin")
         message = Message(id=str(notification.id), **fields)
@@ -273,7 +279,9 @@ class Notifier:
         ready = not error and target.send is not None
         while ready and attempt < done + tries:
             if attempt > done:
-                await database_sync_to_async(store.attempted)(delivery_id, attempt, error)
+                await database_sync_to_async(services.delivery_attempted)(
+                    delivery_id=delivery_id, attempts=attempt, error=error
+                )
                 await asyncio.sleep(self.backoff_s[min(attempt - done, len(self.backoff_s)) - 1])
             attempt += 1
             try:
@@ -293,8 +301,11 @@ class Notifier:
         now = self.clock()
         if not final and now - made < EXPIRE:
             wait = min(self.retry_first_s * 2 ** max(attempt - self.attempts, 0), self.retry_max_s)
-            await database_sync_to_async(store.postponed)(
-                delivery_id, attempt, error, now + timedelta(seconds=wait)
+            await database_sync_to_async(services.delivery_postpone)(
+                delivery_id=delivery_id,
+                attempts=attempt,
+                error=error,
+                next_at=now + timedelta(seconds=wait),
             )
             self.wake()  # the retry loop sees its time
             if attempt == self.attempts:  # once, when it starts to wait
@@ -307,7 +318,9 @@ class Notifier:
         await self._finish(delivery_id, "failed", attempt, error)
 
     async def _finish(self, delivery_id: int, status: str, attempts: int, error: str) -> None:
-        await database_sync_to_async(store.ended)(delivery_id, status, attempts, error)
+        await database_sync_to_async(services.delivery_end)(
+            delivery_id=delivery_id, status=status, attempts=attempts, error=error
+        )
         await self._published()
 
     @staticmethod
@@ -334,10 +347,10 @@ class Notifier:
 
     async def _retry_due(self, first: bool) -> float:
         now = self.clock()
-        due, soonest = await database_sync_to_async(store.waiting)(now, first)
+        due, soonest = await database_sync_to_async(selectors.deliveries_due)(now, first)
         if due:
             settings = await asyncio.to_thread(read_settings)
-            subscriptions = await database_sync_to_async(store.subscriptions)()
+            subscriptions = await database_sync_to_async(selectors.push_subscriptions_by_id)()
             for row in due:
                 if row["id"] in self._delivering:
                     continue
@@ -352,7 +365,9 @@ class Notifier:
     async def _retry(self, delivery_id: int, target: Target, message: Message, made: Any) -> None:
         """One more attempt, unless the row went through or failed since it was read."""
         try:
-            attempts = await database_sync_to_async(store.still_pending)(delivery_id)
+            attempts = await database_sync_to_async(selectors.delivery_attempts_if_pending)(
+                delivery_id
+            )
         except BaseException:
             self._delivering.discard(delivery_id)
             raise

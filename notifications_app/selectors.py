@@ -1,10 +1,12 @@
-"""Reads: the recent notifications with their deliveries (the live list and the API)."""
+"""Reads: the recent notifications with their deliveries (the live list and the API), and what
+the notifier delivers again (notifications_app/hub.py)."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
-from django.db.models import Prefetch
+from django.db.models import Prefetch, Q
 
 RECENT = 50
 
@@ -19,3 +21,48 @@ def notification_list_dicts(limit: int = RECENT) -> list[dict[str, Any]]:
     return [
         {**n.to_dict(), "deliveries": [d.to_dict() for d in n.deliveries.all()]} for n in recent
     ]
+
+
+def delivery_attempts_if_pending(delivery_id: int) -> int | None:
+    """The attempts made so far, or None when it went through or failed meanwhile."""
+    from notifications_app.models import Delivery
+
+    row = Delivery.objects.filter(pk=delivery_id, status="pending").values("attempts").first()
+    return None if row is None else int(row["attempts"])
+
+
+def deliveries_due(now: datetime, first: bool) -> tuple[list[dict[str, Any]], datetime | None]:
+    """The pending deliveries whose time has come, each with its notification, and the soonest
+    time of the others. The first pass after start takes every pending delivery: those a
+    stopped run cut off mid-attempt (no `next_at`), and those that waited — svc starting again
+    is as good a moment as any to find a target back."""
+    from notifications_app.models import Delivery
+
+    pending = Delivery.objects.filter(status="pending")
+    due_now = Q() if first else Q(next_at__lte=now)
+    rows = pending.filter(due_now).select_related("notification").order_by("id")[:200]
+    due = [
+        {
+            "id": row.pk,
+            "target": row.target,
+            "made": row.created_at,
+            "message": {
+                "id": str(row.notification.id),
+                "event": row.notification.event,
+                "session_id": row.notification.session_id,
+                "agent": row.notification.agent,
+                "title": row.notification.title,
+                "body": row.notification.body,
+                "url": row.notification.url,
+            },
+        }
+        for row in rows
+    ]
+    later = pending.filter(next_at__gt=now).order_by("next_at").values_list("next_at", flat=True)
+    return due, later.first()
+
+
+def push_subscriptions_by_id() -> dict[int, Any]:
+    from notifications_app.models import PushSubscription
+
+    return {row.pk: row for row in PushSubscription.objects.all()}

@@ -10,7 +10,7 @@ from core.asgi_helpers import parts_in, request_scope
 from core.runtime import Runtime
 from remote_app.gate import GateParts
 from remote_app.lan import LanListener
-from remote_app.tunnels.service import Tunnels
+from remote_app.tunnels.supervised import Tunnels
 
 
 class RemoteParts(GateParts, Protocol):  # the gate's remote sockets, and:

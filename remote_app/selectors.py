@@ -17,6 +17,6 @@ def tunnel_list_dicts(parts: Any) -> list[dict[str, Any]]:
     """Declared tunnels with their service's status and public URL (contract §13), given the
     daemon's parts (None: every tunnel stopped)."""
     from core import config
-    from remote_app.tunnels.service import tunnel_rows
+    from remote_app.tunnels.supervised import tunnel_rows
 
     return tunnel_rows(parts.runtime if parts is not None else None, config.current_settings())

@@ -17,7 +17,6 @@ from sessions_app import (
     agent_settings,
     handover,
     mirrors,
-    naming,
     parts,
     selectors,
     services,
@@ -176,7 +175,7 @@ class SessionDetailView(APIView):
         """Renames; a blank title gives naming back to the agent and the first prompt."""
         data = SessionRenameIn(data=request.data)
         data.is_valid(raise_exception=True)
-        session = naming.session_rename(session_id=_session_id(session_id), **data.validated_data)
+        session = services.session_rename(session_id=_session_id(session_id), **data.validated_data)
         return Response(session.to_dict())
 
     def delete(self, request: Request, session_id: str) -> Response:
@@ -222,7 +221,7 @@ class SessionHandoverView(APIView):
     def post(self, request: Request, session_id: str) -> Response:
         """A handover code for this session (contract §4's, as the MCP tool `prepare_handover`
         gives): 201 `{code, expires_at, expires_in, pickup}`; the session's chat shows it too."""
-        offer = handover.handover_offer(
+        offer = services.handover_offer(
             session_id=_session_id(session_id), host=parts.of_request(request).host
         )
         return Response(offer, status=status.HTTP_201_CREATED)
@@ -284,5 +283,5 @@ class HandoverPickupView(APIView):
             # Asked by another member of the fleet, which counts a failed pickup once for the
             # whole fleet (fleet_app.middleware): its guesses are limited there.
             failures = handover.FailureWindow()
-        session = handover.handover_redeem(code=data.validated_data["code"], failures=failures)
+        session = services.handover_redeem(code=data.validated_data["code"], failures=failures)
         return Response(session.to_dict())

@@ -1,7 +1,8 @@
 """Every permission decision is recorded (contract §17): the `Approval` rows and who decided.
 
 A row is made from the `permission_resolved` event, in the transaction that stores that event
-(`services.session_event_append`), not by each surface that answers: whatever answers — a
+(`services.session_event_append`, which calls `services/approvals.py`'s `approval_create`), not
+by each surface that answers: whatever answers — a
 `/ws/chat` client, a chat channel's button, the API, the policy, a timeout or a cancelled turn —
 goes through `AcpSession`, which puts `decided_by` in the event. So the record cannot miss a
 decision, cannot hold one the history lacks, and a decision replayed from a journal after a
@@ -23,7 +24,6 @@ from core.errors import DomainError
 
 if TYPE_CHECKING:
     from sessions_app.host.registry import ProcessHost
-    from sessions_app.models import Approval, SessionEvent
 
 
 class DecidedBy(TypedDict):
@@ -57,92 +57,10 @@ def caller(scope: dict[str, Any]) -> str:
     return who
 
 
-# --- the record -------------------------------------------------------------------------------
+# --- dates ------------------------------------------------------------------------------------
 
 
-def approval_record(event: SessionEvent) -> Approval | None:
-    """The row for a stored `permission_resolved` event (None for any other event). Runs inside
-    the event's transaction."""
-    from sessions_app.models import Approval, Session
-
-    if event.kind != "permission_resolved":
-        return None
-    payload: dict[str, Any] = event.payload or {}
-    asked = _request_event(event)
-    request = asked.payload if asked is not None else {}
-    tool_call = request.get("tool_call") or payload.get("tool_call") or {}
-    by = payload.get("decided_by") or _decided_by_before_the_record(payload)
-    decided_at = _when(payload.get("decided_at")) or event.created_at
-    agent = Session.objects.filter(pk=event.session_id).values_list("agent", flat=True).first()
-    title, kind = _title_and_kind(event, tool_call)
-    return Approval.objects.create(
-        session_id=event.session_id,
-        request_id=str(payload.get("request_id") or ""),
-        seq=event.seq,
-        agent=agent or "",
-        title=title,
-        kind=kind,
-        options=request.get("options") or payload.get("options") or [],
-        # What the agent was answered with (a timeout answers the agent's reject option).
-        chosen=payload.get("chosen", payload.get("option_id")),
-        surface=by.get("surface") or "api",
-        who=str(by.get("who") or ""),
-        # Answered by policy: nobody was asked, so it was asked and decided at once.
-        requested_at=asked.created_at if asked is not None else decided_at,
-        decided_at=decided_at,
-    )
-
-
-def _request_event(event: SessionEvent) -> SessionEvent | None:
-    from sessions_app.models import SessionEvent
-
-    request_id = (event.payload or {}).get("request_id")
-    if not request_id:
-        return None
-    return (
-        SessionEvent.objects.filter(
-            session_id=event.session_id,
-            kind="permission_request",
-            payload__request_id=request_id,
-            seq__lt=event.seq,
-        )
-        .order_by("-seq")
-        .first()
-    )
-
-
-def _title_and_kind(event: SessionEvent, tool_call: dict[str, Any]) -> tuple[str, str]:
-    """An agent often sends only the tool call's id with its request: the title and kind then
-    come from the `tool_call` event that announced it."""
-    from sessions_app.models import SessionEvent
-
-    title, kind = str(tool_call.get("title") or ""), str(tool_call.get("kind") or "")
-    call_id = tool_call.get("toolCallId")
-    if (not title or not kind) and call_id:
-        announced = (
-            SessionEvent.objects.filter(
-                session_id=event.session_id, kind="tool_call", payload__toolCallId=call_id
-            )
-            .order_by("-seq")
-            .values_list("payload", flat=True)
-            .first()
-        ) or {}
-        title = title or str(announced.get("title") or "")
-        kind = kind or str(announced.get("tool_kind") or "")
-    return title, kind
-
-
-def _decided_by_before_the_record(payload: dict[str, Any]) -> dict[str, str]:
-    """An event stored without `decided_by` (only a journal written by an older svc could hold
-    one): what its own fields say."""
-    if payload.get("policy"):
-        return {"surface": "policy", "who": str(payload["policy"])}
-    if not payload.get("answered"):
-        return {"surface": "cancelled", "who": "no answer"}
-    return {"surface": "api", "who": ""}
-
-
-def _when(value: Any) -> datetime | None:
+def when_parse(value: Any) -> datetime | None:
     if not isinstance(value, str):
         return None
     try:
@@ -162,7 +80,7 @@ def since_parse(raw: str | None) -> datetime | None:
     date (its start, UTC); None when not given."""
     if raw is None or raw == "":
         return None
-    when = _when(raw)
+    when = when_parse(raw)
     if when is None:
         try:
             day = dateparse.parse_date(raw)

@@ -20,7 +20,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from core import server_compat, untrusted_json
 from core.errors import DomainError
 from core.runtime import START_WAIT_S
-from sessions_app import approvals, handover, parts, prompt_queue, selectors, services
+from sessions_app import approvals, parts, prompt_queue, selectors, services
 from sessions_app.chat_outbox import HARD_BYTES, PAGE, ChatOutbox
 from sessions_app.host.acp import AcpSession
 from sessions_app.host.subscription import ChatSubscription
@@ -266,7 +266,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             waiting = await prompt_queue.submit(
                 chat, text, source=source, who=who, key=f"{sender}:{key}"
             )
-        except prompt_queue.AlreadyReceived:
+        except services.AlreadyReceived:
             again = True
         except DomainError as exc:
             self.outbox.put(error(exc.message, chat.session_id, key))
@@ -294,7 +294,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         """`/pickup CODE` typed as a prompt: the handed-over session, then (a chat) its history
         and live events on this socket, as if it had been opened."""
         try:
-            session = await database_sync_to_async(handover.handover_redeem)(
+            session = await database_sync_to_async(services.handover_redeem)(
                 code=code, failures=self.parts.handover_failures
             )
         except DomainError as exc:

@@ -94,7 +94,7 @@ class Session(models.Model):
     detail = models.TextField(blank=True, default="")
     pid = models.IntegerField(null=True, blank=True)
     title = models.CharField(max_length=200, blank=True)
-    # Who gave `title` (sessions_app/naming.py): "" none yet, prompt, agent or user.
+    # Who gave `title` (sessions_app/services/naming.py): "" none yet, prompt, agent or user.
     title_by = models.CharField(max_length=8, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -192,7 +192,7 @@ class Session(models.Model):
             "pid": self.pid,
             "title": self.title,
             "title_by": self.title_by,
-            # What to call it: its title, else `<agent> in <folder>` (sessions_app/naming.py).
+            # What to call it: its title, else `<agent> in <folder>` (services/naming.py).
             "name": self.title or f"{self.agent} in {PurePath(self.workspace).name}",
             "created_at": _iso(self.created_at),
             "updated_at": _iso(self.updated_at),

@@ -30,17 +30,20 @@ import contextvars
 import logging
 import weakref
 from collections.abc import Callable
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from channels.db import database_sync_to_async
-from django.db import IntegrityError, transaction
-from django.db.models import Max, Min
-from django.utils import timezone
 
 from core.errors import DomainError, NotFound
 from sessions_app import seals
-from sessions_app.models import PromptKey, QueuedPrompt
+from sessions_app.models import QueuedPrompt
+from sessions_app.services.queued_prompts import (
+    queued_prompt_add,
+    queued_prompt_put_back,
+    queued_prompt_remove,
+    queued_prompt_take_first,
+    queued_prompt_to_front,
+)
 
 if TYPE_CHECKING:
     from sessions_app.host.acp import AcpSession
@@ -51,15 +54,12 @@ TEXT_MAX = 100_000  # characters; what a chat message may carry (contract §6)
 # What may wait for one chat. The queue is shown on every surface: each prompt's text up to
 # SHOWN_CHARS (the rest is in the record and is what is sent), so a `queue` event stays well
 # under a WebSocket frame (1 MiB, sessions_app/chat_frames.py) at QUEUE_MAX prompts.
-QUEUE_MAX = 50
-QUEUE_BYTES = 1 << 20  # UTF-8 bytes of the prompts waiting
+# (QUEUE_MAX and QUEUE_BYTES are the record's, sessions_app/services/queued_prompts.py.)
 SHOWN_CHARS = 2000
 KEY_MAX = 200  # a client's own; stored with who sent it (consumers_chat)
-KEY_DAYS = 2  # a member that restarts sends what it passed on again within minutes
 
 # One drain at a time per chat: two could both find it idle and both start a turn.
 _draining: weakref.WeakKeyDictionary[AcpSession, asyncio.Lock] = weakref.WeakKeyDictionary()
-_turns: set[asyncio.Task[Any]] = set()
 # The ids each chat's clients were last told wait (publish sends what changed since).
 _published: weakref.WeakKeyDictionary[AcpSession, list[int]] = weakref.WeakKeyDictionary()
 
@@ -85,100 +85,6 @@ def _shown(item: dict[str, Any]) -> dict[str, Any]:
 
 def queued_count(session_id: str) -> int:
     return len(_sealed(session_id))
-
-
-class AlreadyReceived(Exception):
-    """A prompt under a key this session already has: recorded before, not again."""
-
-
-def _add(
-    session_id: str,
-    text: str,
-    source: str,
-    who: str,
-    recorded: Callable[[], None] | None = None,
-    key: str = "",
-) -> QueuedPrompt:
-    try:
-        with transaction.atomic():
-            if key:
-                _keep_key(session_id, key)
-            return _append(session_id, text, source, who, recorded)
-    except IntegrityError:
-        stored = seals.prompt_key(session_id, key) if key else ""
-        if key and PromptKey.objects.filter(session_id=session_id, key=stored).exists():
-            raise AlreadyReceived(key) from None  # the same key, sent twice at once
-        raise
-
-
-def _keep_key(session_id: str, key: str) -> None:
-    # Stored sealed: a row written into the database cannot hold a real prompt's key.
-    stored = seals.prompt_key(session_id, key)
-    if PromptKey.objects.filter(session_id=session_id, key=stored).exists():
-        raise AlreadyReceived(key)
-    PromptKey.objects.filter(received_at__lt=timezone.now() - timedelta(days=KEY_DAYS)).delete()
-    PromptKey.objects.create(session_id=session_id, key=stored)
-
-
-class QueueFull(DomainError):
-    status = 429
-    code = "queue_full"
-
-
-def _room_for(session_id: str, text: str) -> None:
-    waiting = _sealed(session_id)
-    size = sum(len(row.text.encode()) for row in waiting) + len(text.encode())
-    if len(waiting) >= QUEUE_MAX or size > QUEUE_BYTES:
-        raise QueueFull(
-            f"this chat's queue is full ({len(waiting)} prompts wait, at most {QUEUE_MAX} and "
-            f"{QUEUE_BYTES // 1024} KiB in all): remove one or wait for the running turn to end"
-        )
-
-
-def _append(
-    session_id: str, text: str, source: str, who: str, recorded: Callable[[], None] | None
-) -> QueuedPrompt:
-    with transaction.atomic():
-        _room_for(session_id, text)
-        if recorded is not None:  # the caller's own record of the hand-over, in one step
-            recorded()
-        last = QueuedPrompt.objects.filter(session_id=session_id).aggregate(m=Max("position"))
-        row = QueuedPrompt(
-            session_id=session_id,
-            position=(last["m"] or 0) + 1,
-            text=text,
-            source=source,
-            who=who,
-            created_at=timezone.now(),
-        )
-        row.seal = seals.queued_seal(row)
-        row.save(force_insert=True)
-        return row
-
-
-def _take_first(session_id: str) -> QueuedPrompt | None:
-    """The first waiting prompt, taken off the record; one svc did not record is dropped on the
-    way, never sent."""
-    with transaction.atomic():
-        while True:
-            row = QueuedPrompt.objects.filter(session_id=session_id).order_by("position").first()
-            if row is None:
-                return None
-            if QueuedPrompt.objects.filter(pk=row.pk).delete()[0] == 0:
-                return None  # removed meanwhile by someone else
-            if seals.queued_sealed(row):
-                return row
-
-
-def _remove(session_id: str, queued_id: int) -> bool:
-    return QueuedPrompt.objects.filter(session_id=session_id, pk=queued_id).delete()[0] > 0
-
-
-def _to_front(session_id: str, queued_id: int) -> bool:
-    with transaction.atomic():
-        rows = QueuedPrompt.objects.filter(session_id=session_id)
-        first = rows.aggregate(m=Min("position"))["m"] or 0
-        return rows.filter(pk=queued_id).update(position=first - 1) > 0
 
 
 def checked_key(key: Any) -> str:
@@ -224,7 +130,9 @@ async def submit(
     text = _check(text)
     if chat.exited.is_set():
         raise DomainError("the agent has exited; resume the session or open a new one")
-    await database_sync_to_async(_add)(chat.session_id, text, source, who, recorded, key)
+    await database_sync_to_async(queued_prompt_add)(
+        session_id=chat.session_id, text=text, source=source, who=who, recorded=recorded, key=key
+    )
     await drain(chat)
     waiting = await database_sync_to_async(queued_count)(chat.session_id)
     if waiting:
@@ -233,14 +141,16 @@ async def submit(
 
 
 async def remove(chat: AcpSession, queued_id: Any) -> None:
-    if not await database_sync_to_async(_remove)(chat.session_id, _queued_id(queued_id)):
+    removed = database_sync_to_async(queued_prompt_remove)
+    if not await removed(session_id=chat.session_id, queued_id=_queued_id(queued_id)):
         raise NotFound(f"no queued prompt {queued_id!r} in this session (sent, or removed)")
     await publish(chat)
 
 
 async def send_now(chat: AcpSession, queued_id: Any) -> None:
     """Put the prompt first and cancel the running turn: its end sends it."""
-    if not await database_sync_to_async(_to_front)(chat.session_id, _queued_id(queued_id)):
+    first = database_sync_to_async(queued_prompt_to_front)
+    if not await first(session_id=chat.session_id, queued_id=_queued_id(queued_id)):
         raise NotFound(f"no queued prompt {queued_id!r} in this session (sent, or removed)")
     await publish(chat)
     if chat.busy:
@@ -275,13 +185,13 @@ def queue_changed(items: list[dict[str, Any]], change: dict[str, Any]) -> list[d
 
 async def drain(chat: AcpSession) -> None:
     """Send the first waiting prompt when the chat is idle. The host calls this whenever a
-    chat becomes idle (a turn ended, taken back at start); a resume calls it once the history
-    says how the chat went on."""
+    chat becomes idle (a turn ended, taken back at start); a resume calls the chat's on_idle
+    once the history says how the chat went on."""
     lock = _draining.setdefault(chat, asyncio.Lock())
     async with lock:
         if chat.busy or chat.exited.is_set() or chat.let_go_done or chat.stopping:
             return
-        row = await database_sync_to_async(_take_first)(chat.session_id)
+        row = await database_sync_to_async(queued_prompt_take_first)(session_id=chat.session_id)
         if row is None:
             return
         # Started eagerly: the turn marks the chat busy (AcpSession.prompt's first step) before
@@ -292,9 +202,7 @@ async def drain(chat: AcpSession) -> None:
             eager_start=True,
             context=contextvars.Context(),  # the turn outlives whoever asked (a request)
         )
-        if not turn.done():
-            _turns.add(turn)
-            turn.add_done_callback(_turns.discard)
+        chat.keep(turn)  # the chat holds its turn: no module keeps a task of its own
     await publish(chat)
 
 
@@ -310,15 +218,6 @@ async def _send(chat: AcpSession, row: QueuedPrompt) -> None:
     try:
         await chat.prompt(row.text)
     except RuntimeError:  # refused before it reached the agent (it exited meanwhile): kept
-        await database_sync_to_async(_put_back)(row)
+        await database_sync_to_async(queued_prompt_put_back)(row=row)
     except Exception:
         logger.exception("a queued prompt for session %s could not be sent", chat.session_id)
-
-
-def _put_back(row: QueuedPrompt) -> None:
-    with transaction.atomic():
-        rows = QueuedPrompt.objects.filter(session_id=row.session_id)
-        first = rows.aggregate(m=Min("position"))["m"]
-        row.position = (row.position if first is None else first) - 1  # first again
-        row.pk = None
-        row.save()  # the same prompt, its seal with it

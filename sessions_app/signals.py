@@ -11,5 +11,3 @@ turn_ended = Signal()
 # A hosted session's process ended; its row is already marked (kwargs: session_id). Sent with
 # `asend_robust`: receivers may be coroutines (a parent's subagents stop, a failure is notified).
 session_exited = Signal()
-# A subagent turn finished: every subagent has its report (kwargs: turn_id).
-subagent_turn_completed = Signal()

@@ -20,8 +20,9 @@ from asgiref.sync import sync_to_async
 
 from core import config
 from core.errors import DomainError
-from sessions_app import agent_logs, services, signals
-from subagents_app import subagent_reports, subagents, worktrees
+from sessions_app import agent_logs, services
+from sessions_app import signals as session_signals
+from subagents_app import signals, subagent_reports, subagents, worktrees
 from subagents_app.models import Subagent, SubagentTurn
 
 if TYPE_CHECKING:
@@ -59,7 +60,9 @@ class SubagentRuns:
         self.host = host
         self._runs: dict[str, Run] = {}
         # A stopped agent's subagents stop too (held weakly: it ends with this runtime).
-        signals.session_exited.connect(self._parent_exited, dispatch_uid=f"subagents.{id(self)}")
+        session_signals.session_exited.connect(
+            self._parent_exited, dispatch_uid=f"subagents.{id(self)}"
+        )
 
     def start(self, turn_id: str) -> None:
         """Run a created turn in the background (called on the daemon's loop)."""
@@ -228,7 +231,7 @@ class SubagentRuns:
 
     async def stop(self) -> None:
         """At shutdown: every running turn cancelled, its task ended."""
-        signals.session_exited.disconnect(dispatch_uid=f"subagents.{id(self)}")
+        session_signals.session_exited.disconnect(dispatch_uid=f"subagents.{id(self)}")
         await asyncio.gather(*(self.cancel(t) for t in list(self._runs)), return_exceptions=True)
 
     # --- the live list -----------------------------------------------------------------------

@@ -42,7 +42,7 @@ def build(*, backoff_first_s: float | None = None) -> Parts:
     from bridge_app.requestlog import RequestLog
     from bridge_app.response_store import ResponseStore
     from bridge_app.upstream import UpstreamClient
-    from channels_app.service import Channels
+    from channels_app.supervised import Channels
     from fleet_app import conf as fleet_conf
     from holder.client import HolderClient
     from holder.paths import holder_dir
@@ -52,7 +52,7 @@ def build(*, backoff_first_s: float | None = None) -> Parts:
     from previews_app.render_pool import RenderPool
     from remote_app.gate import RemoteSockets
     from remote_app.lan import LanListener
-    from remote_app.tunnels.service import Tunnels
+    from remote_app.tunnels.supervised import Tunnels
     from sessions_app import prompt_queue
     from sessions_app.handover import FailureWindow
     from sessions_app.host.activity import Activity
@@ -73,8 +73,10 @@ def build(*, backoff_first_s: float | None = None) -> Parts:
     rt.add("mcp", start=mcp.start, stop=mcp.stop)
     holder = HolderClient(holder_dir(config.svc_home()), on_exit=lambda sid, code: None)
     activity = Activity(lambda: live.abroadcast("agents_runtime"))
-    host = ProcessHost(activity, holder if config.knobs().holder else None)
-    host.on_idle = prompt_queue.on_idle  # a chat that becomes idle sends what waits
+    # A chat that becomes idle sends what waits (prompt_queue.on_idle).
+    host = ProcessHost(
+        activity, holder if config.knobs().holder else None, on_idle=prompt_queue.on_idle
+    )
     conversations = Conversations(host)
     rt.add("conversations", stop=conversations.stop)
     rt.add(

@@ -20,7 +20,7 @@ from bridge_app.requestlog import RequestLog
 from bridge_app.response_store import ResponseStore
 from bridge_app.upstream import UpstreamClient
 from channels_app.parts import ChannelParts
-from channels_app.service import Channels
+from channels_app.supervised import Channels
 from core import live
 from core.asgi_helpers import PARTS, ASGIApp, Receive, Scope, Send
 from core.onetime import OneTimeGrants
@@ -41,7 +41,7 @@ from previews_app.render_pool import RenderPool
 from remote_app.gate import RemoteSockets
 from remote_app.lan import LanListener
 from remote_app.parts import RemoteParts
-from remote_app.tunnels.service import Tunnels
+from remote_app.tunnels.supervised import Tunnels
 from sessions_app.handover import FailureWindow
 from sessions_app.host.registry import ProcessHost
 from sessions_app.parts import SessionParts

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -34,14 +35,14 @@ logger = logging.getLogger(__name__)
 
 KEEP_IDLE = 8  # threads kept between requests; more are started while more requests run
 ORPHAN_GRACE_S = 0.5  # how long a request whose client left may take to end before it is let go
-# Requests whose client left, finishing by themselves (a reference, so none is collected early).
-_ORPHANS: set[asyncio.Task] = set()
 
 
 class KeptThreadsASGIHandler(ASGIHandler):
     def __init__(self) -> None:
         super().__init__()
         self._idle: list[ThreadPoolExecutor] = []
+        # Requests whose client left, finishing by themselves (held, so none is collected early).
+        self._orphans: set[asyncio.Task] = set()
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -77,8 +78,8 @@ class KeptThreadsASGIHandler(ASGIHandler):
             scope.get("method", ""),
             scope.get("path", ""),
         )
-        _ORPHANS.add(serving)
-        serving.add_done_callback(_orphan_done)
+        self._orphans.add(serving)
+        serving.add_done_callback(functools.partial(_orphan_done, self._orphans))
 
     async def _serve(self, scope: dict, receive: Any, send: Any) -> None:
         executor = self._idle.pop() if self._idle else _new_thread()
@@ -92,8 +93,8 @@ class KeptThreadsASGIHandler(ASGIHandler):
                 executor.shutdown(wait=False)
 
 
-def _orphan_done(task: asyncio.Task) -> None:
-    _ORPHANS.discard(task)
+def _orphan_done(orphans: set[asyncio.Task], task: asyncio.Task) -> None:
+    orphans.discard(task)
     if not task.cancelled() and task.exception() is not None:
         # Nobody waits for its answer any more: what went wrong is worth one line, not a trace.
         logger.info("a request whose client left ended with %r", task.exception())

@@ -45,6 +45,7 @@ DRAIN_STALL_S = 5.0  # an exited agent's updates are stored while one is stored 
 # (session id, kind, payload, src: the offset of the agent message it came from, if any) → seq
 Store = Callable[[str, str, dict[str, Any], int | None], Awaitable[int]]
 OnExit = Callable[[str, int | None], Awaitable[None]]  # None: the holder went away
+OnIdle = Callable[["AcpSession"], Awaitable[None]]  # what runs when a chat becomes idle
 
 
 class AcpSession(AskingPermission, TakingBack):
@@ -58,6 +59,7 @@ class AcpSession(AskingPermission, TakingBack):
         activity: Activity,
         permission_timeout_s: float = 60.0,
         start_timeout_s: float = 60.0,
+        on_idle: OnIdle | None = None,
     ) -> None:
         self.session_id, self.agent = session_id, agent
         self.activity = activity
@@ -70,8 +72,10 @@ class AcpSession(AskingPermission, TakingBack):
         self.idle = asyncio.Event()  # set between turns
         self.idle.set()
         # Called whenever the chat becomes idle (sessions_app/prompt_queue.py sends what waits).
-        self.on_idle: Callable[[AcpSession], Awaitable[None]] | None = None
-        self._idle_calls: set[asyncio.Task[None]] = set()
+        self.on_idle = on_idle
+        # Tasks working on this chat that nobody awaits (its on_idle calls, a queued prompt's
+        # turn): held here until they end, since the loop keeps only weak references.
+        self._background: set[asyncio.Task[Any]] = set()
         self.agent_session_id = ""
         self.agent_info: dict[str, Any] = {}
         self._pending: dict[str, tuple[asyncio.Future[Answer], set[str]]] = {}
@@ -109,8 +113,7 @@ class AcpSession(AskingPermission, TakingBack):
 
         self.stream, self.pid = stream, stream.pid
         self.held = stream.held
-        self.link = Link(stream, stored_upto=stored_upto)
-        self.link.on_orphan = self._orphan_answer
+        self.link = Link(stream, stored_upto=stored_upto, on_orphan=self._orphan_answer)
         self.conn = connect_to_agent(HostClient(self), self.link)
         self._watcher = asyncio.get_running_loop().create_task(self._watch_exit())
 
@@ -255,8 +258,13 @@ class AcpSession(AskingPermission, TakingBack):
         call = asyncio.get_running_loop().create_task(
             self.on_idle(self), context=contextvars.Context()
         )
-        self._idle_calls.add(call)
-        call.add_done_callback(self._idle_calls.discard)
+        self.keep(call)
+
+    def keep(self, task: asyncio.Task[Any]) -> None:
+        """Hold `task`, which works on this chat and which nobody awaits, until it ends."""
+        if not task.done():
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
 
     async def _turn_failed(self, exc: BaseException, *, src: int | None = None) -> None:
         """A failed prompt's events; `src`: the agent's error answer, stored with the turn's end

@@ -51,7 +51,9 @@ class AgentStream(Protocol):
 
 
 class Link:
-    def __init__(self, stream: AgentStream, *, stored_upto: int = -1) -> None:
+    def __init__(
+        self, stream: AgentStream, *, stored_upto: int = -1, on_orphan: OnOrphan | None = None
+    ) -> None:
         self.stream = stream
         self.stored_upto = stored_upto  # the last src whose update svc already stored
         self._base_id = stream.generation * ID_SPAN
@@ -63,7 +65,7 @@ class Link:
         self.turn_src: int | None = None  # the answer that ended the last turn
         self._acked = stream.offset
         self._ack_soon = False
-        self.on_orphan: OnOrphan | None = None
+        self.on_orphan = on_orphan
         self.exit_code: int | None = None
         self.ended = asyncio.Event()  # the stream ended: an exit (exit_code) or the holder lost
         self.closed = False

@@ -40,6 +40,9 @@ class Viewer:
         send_json: SendJson,
         flow: Flow,
         preamble: list[bytes | dict[str, Any]],
+        *,
+        on_drain: Callable[[], None] = lambda: None,
+        on_gone: Callable[[Viewer], None] = lambda viewer: None,
     ) -> None:
         self._send_bytes, self._send_json, self._flow = send_bytes, send_json, flow
         # Sent first, each as its own frame (the scrollback frame, then the state frame).
@@ -51,8 +54,9 @@ class Viewer:
         self.skipped = 0
         self._wake = asyncio.Event()
         self._closed = False
-        self.on_drain: Callable[[], None] = lambda: None
-        self.on_gone: Callable[[Viewer], None] = lambda viewer: None
+        # What the terminal does when this viewer's queue drains (resume reading) and when it
+        # goes (forget it): given by the terminal that attaches it (host/pty.py).
+        self.on_drain, self.on_gone = on_drain, on_gone
         self._task = asyncio.get_running_loop().create_task(self._pump())
 
     @property

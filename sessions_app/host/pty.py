@@ -129,9 +129,9 @@ class PtySession:
         loop step, so a viewer neither misses nor repeats a byte. The viewer sends the scrollback
         frame and the state frame first, then the live output."""
         preamble: list[bytes | dict[str, Any]] = [self.scrollback.read(), self.state()]
-        viewer = Viewer(send_bytes, send_json, flow, preamble)
-        viewer.on_drain = self._maybe_resume
-        viewer.on_gone = self._forget
+        viewer = Viewer(
+            send_bytes, send_json, flow, preamble, on_drain=self._maybe_resume, on_gone=self._forget
+        )
         if not self.exited.is_set():
             self.viewers.add(viewer)
         return viewer

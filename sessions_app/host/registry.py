@@ -25,13 +25,13 @@ import asyncio
 import collections
 import contextvars
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from holder.client import HolderClient, HolderError, Stream
 from sessions_app.host import processes
-from sessions_app.host.acp import AcpSession, OnExit, Store
+from sessions_app.host.acp import AcpSession, OnExit, OnIdle, Store
 from sessions_app.host.activity import Activity
 from sessions_app.host.direct import DirectPipes, DirectPty
 from sessions_app.host.fanout import Flow, SendBytes, SendJson
@@ -48,7 +48,11 @@ KEEP_ENDED = 32
 
 class ProcessHost:
     def __init__(
-        self, activity: Activity | None = None, holder: HolderClient | None = None
+        self,
+        activity: Activity | None = None,
+        holder: HolderClient | None = None,
+        *,
+        on_idle: OnIdle | None = None,
     ) -> None:
         self.activity = activity or Activity()
         self.holder = holder  # None: hosted processes are svc's own children
@@ -61,9 +65,9 @@ class ProcessHost:
         self.resume_lock = asyncio.Lock()
         self._stopped_by: dict[str, str] = {}  # who asked a session to stop ("svc", "user")
         self.resuming = ResumesAtStart()  # chats this start resumes (host.resume_on_start)
-        # Given to every chat: what runs when it becomes idle (the composition root sets it to
-        # send the prompts that wait, sessions_app/prompt_queue.py).
-        self.on_idle: Callable[[AcpSession], Awaitable[None]] | None = None
+        # Given to every chat: what runs when it becomes idle (the composition root gives
+        # sessions_app/prompt_queue.py's `on_idle`, which sends the prompts that wait).
+        self.on_idle = on_idle
 
     # --- terminals -----------------------------------------------------------------------------
 
@@ -300,8 +304,8 @@ class ProcessHost:
             on_exit=ended,
             activity=self.activity,
             permission_timeout_s=permission_timeout_s,
+            on_idle=self.on_idle,
         )
-        chat.on_idle = self.on_idle
         return chat
 
     def chat(self, session_id: str) -> AcpSession | None:

@@ -1,9 +1,18 @@
 """Writes for sessions and workspaces (ARCHITECTURE: each app's `services`), by concept:
 starting (start.py), resuming and taking back after svc was away (resume.py), stopping
-(stop.py), the rows a session's life writes (records.py), and workspaces (workspaces.py).
+(stop.py), the rows a session's life writes (records.py), workspaces (workspaces.py),
+handover codes (handover.py), a session's name (naming.py) and the prompts that wait for
+a chat (queued_prompts.py).
 Database writes are one transaction each; starting and stopping processes happens around them,
 never inside one. Callers use this package's names: `services.asession_create(...)`."""
 
+from sessions_app.services.handover import (
+    handover_issue,
+    handover_offer,
+    handover_redeem,
+)
+from sessions_app.services.naming import session_rename
+from sessions_app.services.queued_prompts import AlreadyReceived, QueueFull
 from sessions_app.services.records import (
     HOLDER_LOST,
     session_event_append,
@@ -40,6 +49,8 @@ __all__ = [
     "HOLDER_LOST",
     "INTERRUPTED",
     "TERMINAL_SIZE_MAX",
+    "AlreadyReceived",
+    "QueueFull",
     "asession_create",
     "asession_resume",
     "asession_start",
@@ -47,10 +58,14 @@ __all__ = [
     "asessions_resume_interrupted",
     "asessions_stop_all",
     "asessions_take_back",
+    "handover_issue",
+    "handover_offer",
+    "handover_redeem",
     "session_create",
     "session_event_append",
     "session_mark_exited",
     "session_remove",
+    "session_rename",
     "session_resume",
     "session_row_create",
     "session_stop",

@@ -12,8 +12,10 @@ from channels.db import database_sync_to_async
 from django.db import transaction
 
 from core import errors
-from sessions_app import agent_failure, agent_logs, approvals, naming, signals
+from sessions_app import agent_failure, agent_logs, signals
 from sessions_app.models import Session
+from sessions_app.services.approvals import approval_create
+from sessions_app.services.naming import session_name_from_event
 
 if TYPE_CHECKING:
     from sessions_app.host.registry import ProcessHost
@@ -99,6 +101,6 @@ def session_event_append(
     event = SessionEvent.objects.create(
         session_id=session_id, seq=seq, kind=kind, payload=payload, src=src
     )
-    naming.name_from_event(session_id, kind, payload)
-    approvals.approval_record(event)  # a decision is recorded with its event, or neither is
+    session_name_from_event(session_id=session_id, kind=kind, payload=payload)
+    approval_create(event=event)  # a decision is recorded with its event, or neither is
     return seq

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from core import config
 from core.errors import DomainError
-from sessions_app import agent_logs, prompt_queue, seals
+from sessions_app import agent_logs, seals
 from sessions_app.models import Session
 from sessions_app.services.records import (
     _exit_handler,
@@ -166,10 +166,11 @@ async def asession_resume(*, host: ProcessHost, session_id: str) -> Session:
         raise DomainError(f"could not resume {session.agent!r}: {exc}", status=status) from exc
     await _say_how_it_continued(host, str(session.id))
     resumed = await database_sync_to_async(_mark_resumed)(str(session.id), pid, agent_session_id)
-    if (chat := host.chat(str(session.id))) is not None:
+    if (chat := host.chat(str(session.id))) is not None and chat.on_idle is not None:
         # What was queued for it goes now: after the history says how it went on, and with the
-        # summary a new agent session is primed with.
-        await prompt_queue.drain(chat)
+        # summary a new agent session is primed with. The chat's own idle hook (the host's
+        # on_idle, prompt_queue.on_idle in the daemon) sends it, as after any turn.
+        await chat.on_idle(chat)
     return resumed
 
 

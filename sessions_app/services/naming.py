@@ -1,9 +1,14 @@
 """A session's name (issue 34 "Sessions have names"): what the agent calls it (ACP
 `session_info_update` with a title), else the first words of its first prompt, else
-`<agent> in <folder>`; a name the person gave wins over all of them until cleared."""
+`<agent> in <folder>`; a name the person gave wins over all of them until cleared. The writes of
+a session's name: the person's (`session_rename`, one transaction) and the agent's or the first
+prompt's (`session_name_from_event`, in the transaction that stores the event)."""
 
 from __future__ import annotations
 
+from django.db import transaction
+
+from core import errors
 from core import live as lists
 from sessions_app.models import Session
 
@@ -40,8 +45,9 @@ def _name(session_id: str, title: str, by: str) -> bool:
     return False
 
 
-def name_from_event(session_id: str, kind: str, payload: dict) -> None:
-    """A chat event that may name its session: the agent's title, or the first prompt."""
+def session_name_from_event(*, session_id: str, kind: str, payload: dict) -> None:
+    """A chat event that may name its session: the agent's title, or the first prompt. Runs in
+    the caller's transaction (records.session_event_append stores the event with it)."""
     if kind == "session_info_update":
         title = " ".join(str(payload.get("title") or "").split())[: Session.TITLE_MAX]
         if title:
@@ -52,11 +58,10 @@ def name_from_event(session_id: str, kind: str, payload: dict) -> None:
             _name(session_id, title, "prompt")
 
 
+@transaction.atomic
 def session_rename(*, session_id: str, title: str) -> Session:
     """The person's name for it; a blank one hands naming back to the agent and the prompt
     (the name goes back to the default until one of them gives another)."""
-    from core import errors
-
     session = Session.objects.filter(pk=session_id).first()
     if session is None:
         raise errors.NotFound(f"no session {session_id}")
