@@ -203,6 +203,9 @@ class AcpSession(AskingPermission, TakingBack):
             subscription.set_history(await history(), after=after)
         return subscription
 
+    def unsubscribe(self, subscription: ChatSubscription) -> None:
+        self._subscribers.discard(subscription)
+
     # --- turns -----------------------------------------------------------------------------
 
     async def prompt(self, text: str) -> str:
