@@ -5,18 +5,33 @@ else answers with the help."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from channels.db import database_sync_to_async
 
 from channels_app import remote_handover, store
+from channels_app.config import ChannelConfig
 from channels_app.remote_chat import RemoteChatUnavailable
-from channels_app.room import RemoteSession, elsewhere
+from channels_app.room import RemoteSession, Room, elsewhere
 from core.errors import DomainError
 from sessions_app import prompt_queue
 
 if TYPE_CHECKING:
-    from channels_app.conversation import Channel, Room
+    from fleet_app.outbound import Forwarder
+    from fleet_app.sockets import FleetSockets
+    from sessions_app.handover import FailureWindow
+
+
+class Channel(Protocol):
+    """What a command needs of the channel it was typed in (conversation.py's `Channel`, which
+    imports this module to run them)."""
+
+    config: ChannelConfig
+    host: Any  # the process host: the chat sessions this channel talks to
+    failures: FailureWindow
+    fleet_sockets: FleetSockets | None
+    fleet_forward: Forwarder | None
+
 
 AT_ONCE = frozenset(
     {"cancel", "status", "help", "start", "handover", "pair", "queue", "unqueue", "now"}
