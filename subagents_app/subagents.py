@@ -10,7 +10,7 @@ import re
 import shutil
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from django.db import transaction
 from django.utils import timezone
@@ -21,8 +21,12 @@ from sessions_app.models import Session
 from subagents_app import worktrees
 from subagents_app.models import Subagent, SubagentTurn
 
-if TYPE_CHECKING:
-    from subagents_app.subagent_runs import SubagentRuns
+
+class Runs(Protocol):
+    """The running turns (subagent_runs.py's `SubagentRuns`, which imports this module)."""
+
+    async def cancel(self, turn_id: str) -> bool: ...
+
 
 MAX_AGENTS = 8
 WAIT_MIN_S, WAIT_MAX_S, WAIT_DEFAULT_S = 1, 3600, 600
@@ -287,7 +291,7 @@ def turns_reconcile() -> int:
     return len(running)
 
 
-def turn_cancel(*, runs: SubagentRuns, turn_id: str, cleanup: bool = False) -> dict[str, Any]:
+def turn_cancel(*, runs: Runs, turn_id: str, cleanup: bool = False) -> dict[str, Any]:
     """Cancel a running turn (a finished one is left as it is) and, with `cleanup`, remove its
     worktrees and branches; returns the turn as it is then, with what was removed."""
     from asgiref.sync import async_to_sync
