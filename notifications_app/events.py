@@ -13,18 +13,32 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import PurePath
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from core.devices import describe_device
-
-if TYPE_CHECKING:
-    from notifications_app.hub import Notifier
 
 logger = logging.getLogger(__name__)
 
 # Exit codes svc's own stop produces (it hangs the session up, then kills what ignored that):
 # a stop somebody asked for is not a failure.
 STOP_EXIT_CODES = (129, 137)
+
+
+class Admits(Protocol):
+    def admit(self) -> int | None: ...
+
+
+class Notifier(Protocol):
+    """What the events use of the runtime's notifier (hub.py's `Notifier`, which imports this
+    module to connect them to their signals)."""
+
+    pairing_notices: Admits  # hub.Coalesce
+
+    def run_soon(self, make: Callable[[], Awaitable[Any]]) -> None: ...
+
+    async def notify(
+        self, event: str, *, session_id: str | None = None, agent: str = "", title: str, body: str
+    ) -> Any: ...
 
 
 def _soon(notifier: Notifier, make: Callable[[], Awaitable[Any]]) -> None:
