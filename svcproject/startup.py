@@ -16,6 +16,7 @@ import sys
 
 from cli import port_owner
 from core import config, connection_budget, listen_failure, server_compat
+from core.browser import login_url
 from core.runtime import Runtime
 from svcproject import assembly
 from svcproject.parts import InScope
@@ -140,7 +141,5 @@ def freeze_startup_objects() -> None:
 def print_login_url() -> None:
     """Once, to the terminal only: the URL carries the owner token, so never to a log."""
     if sys.stderr.isatty() or config.knobs().print_login:
-        from core.browser import login_url
-
         sys.stderr.write(f"\nsvc is running. Open the dashboard:\n    {login_url()}\n\n")
         sys.stderr.flush()
