@@ -23,6 +23,7 @@ connection. Request bodies are judged before they are read by svc's admission ru
 
 from __future__ import annotations
 
+import resource
 import time
 from typing import Any
 
@@ -119,8 +120,6 @@ class BudgetFactory(WrappingFactory):
 def raise_open_files_limit() -> tuple[int, int]:
     """The soft limit on open files raised to the hard one (many systems start processes at
     1,024 while allowing far more): (before, after)."""
-    import resource
-
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     wanted = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
     if wanted > soft:
