@@ -15,6 +15,7 @@ from typing import Any
 from asgiref.sync import async_to_sync
 
 from channels_app import reach, secret_store
+from channels_app.config import ChannelError, parse
 from core import config, settings_store
 from core.errors import DomainError
 
@@ -123,8 +124,6 @@ def _channels_in_force() -> dict[str, Any]:
 
 def _entry_tokens(name: str, kind: str, entry: dict[str, Any]) -> dict[str, str]:
     """The tokens a saved entry resolves to (for the check of a save that changes no token)."""
-    from channels_app.config import ChannelError, parse
-
     try:
         parsed = parse(name, {**entry, "kind": kind})
     except ChannelError as exc:
