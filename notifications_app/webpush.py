@@ -24,9 +24,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from channels.db import database_sync_to_async
+from cryptography.hazmat.primitives import serialization
 
 from core import config
 from notifications_app import push_address
+from notifications_app.models import PushSubscription
 from notifications_app.targets import Message, Permanent, Target
 
 if TYPE_CHECKING:
@@ -79,7 +81,6 @@ def vapid() -> Vapid02:
 def public_key() -> str:
     """The application server key browsers pass to `PushManager.subscribe` (base64url of the
     uncompressed P-256 point)."""
-    from cryptography.hazmat.primitives import serialization
     from py_vapid.utils import b64urlencode
 
     point = vapid().public_key.public_bytes(
@@ -104,8 +105,6 @@ async def _prepare() -> None:
 
 
 def _forget(subscription_id: int) -> None:
-    from notifications_app.models import PushSubscription
-
     PushSubscription.objects.filter(pk=subscription_id).delete()
 
 
