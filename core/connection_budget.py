@@ -29,6 +29,8 @@ from typing import Any
 
 from twisted.protocols.policies import ProtocolWrapper, WrappingFactory
 
+from core import twisted_reactor
+
 MAX_CONNECTIONS = 256
 HEADER_SECONDS = 10.0
 
@@ -48,9 +50,7 @@ class _Budgeted(ProtocolWrapper):
         self._arm(self.factory.header_seconds)
 
     def _arm(self, seconds: float) -> None:
-        from twisted.internet import reactor
-
-        self._timer = reactor.callLater(max(seconds, 0.05), self._check)
+        self._timer = twisted_reactor.installed().callLater(max(seconds, 0.05), self._check)
 
     def _check(self) -> None:
         self._timer = None

@@ -30,7 +30,7 @@ from twisted.internet.testing import StringTransport
 from twisted.web import http as twisted_http
 from twisted.web.http import HTTPChannel
 
-from core import local_peer
+from core import local_peer, twisted_reactor
 from core.connection_budget import BudgetFactory, headers_done
 
 logger = logging.getLogger(__name__)
@@ -38,11 +38,7 @@ logger = logging.getLogger(__name__)
 
 def _reactor() -> Any:
     """Twisted's reactor when svc runs under daphne, else None (tests in process, other servers)."""
-    if "twisted.internet.reactor" not in sys.modules:
-        return None
-    from twisted.internet import reactor
-
-    return reactor
+    return twisted_reactor.running()
 
 
 def _listening() -> list[Any]:
