@@ -24,14 +24,15 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextvars
+import importlib
 import logging
+import sys
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from holder.client import HolderClient, HolderError, Stream
 from sessions_app.host import processes
-from sessions_app.host.acp import AcpSession, OnExit, OnIdle, Store
 from sessions_app.host.activity import Activity
 from sessions_app.host.direct import DirectPipes, DirectPty
 from sessions_app.host.fanout import Flow, SendBytes, SendJson
@@ -39,6 +40,7 @@ from sessions_app.host.pty import SCROLLBACK_BYTES, PtySession, TerminalView
 from sessions_app.host.resuming import ResumesAtStart
 
 if TYPE_CHECKING:
+    from sessions_app.host.acp import AcpSession, OnExit, OnIdle, Store
     from sessions_app.selectors import ChatPosition
 
 logger = logging.getLogger(__name__)
@@ -227,6 +229,7 @@ class ProcessHost:
         """Start the agent and its ACP session — a new one, or with `resume_id` the agent's
         earlier session when it can load sessions; returns (pid, the agent's own session id).
         `offset`: where the offsets of its output start (acp_link: after its earlier process's)."""
+        await _load_chats()
         chat = self._chat(session_id, agent, store, on_exit, permission_timeout_s)
         chat.start_timeout_s = start_timeout_s
         argv = processes.with_default_signals(argv)
@@ -269,6 +272,7 @@ class ProcessHost:
         """A chat the holder kept while svc was away (AcpSession.take_back); `away_until`: the
         end of its journal as the holder listed it."""
         assert self.holder is not None
+        await _load_chats()
         chat = self._chat(session_id, agent, store, on_exit, permission_timeout_s)
         stream = await self.holder.attach(session_id, -1)
         taking = chat.take_back(
@@ -286,6 +290,10 @@ class ProcessHost:
         on_exit: OnExit,
         permission_timeout_s: float,
     ) -> AcpSession:
+        # Here, not at the top: host/acp.py imports the ACP SDK (~0.7 s), loaded only once a
+        # chat starts, and off the event loop (_load_chats).
+        from sessions_app.host.acp import AcpSession
+
         async def ended(sid: str, code: int | None) -> None:
             self._chats.pop(sid, None)
             if chat.lost:  # its holder went away, and the agent's pipes with it
@@ -400,3 +408,10 @@ class ProcessHost:
             s for s in self._terminals.values() if not s.exited.is_set()
         ]
         return live + list(self._chats.values())
+
+
+async def _load_chats() -> None:
+    """host/acp.py and the ACP SDK it imports, loaded in a thread the first time a chat starts
+    (or is taken back), so the event loop keeps serving meanwhile."""
+    if "sessions_app.host.acp" not in sys.modules:
+        await asyncio.to_thread(importlib.import_module, "sessions_app.host.acp")
