@@ -6,7 +6,7 @@ from core import signals
 
 
 def _mirror(settings: Any, **_: Any) -> None:
-    from bridge_app import services  # imports models, which Django loads after this module
+    from bridge_app import services  # imports models: Django loads them after this module
 
     services.profiles_sync(settings)
 

@@ -19,7 +19,7 @@ class FleetAppConfig(AppConfig):
     verbose_name = "Fleet"
 
     def ready(self) -> None:
-        from fleet_app import selectors  # imports models, which Django loads after this module
+        from fleet_app import selectors  # imports models: Django loads them after this module
 
         live.register("machines", lambda _: selectors.machine_list_dicts())
         if conf.member_config() is not None:

@@ -10,7 +10,7 @@ class NotificationsAppConfig(AppConfig):
     def ready(self) -> None:
         """The notifications list; the notifier itself connects to the events it reports while
         it runs (hub.Notifier.start)."""
-        # Here, not at the top: the selectors import models, which Django loads after this module.
+        # Not at the top: the selectors import models, which Django loads after this module.
         from notifications_app import selectors
 
         live.register("notifications", lambda _: selectors.notification_list_dicts())

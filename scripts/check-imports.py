@@ -3,9 +3,9 @@
 Two checks import-linter (`.importlinter`) does not make:
 
 - **Function-local imports** (an import inside a `def`): at most `LOCAL_LIMIT` in the product, each
-  with a comment saying why it cannot be at the top of its module, on its own line or on the
-  comment line(s) just above it (docs/foundation.md, "Which way imports point", says which
-  reasons hold).
+  with a comment saying why it cannot be at the top of its module: on its own line, or on the
+  comment line(s) just above it — above the first, for imports written one after the other
+  (docs/foundation.md, "Which way imports point", says which reasons hold).
 - **Import circles between modules, `TYPE_CHECKING` imports counted**: import-linter leaves those
   imports out (they never run), but a circle that closes through one is still two modules that
   each need the other to be read. Imports inside functions count too, so a circle is not hidden
@@ -86,14 +86,19 @@ def comments_by_line(source: str) -> dict[int, str]:
     return comments
 
 
-def why_of(node: ast.stmt, lines: list[str], comments: dict[int, str]) -> str:
-    """The comment saying why: on the import's own lines, else the comment block just above."""
+def why_of(node: ast.stmt, lines: list[str], comments: dict[int, str], run: set[int]) -> str:
+    """The comment saying why: on the import's own lines, else the comment block just above it
+    or, for imports written one after the other (`run`: their lines), above the first."""
     assert node.end_lineno is not None
     for line in range(node.lineno, node.end_lineno + 1):
         if comments.get(line):
             return comments[line]
     above: list[str] = []
     line = node.lineno - 1
+    while line >= 1 and (line in run or not lines[line - 1].strip()):
+        if comments.get(line):
+            return comments[line]
+        line -= 1
     while line >= 1 and lines[line - 1].lstrip().startswith("#"):
         above.insert(0, comments.get(line, ""))
         line -= 1
@@ -221,11 +226,17 @@ def main() -> int:
         comments = comments_by_line(source)
         finder = ImportFinder()
         finder.visit(ast.parse(source, str(path)))
+        run = {
+            line
+            for node, inside_function in finder.imports
+            if inside_function and node.end_lineno is not None
+            for line in range(node.lineno, node.end_lineno + 1)
+        }
         for node, inside_function in finder.imports:
             graph[module] |= targets(node, module, path.name == "__init__.py", known)
             if inside_function:
                 text = ast.get_source_segment(source, node) or ""
-                why = why_of(node, lines, comments)
+                why = why_of(node, lines, comments, run)
                 local.append(LocalImport(path.relative_to(ROOT), node.lineno, text, why))
 
     failed = False

@@ -7,7 +7,7 @@ from core import signals as core_signals
 
 
 def _mirror(settings: Any, **_: Any) -> None:
-    from sessions_app import mirrors  # imports models, which Django loads after this module
+    from sessions_app import mirrors  # imports models: Django loads them after this module
 
     mirrors.agents_sync(settings)
     mirrors.workspaces_sync(settings)
@@ -18,7 +18,7 @@ class SessionsAppConfig(AppConfig):
     verbose_name = "Sessions"
 
     def ready(self) -> None:
-        from sessions_app import models, selectors  # loaded by Django after this module
+        from sessions_app import models, selectors  # models load after this module (Django)
 
         core_signals.settings_mirrored.connect(_mirror, dispatch_uid="sessions_app.mirror")
         live.register(
