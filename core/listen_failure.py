@@ -21,6 +21,7 @@ def exit_on_listen_failure(explain: Callable[[int, str, OSError | None], str]) -
     (in-process tests)."""
     if "twisted.internet.reactor" not in sys.modules or "daphne.server" not in sys.modules:
         return False
+    # Only once daphne has loaded it (above): importing daphne.server installs its reactor.
     from daphne.server import Server
 
     if getattr(Server, "_svc_exits_on_listen_failure", False):

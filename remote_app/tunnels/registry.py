@@ -14,7 +14,7 @@ PROVIDERS = ("ssh", "ngrok", "cloudflared", "tailscale", "localtunnel", "command
 def build(name: str, raw: dict[str, Any]) -> Provider:
     provider = raw.get("provider")
     if provider == "ssh":
-        from remote_app.tunnels.ssh import SSHTunnel
+        from remote_app.tunnels.ssh import SSHTunnel  # asyncssh (~0.2 s): for ssh tunnels only
 
         return SSHTunnel(name, raw)
     if provider == "ngrok":
