@@ -59,12 +59,12 @@ class LocalImport:
     why: str
 
 
-def product_files() -> dict[str, Path]:
+def product_files(root: Path) -> dict[str, Path]:
     """Module name -> file, for every product module (packages by their `__init__.py`)."""
     found: dict[str, Path] = {}
     for package in PRODUCT:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            rel = path.relative_to(ROOT)
+        for path in sorted((root / package).rglob("*.py")):
+            rel = path.relative_to(root)
             if "migrations" in rel.parts:
                 continue
             parts = list(rel.with_suffix("").parts)
@@ -72,7 +72,8 @@ def product_files() -> dict[str, Path]:
                 parts.pop()
             found[".".join(parts)] = path
     for name in PRODUCT_FILES:
-        found[Path(name).stem] = ROOT / name
+        if (root / name).exists():
+            found[Path(name).stem] = root / name
     return found
 
 
@@ -211,19 +212,14 @@ def one_circle(graph: dict[str, set[str]], component: list[str]) -> list[str]:
     return component
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--list", action="store_true", help="print every function-local import")
-    args = parser.parse_args()
-
-    files = product_files()
-    known = set(files)
+def scan(root: Path) -> tuple[dict[str, set[str]], list[LocalImport]]:
+    """The import graph between product modules, and every function-local import."""
+    files = product_files(root)
     graph: dict[str, set[str]] = {name: set() for name in files}
     local: list[LocalImport] = []
     for module, path in files.items():
         source = path.read_text()
-        lines = source.splitlines()
-        comments = comments_by_line(source)
+        lines, comments = source.splitlines(), comments_by_line(source)
         finder = ImportFinder()
         finder.visit(ast.parse(source, str(path)))
         run = {
@@ -233,26 +229,31 @@ def main() -> int:
             for line in range(node.lineno, node.end_lineno + 1)
         }
         for node, inside_function in finder.imports:
-            graph[module] |= targets(node, module, path.name == "__init__.py", known)
+            graph[module] |= targets(node, module, path.name == "__init__.py", set(files))
             if inside_function:
                 text = ast.get_source_segment(source, node) or ""
                 why = why_of(node, lines, comments, run)
-                local.append(LocalImport(path.relative_to(ROOT), node.lineno, text, why))
+                local.append(LocalImport(path.relative_to(root), node.lineno, text, why))
+    return graph, local
 
-    failed = False
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--list", action="store_true", help="print every function-local import")
+    parser.add_argument("--root", type=Path, default=ROOT, help="the checkout (default: this one)")
+    args = parser.parse_args()
+    graph, local = scan(args.root)
     if args.list:
         for item in local:
             print(f"{item.path}:{item.line}: {' '.join(item.text.split())}  # {item.why or '?'}")
     print(f"function-local imports in product code: {len(local)} (at most {LOCAL_LIMIT})")
-    if len(local) > LOCAL_LIMIT:
-        failed = True
+    failed = len(local) > LOCAL_LIMIT
+    if failed:
         print(f"  {len(local) - LOCAL_LIMIT} too many: move them to the top of their module")
     for item in local:
         if not item.why:
             failed = True
-            print(
-                f"  {item.path}:{item.line}: no comment saying why this import is inside a function"
-            )
+            print(f"  {item.path}:{item.line}: no comment saying why it is inside a function")
     circles = strongly_connected(graph)
     print(f"import circles (TYPE_CHECKING and function-local imports counted): {len(circles)}")
     for component in circles:
