@@ -26,7 +26,7 @@ from sessions_app.host.subscription import ChatSubscription
 from sessions_app.remote_sockets import RemoteChats
 
 if TYPE_CHECKING:
-    from sessions_app.host.acp import AcpSession  # the ACP SDK is loaded once a chat starts
+    from sessions_app.host.acp import AcpSession  # loaded when a chat starts (acp_loading.py)
 
 logger = logging.getLogger(__name__)
 

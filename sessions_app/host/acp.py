@@ -33,10 +33,8 @@ from sessions_app.host.activity import Activity
 from sessions_app.host.agent_errors import failure_text
 from sessions_app.host.subscription import ChatSubscription, Deliver, History
 
-# This module imports the ACP SDK, whose schema takes ~0.7 s to import: every daemon start
-# (and every test's) would pay it before it could bind, though many daemons never host a chat.
-# So no module imports this one at its top (the others name AcpSession for types only): the
-# process host loads it, off the event loop, the first time a chat starts (registry.py).
+# This module imports the ACP SDK at its top, so it is loaded only when a chat starts
+# (host/acp_loading.py says why and how).
 
 logger = logging.getLogger(__name__)
 

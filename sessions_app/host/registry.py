@@ -24,15 +24,13 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextvars
-import importlib
 import logging
-import sys
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from holder.client import HolderClient, HolderError, Stream
-from sessions_app.host import processes
+from sessions_app.host import acp_loading, processes
 from sessions_app.host.activity import Activity
 from sessions_app.host.direct import DirectPipes, DirectPty
 from sessions_app.host.fanout import Flow, SendBytes, SendJson
@@ -229,8 +227,7 @@ class ProcessHost:
         """Start the agent and its ACP session — a new one, or with `resume_id` the agent's
         earlier session when it can load sessions; returns (pid, the agent's own session id).
         `offset`: where the offsets of its output start (acp_link: after its earlier process's)."""
-        await _load_chats()
-        chat = self._chat(session_id, agent, store, on_exit, permission_timeout_s)
+        chat = await self._chat(session_id, agent, store, on_exit, permission_timeout_s)
         chat.start_timeout_s = start_timeout_s
         argv = processes.with_default_signals(argv)
         stderr = str(stderr_path) if stderr_path is not None else ""
@@ -272,8 +269,7 @@ class ProcessHost:
         """A chat the holder kept while svc was away (AcpSession.take_back); `away_until`: the
         end of its journal as the holder listed it."""
         assert self.holder is not None
-        await _load_chats()
-        chat = self._chat(session_id, agent, store, on_exit, permission_timeout_s)
+        chat = await self._chat(session_id, agent, store, on_exit, permission_timeout_s)
         stream = await self.holder.attach(session_id, -1)
         taking = chat.take_back(
             stream, agent_session_id=agent_session_id, position=position, away_until=away_until
@@ -282,7 +278,7 @@ class ProcessHost:
         self._chats[session_id] = chat
         return pid
 
-    def _chat(
+    async def _chat(
         self,
         session_id: str,
         agent: str,
@@ -290,9 +286,7 @@ class ProcessHost:
         on_exit: OnExit,
         permission_timeout_s: float,
     ) -> AcpSession:
-        # Here, not at the top: host/acp.py imports the ACP SDK (~0.7 s), loaded only once a
-        # chat starts, and off the event loop (_load_chats).
-        from sessions_app.host.acp import AcpSession
+        session_class = await acp_loading.acp_session_class()
 
         async def ended(sid: str, code: int | None) -> None:
             self._chats.pop(sid, None)
@@ -305,7 +299,7 @@ class ProcessHost:
                 if self.holder is not None and chat.held and not chat.lost:
                     await self.holder.forget(sid)
 
-        chat = AcpSession(
+        chat = session_class(
             session_id,
             agent,
             store=store,
@@ -408,10 +402,3 @@ class ProcessHost:
             s for s in self._terminals.values() if not s.exited.is_set()
         ]
         return live + list(self._chats.values())
-
-
-async def _load_chats() -> None:
-    """host/acp.py and the ACP SDK it imports, loaded in a thread the first time a chat starts
-    (or is taken back), so the event loop keeps serving meanwhile."""
-    if "sessions_app.host.acp" not in sys.modules:
-        await asyncio.to_thread(importlib.import_module, "sessions_app.host.acp")
