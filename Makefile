@@ -77,15 +77,18 @@ run: venv assets
 	@$(PY) manage.py run --host $(HOST) --port $(PORT)
 
 # ruff for style; import-linter for the layers (.importlinter, docs/foundation.md): an import
-# that points up, inside a function or not, fails the build; mypy for the types of core, holder,
-# the composition root and every module handed the daemon's parts (pyproject.toml [tool.mypy]);
-# Biome for the dashboard's own JS, static/svc (biome.jsonc; a devDependency, so `assets`
-# installs it with the rest): a warning fails like an error, and the format is checked.
+# that points up, inside a function or not, fails the build; check-imports.py: no circle even
+# through TYPE_CHECKING imports, at most 40 imports inside functions, each saying why; mypy for
+# the types of core, holder, the composition root and every module handed the daemon's parts
+# (pyproject.toml [tool.mypy]); Biome for the dashboard's own JS, static/svc (biome.jsonc; a
+# devDependency, so `assets` installs it with the rest): a warning fails like an error, and the
+# format is checked.
 BIOME := node_modules/.bin/biome
 lint: dev-venv assets
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-cache
+	$(PY) scripts/check-imports.py
 	$(VENV)/bin/mypy
 	$(BIOME) lint --error-on-warnings static/svc
 	$(BIOME) format static/svc

@@ -4,6 +4,8 @@
 import os
 import sys
 
+from core import secret_env  # standard library only: nothing of note loads before its re-exec
+
 
 def serves(argv: list[str]) -> bool:
     """The daemon itself: `run`, or `runserver` without Django's reloader (whose child would be
@@ -13,12 +15,12 @@ def serves(argv: list[str]) -> bool:
 
 def main() -> None:
     if serves(sys.argv):
-        from core import secret_env
-
         # First: the database's and Redis's passwords and the fleet secret leave the environment
         # the agents svc hosts could read in /proc/<pid>/environ (svc may exec itself again).
         secret_env.hold()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "svcproject.settings")
+    # Django and svc's config only now: secret_env.hold() may execute this process again, and
+    # whatever was imported before it would be imported twice.
     from django.core.management import execute_from_command_line
 
     from core.config import SettingsError

@@ -22,6 +22,7 @@ from bridge_app import agent_turn, conversations, dialects, ir, translate
 from bridge_app.exchange import Incoming, Reply
 from bridge_app.routes import Route
 from core import config
+from sessions_app import agents, selectors
 
 CANCEL_WAIT_S = 5.0  # how long a new turn waits for the cancelled one to end
 
@@ -33,8 +34,6 @@ def _settings() -> config.Settings:
 def _check_agent(route: Route) -> None:
     """503 when the service is off, 404 for an unknown agent or profile, 403 when the agent is
     not offered as an API."""
-    from sessions_app import agents
-
     settings = _settings()
     if not settings.local_agent_enabled:
         raise ir.BridgeError(
@@ -65,8 +64,6 @@ def models(route: Route, anthropic: bool) -> Reply:
 
 def _workspace(headers: dict[str, str]) -> str:
     """`X-Svc-Cwd` must name a registered workspace; without it, the first registered one."""
-    from sessions_app import selectors
-
     # In the order they were registered: settings.json keeps it, then any only in the database.
     declared = list(_settings().workspaces)
     registered = declared + [w.path for w in selectors.workspace_list() if w.path not in declared]

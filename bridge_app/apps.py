@@ -2,9 +2,11 @@ from typing import Any
 
 from django.apps import AppConfig
 
+from core import signals
+
 
 def _mirror(settings: Any, **_: Any) -> None:
-    from bridge_app import services
+    from bridge_app import services  # imports models: Django loads them after this module
 
     services.profiles_sync(settings)
 
@@ -14,6 +16,4 @@ class BridgeAppConfig(AppConfig):
     verbose_name = "Bridge"
 
     def ready(self) -> None:
-        from core import signals
-
         signals.settings_mirrored.connect(_mirror, dispatch_uid="bridge_app.mirror")

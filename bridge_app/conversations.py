@@ -26,7 +26,7 @@ from bridge_app import ir, services
 from bridge_app.routes import Route
 from core import config
 from core.errors import DomainError
-from sessions_app import agent_logs
+from sessions_app import agent_logs, selectors
 from sessions_app import services as session_services
 
 if TYPE_CHECKING:
@@ -223,8 +223,6 @@ class ConversationSweeper:
 
 
 def _agent_session_id(session_id: str) -> str:
-    from sessions_app import selectors
-
     session = selectors.session_get(session_id)
     return session.agent_session_id if session is not None else ""
 

@@ -11,6 +11,8 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
+from bridge_app import services
+
 logger = logging.getLogger(__name__)
 FLUSH_EVERY = 0.5
 MAX_QUEUED = 10_000  # if the database stalls, drop rows rather than grow without bound
@@ -34,8 +36,6 @@ class RequestLog:
         await self._write()
 
     async def _write(self) -> None:
-        from bridge_app import services
-
         rows = self._rows[:]
         del self._rows[: len(rows)]
         if not rows:

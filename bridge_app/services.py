@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import logging
 
-from django.db import transaction
+from django.db import connection, transaction
+from django.utils import timezone
 
-from bridge_app.models import Profile
+from bridge_app import usage
+from bridge_app.models import BridgeRequest, Conversation, Profile
 from core import config
 
 
@@ -37,11 +39,6 @@ def bridge_requests_record(*, rows: list[dict], keep: int = 10_000) -> None:
     """Append request-log rows (never bodies or keys), written in batches off the hot path;
     only about the newest `keep` rows are kept (pruned when the log passes `keep` by a tenth),
     so the log cannot grow without bound and most writes delete nothing."""
-    from django.db import connection
-    from django.utils import timezone
-
-    from bridge_app import usage
-    from bridge_app.models import BridgeRequest
 
     if not rows:
         return
@@ -92,21 +89,15 @@ def bridge_requests_record(*, rows: list[dict], keep: int = 10_000) -> None:
 
 def conversation_record(*, key: str, agent: str, profile_id: str, session_id: str) -> None:
     """Remember which session answers a named agent-as-API conversation (survives restarts)."""
-    from bridge_app.models import Conversation
-
     Conversation.objects.update_or_create(
         key=key, agent=agent, profile_id=profile_id, defaults={"session_id": session_id}
     )
 
 
 def conversation_session(*, key: str, agent: str, profile_id: str) -> str | None:
-    from bridge_app.models import Conversation
-
     row = Conversation.objects.filter(key=key, agent=agent, profile_id=profile_id).first()
     return str(row.session_id) if row is not None and row.session_id else None
 
 
 def conversation_forget(*, key: str, agent: str, profile_id: str) -> None:
-    from bridge_app.models import Conversation
-
     Conversation.objects.filter(key=key, agent=agent, profile_id=profile_id).delete()

@@ -66,6 +66,8 @@ class UpstreamClient:
         self.session: Any = None
 
     def _make(self) -> Any:
+        # aiohttp is imported where used, not at the top: ~0.3 s that every start (and every
+        # test's daemon) would pay before binding, though many never call a provider.
         import aiohttp
 
         timeout = aiohttp.ClientTimeout(
@@ -77,7 +79,7 @@ class UpstreamClient:
         return aiohttp.ClientSession(timeout=timeout, connector=connector, trace_configs=[reuse])
 
     async def open(self, url: str, headers: dict[str, str], body: UpstreamBody) -> Response:
-        import aiohttp
+        import aiohttp  # not at the top: see _make
 
         if self.session is None:
             self.session = self._make()
@@ -125,7 +127,7 @@ class UpstreamClient:
 
     @staticmethod
     def transport_errors() -> tuple[type[BaseException], ...]:
-        import aiohttp
+        import aiohttp  # not at the top: see UpstreamClient._make
 
         return (aiohttp.ClientError, asyncio.TimeoutError, OSError)
 
@@ -208,7 +210,7 @@ MAX_IMAGE = 20 * 1024 * 1024  # Gemini's limit for a whole inline request
 
 async def fetch_image(url: str) -> tuple[bytes, str]:
     """GET an image for inlining: bounded in size and time; failures are BridgeErrors."""
-    import aiohttp
+    import aiohttp  # not at the top: see UpstreamClient._make
 
     timeout = aiohttp.ClientTimeout(total=CONNECT_TIMEOUT)
     data = bytearray()

@@ -12,9 +12,15 @@ import re
 import uuid
 from typing import Any
 
+from django.db.models import Count, Q, Sum
+from django.db.models.functions import TruncDate
+
 from bridge_app import bodies, ir
 from bridge_app.dialects import anthropic, gemini, openai_chat, openai_responses
-from core import untrusted_json
+from bridge_app.models import BridgeRequest
+from core import config, untrusted_json
+from sessions_app.models import Session
+from subagents_app.models import Subagent
 
 # `{agent}.{session id}` (contract §0); `s-{session id}` is what svc handed out before, still
 # recognised so rows and agents of that time keep their attribution.
@@ -126,8 +132,6 @@ def cost(prices: dict[str, dict[str, float]], model: str, row: dict[str, Any]) -
 def attribute(rows: list[dict[str, Any]]) -> None:
     """Each row's session (from its scope, when that names a session svc knows) and that
     session's subagent turn, set in place: one query each per batch."""
-    from sessions_app.models import Session
-    from subagents_app.models import Subagent
 
     wanted = {sid for row in rows if (sid := scope_session(row.get("scope", "")))}
     if not wanted:
@@ -147,8 +151,6 @@ def attribute(rows: list[dict[str, Any]]) -> None:
 
 def price(rows: list[dict[str, Any]]) -> None:
     """Each row's cost from its profile's current `prices` (keyed by the upstream model)."""
-    from core import config
-
     profiles = config.recent_settings().profiles
     for row in rows:
         profile = profiles.get(row.get("profile_id", ""))
@@ -176,10 +178,6 @@ def summary(group_by: str, since: Any = None) -> list[dict[str, Any]]:
     answer at all): a refused request is no use of a model. Per profile, the requests that named
     a profile settings.json does not have (a typo, a removed profile) are one row with
     `profile_id` "" and `unknown_profile` true, never a row per name a client made up."""
-    from django.db.models import Count, Q, Sum
-    from django.db.models.functions import TruncDate
-
-    from bridge_app.models import BridgeRequest
 
     if group_by not in GROUPS:
         raise ValueError(f"group_by must be one of {', '.join(GROUPS)}; got {group_by!r}")
@@ -220,8 +218,6 @@ def summary(group_by: str, since: Any = None) -> list[dict[str, Any]]:
 
 
 def _fold_unknown_profiles(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    from core import config
-
     known = config.recent_settings().profiles
     kept = [r for r in rows if r["profile_id"] in known]
     unknown = [r for r in rows if r["profile_id"] not in known]
@@ -238,8 +234,6 @@ def _fold_unknown_profiles(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _name_sessions(rows: list[dict[str, Any]]) -> None:
     """Each session row's `title` and `agent`, so a table can name the session without asking
     for every session; empty for a session deleted since its requests were logged."""
-    from sessions_app.models import Session
-
     named = {
         str(pk): (title, agent)
         for pk, title, agent in Session.objects.filter(

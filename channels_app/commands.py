@@ -5,18 +5,36 @@ else answers with the help."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from channels.db import database_sync_to_async
 
 from channels_app import remote_handover, store
+from channels_app.config import ChannelConfig
 from channels_app.remote_chat import RemoteChatUnavailable
-from channels_app.room import RemoteSession, elsewhere
+from channels_app.room import RemoteSession, Room, elsewhere
 from core.errors import DomainError
-from sessions_app import prompt_queue
+from fleet_app.outbound import Forwarded
+from fleet_app.selectors import machine_list_dicts
+from remote_app import pairing
+from sessions_app import prompt_queue, selectors, services
 
 if TYPE_CHECKING:
-    from channels_app.conversation import Channel, Room
+    from fleet_app.outbound import Forwarder
+    from fleet_app.sockets import FleetSockets
+    from sessions_app.handover import FailureWindow
+
+
+class Channel(Protocol):
+    """What a command needs of the channel it was typed in (conversation.py's `Channel`, which
+    imports this module to run them)."""
+
+    config: ChannelConfig
+    host: Any  # the process host: the chat sessions this channel talks to
+    failures: FailureWindow
+    fleet_sockets: FleetSockets | None
+    fleet_forward: Forwarder | None
+
 
 AT_ONCE = frozenset(
     {"cancel", "status", "help", "start", "handover", "pair", "queue", "unqueue", "now"}
@@ -97,8 +115,6 @@ async def _machine(channel: Channel, given: str) -> str | None:
 
 
 async def cmd_machines(channel: Channel, room: Room, _: str) -> None:
-    from fleet_app.selectors import machine_list_dicts
-
     rows = await database_sync_to_async(machine_list_dicts)()
     lines = [
         f"{'● ' if m['status'] == 'online' else '○ '}{m['name']} — {m['status']}, "
@@ -149,8 +165,6 @@ async def cmd_switch(channel: Channel, room: Room, rest: str) -> None:
 async def cmd_resume(channel: Channel, room: Room, rest: str) -> None:
     """`/resume`: this chat's session; `/resume <n | id prefix>`: one of /sessions. Its agent
     starts again on the same session (contract §17) and this chat follows it."""
-    from sessions_app import services
-
     chosen = await _chosen(channel, room, rest) if rest else room.session_id
     if not chosen:
         hint = "Say which: /resume <number from /sessions | id prefix>"
@@ -169,8 +183,6 @@ async def cmd_resume(channel: Channel, room: Room, rest: str) -> None:
 
 async def _resume_elsewhere(channel: Channel, room: Room, machine: str, session_id: str) -> None:
     """Another member resumes its own session (its API, over the fleet's bus)."""
-    from fleet_app.outbound import Forwarded
-
     path = f"/api/sessions/{session_id}/resume"
     asked = Forwarded("POST", path, "", [], b"", surface="main")
     assert channel.fleet_forward is not None  # the session is another member's: a fleet
@@ -245,8 +257,6 @@ async def cmd_now(channel: Channel, room: Room, rest: str) -> None:
 
 
 async def cmd_handover(channel: Channel, room: Room, _: str) -> None:
-    from sessions_app import services
-
     if not room.session_id:
         await room.say("No session to hand over.")
         return
@@ -265,8 +275,6 @@ async def cmd_handover(channel: Channel, room: Room, _: str) -> None:
 
 
 async def cmd_pickup(channel: Channel, room: Room, rest: str) -> None:
-    from sessions_app import services
-
     elsewhere_found = await remote_handover.picked_up_elsewhere(
         channel.fleet_forward, channel.failures, rest
     )
@@ -291,8 +299,6 @@ async def cmd_pickup(channel: Channel, room: Room, rest: str) -> None:
 
 
 async def cmd_pair(channel: Channel, room: Room, rest: str) -> None:
-    from remote_app import pairing
-
     request = await database_sync_to_async(pairing.pair_approve)(rest, channel.config.name)
     await room.say(f"Paired the browser that showed {rest} ({request.device[:80]}).")
 
@@ -303,6 +309,4 @@ def command_name(text: str) -> str:
 
 
 def session_row(session_id: str) -> Any:
-    from sessions_app import selectors
-
     return selectors.session_get(session_id) if session_id else None

@@ -7,6 +7,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from channels_app import secret_store
+
 
 class ChannelError(Exception):
     """A channel that cannot run; the message is the `detail` a person reads."""
@@ -36,8 +38,6 @@ def _secret(name: str, raw: dict[str, Any], literal: str, env_key: str) -> str:
             raise ChannelError(f"channels.{name}.{env_key}: ${var} is not set in svc's environment")
         return value
     if raw.get(f"{literal}_secret"):
-        from channels_app import secret_store
-
         key = str(raw[f"{literal}_secret"])
         try:
             stored = secret_store.secret(key)
@@ -53,6 +53,12 @@ def _secret(name: str, raw: dict[str, Any], literal: str, env_key: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ChannelError(f"channels.{name}: set {env_key} (an env var name) or {literal}")
     return value.strip()
+
+
+def declared(settings: Any) -> dict[str, dict[str, Any]]:
+    """settings.json's channels, by name (the built-in `web` is not one)."""
+    section = settings.raw.get("channels") or {}
+    return {n: e for n, e in section.items() if isinstance(e, dict) and n != "web"}
 
 
 def parse(name: str, raw: dict[str, Any]) -> ChannelConfig:

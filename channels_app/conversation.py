@@ -16,7 +16,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
 from django.utils import timezone
@@ -34,6 +34,13 @@ from sessions_app.handover import FailureWindow
 logger = logging.getLogger(__name__)
 
 INBOX = ".svc-inbox"
+
+
+class Conversations(Protocol):
+    """Where a platform's module (telegram.py, slack.py) gets its channel's conversation, kept
+    across the platform's restarts (supervised.py's `Channels`, which starts the platforms)."""
+
+    def conversation(self, config: ChannelConfig, platform: Platform) -> Channel: ...
 
 
 class Channel:

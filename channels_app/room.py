@@ -21,7 +21,7 @@ from channels_app.remote_chat import RemoteChat, RemoteChatUnavailable
 from core.errors import DomainError
 from fleet_app.outbound import Forwarder
 from fleet_app.sockets import FleetSockets
-from sessions_app import prompt_queue
+from sessions_app import approvals, prompt_queue
 from sessions_app import services as session_services
 
 logger = logging.getLogger("channels_app.conversation")
@@ -129,15 +129,13 @@ class Room:
         return self.channel.host.chat(self.session_id) if self.session_id else None
 
     async def new_session(self, agent: str = "", workspace: str = "", machine: str = "") -> Any:
-        from sessions_app import services
-
         config = self.channel.config
         if machine:  # another fleet member's agent and folder (contract §18)
             agent, workspace = agent or config.agent, workspace or config.workspace
             session_id = await self.follow(machine, agent=agent, workspace=workspace)
             assert self.remote is not None  # follow() set it
             return RemoteSession(session_id, agent, workspace, self.remote.machine_name)
-        session = await services.asession_create(
+        session = await session_services.asession_create(
             host=self.channel.host,
             agent=agent or config.agent,
             workspace=workspace or config.workspace,
@@ -313,8 +311,6 @@ class Room:
     async def choose(self, short: str, index: int, who: str, name: str = "") -> None:
         """A button tapped by `who` (the platform's user id; `name`, what the platform calls
         them): the answer, recorded as decided on this platform by them (contract §17)."""
-        from sessions_app import approvals
-
         chat = self.live()
         found = self.requests.get(short) or self._still_pending(chat, short)
         if found is None or chat is None or not 0 <= index < len(found["options"]):

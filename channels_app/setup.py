@@ -15,6 +15,7 @@ from typing import Any
 from asgiref.sync import async_to_sync
 
 from channels_app import reach, secret_store
+from channels_app.config import ChannelError, parse
 from core import config, settings_store
 from core.errors import DomainError
 
@@ -34,7 +35,7 @@ def _scrub(text: str, *secrets: str) -> str:
 
 async def _check_telegram(token: str, api_base: str) -> dict[str, Any]:
     # Through python-telegram-bot, as the channel itself connects: getMe with the same roots.
-    from telegram import Bot
+    from telegram import Bot  # the platform's library loads when a setup checks its token
     from telegram.error import InvalidToken, NetworkError, TelegramError
 
     base = (api_base or DEFAULT_BASE["telegram"]).rstrip("/")
@@ -55,6 +56,7 @@ async def _check_telegram(token: str, api_base: str) -> dict[str, Any]:
 
 
 async def _check_slack(bot_token: str, app_token: str, api_base: str) -> dict[str, Any]:
+    # The platform's library (~0.3 s to import) loads when a setup checks a Slack token.
     from slack_sdk.errors import SlackApiError
     from slack_sdk.web.async_client import AsyncWebClient
 
@@ -123,8 +125,6 @@ def _channels_in_force() -> dict[str, Any]:
 
 def _entry_tokens(name: str, kind: str, entry: dict[str, Any]) -> dict[str, str]:
     """The tokens a saved entry resolves to (for the check of a save that changes no token)."""
-    from channels_app.config import ChannelError, parse
-
     try:
         parsed = parse(name, {**entry, "kind": kind})
     except ChannelError as exc:

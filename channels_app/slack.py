@@ -29,7 +29,7 @@ from channels_app.config import ChannelConfig, ChannelError
 from channels_app.platform import Buttons, InboxFile, Incoming
 
 if TYPE_CHECKING:
-    from channels_app.supervised import Channels as Conversations
+    from channels_app.conversation import Conversations
 
 _ANY_SVC_ACTION = re.compile(r"^svc_\d+$")  # the permission buttons svc posts
 DOWN_FOR_S = 3.0  # the socket down this long (the SDK's own reconnect failing): restart

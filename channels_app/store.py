@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from channels_app.models import ChannelChat, HandledEvent
 from core import row_seal
+from sessions_app.models import Session, SessionEvent
 
 INBOX = "channel inbox event"
 
@@ -84,8 +85,6 @@ def event_failed(channel: str, event_id: str, error: str) -> None:
 
 def chat_sessions(channel: str, chat: str) -> list[dict[str, Any]]:
     """The chat sessions this chat has been on, newest first (the current one included)."""
-    from sessions_app.models import Session
-
     current = chat_session_get(channel, chat)
     title = f"{channel} chat"
     rows = Session.objects.filter(kind="chat", title=title).order_by("-created_at")[:20]
@@ -99,8 +98,6 @@ def chat_sessions(channel: str, chat: str) -> list[dict[str, Any]]:
 
 def history_summary(session_id: str, turns: int = 3) -> str:
     """The last few prompts and answers of a session, shortened: what a chat picking it up sees."""
-    from sessions_app.models import SessionEvent
-
     events = SessionEvent.objects.filter(
         session_id=session_id, kind__in=["user_message_chunk", "agent_message_chunk", "turn_end"]
     ).order_by("seq")

@@ -1,5 +1,5 @@
-"""Channels as supervised services (contract §12, §14), kept in step with settings.json, and
-the rows `/ws/channels` and `/api/channels` show."""
+"""Channels as supervised services (contract §12, §14), kept in step with settings.json (the
+rows `/ws/channels` and `/api/channels` show are selectors.py's)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,16 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Callable, Hashable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
-from channels_app import outbox, outbox_rows
-from channels_app.config import ChannelConfig, ChannelError, parse
+from channels_app import outbox, secret_store
+from channels_app.config import ChannelConfig, ChannelError, declared, parse
 from channels_app.conversation import Channel
 from channels_app.platform import Incoming, Platform
+from core import config
 from fleet_app.outbound import Forwarder
 from fleet_app.sockets import FleetSockets
 from sessions_app.handover import FailureWindow
@@ -23,21 +24,14 @@ from sessions_app.handover import FailureWindow
 if TYPE_CHECKING:
     from core.supervisor import Supervisor
 
-STATUS_SHOWN = {"starting": "connecting"}  # §14 says what a person sees while it connects
-
-
-def declared(settings: Any) -> dict[str, dict[str, Any]]:
-    section = settings.raw.get("channels") or {}
-    return {n: e for n, e in section.items() if isinstance(e, dict) and n != "web"}
-
 
 def build(name: str, raw: dict[str, Any], conversations: Channels) -> Any:
     config = parse(name, raw)
     if config.kind == "telegram":
-        from channels_app.telegram import TelegramChannel
+        from channels_app.telegram import TelegramChannel  # its library loads for Telegram only
 
         return TelegramChannel(config, conversations)
-    from channels_app.slack import SlackChannel
+    from channels_app.slack import SlackChannel  # slack_bolt (~0.5 s to import): for Slack only
 
     return SlackChannel(config, conversations)
 
@@ -49,8 +43,6 @@ class ChannelService:
         self.channels, self.name = channels, name
 
     def settings_key(self, settings: Any) -> Hashable:
-        from channels_app import secret_store
-
         entry = declared(settings).get(self.name, {})
         # A token replaced in secrets.json under the same key restarts the channel too.
         stored = sorted(
@@ -59,8 +51,6 @@ class ChannelService:
         return json.dumps(entry, sort_keys=True) + secret_store.digest(stored)
 
     async def run(self, online: Callable[[str], None]) -> None:
-        from core import config
-
         raw = declared(config.current_settings()).get(self.name)
         if raw is None:
             raise ChannelError(f"channels.{self.name}: no longer in settings.json")
@@ -144,8 +134,6 @@ class Channels:
 
     def asking_list(self, name: str) -> list[dict[str, Any]]:
         """Who wrote while not allowed, newest first, leaving out anyone allowed since."""
-        from core import config
-
         entry = declared(config.current_settings()).get(name, {})
         allowed = {str(u) for u in entry.get("allowed_users") or []}
         rows = [r for r in self.asking.get(name, {}).values() if r["user"] not in allowed]
@@ -180,8 +168,6 @@ class Channels:
     def notifiers(self) -> list[Any]:
         """Each declared, enabled channel with a notify_chat, running or not: a notification
         made while its service reconnects waits for it (the notifier tries again)."""
-        from core import config
-
         return [
             ChannelNotifier(self, name)
             for name, entry in sorted(declared(config.current_settings()).items())
@@ -207,52 +193,3 @@ class ChannelNotifier:
         if running is None:
             raise ChannelOffline(f"channel {self.name} is not running")
         await running.send_notification(title, body, url, event=event, session_id=session_id)
-
-
-def channel_rows(channels: Channels | None, settings: Any) -> list[dict[str, Any]]:
-    """`{name, kind, status, detail, bot, chats, last_event_at}` for `web` and each channel
-    (`channels` None: none runs). Credentials never appear here."""
-    from channels_app.models import ChannelChat
-
-    states = {s["name"]: s for s in channels.supervisor.statuses("channels")} if channels else {}
-    chats = {}
-    for row in ChannelChat.objects.values_list("channel", flat=True):
-        chats[row] = chats.get(row, 0) + 1
-    rows = [
-        {
-            "name": "web",
-            "kind": "web",
-            "builtin": True,
-            "enabled": True,
-            "status": "online",
-            "detail": "the dashboard",
-            "bot": None,
-            "chats": None,
-            "last_event_at": None,
-        }
-    ]
-    for name, entry in sorted(declared(settings).items()):
-        state = states.get(name, {})
-        channel = channels.running.get(name) if channels else None
-        last = getattr(getattr(channel, "channel", None), "last_event_at", None)
-        status = state.get("status", "stopped" if entry.get("enabled", True) else "disabled")
-        rows.append(
-            {
-                "name": name,
-                "kind": str(entry.get("kind", name)),
-                "builtin": False,
-                "enabled": entry.get("enabled", True) is not False,
-                "status": STATUS_SHOWN.get(status, status),
-                "detail": state.get("detail", ""),
-                "retry_in_s": state.get("retry_in_s"),
-                "bot": getattr(channel, "username", "") or None,
-                "chats": chats.get(name, 0),
-                "last_event_at": datetime.fromtimestamp(last, UTC).isoformat() if last else None,
-                "outbox": outbox_rows.summary(name),  # what waits, what never arrived (§17)
-                # How many strangers wait to be allowed; who they are is the main port's
-                # (GET /api/channels/<name>/asking): a paired device reads this list too.
-                "asking": len(channels.asking_list(name)) if channels else 0,
-                "secret_stored": any(k in entry for k in ("bot_token_secret", "app_token_secret")),
-            }
-        )
-    return rows

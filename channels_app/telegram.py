@@ -32,7 +32,7 @@ from channels_app.config import ChannelConfig, ChannelError
 from channels_app.platform import Buttons, FileNotReceived, InboxFile, Incoming
 
 if TYPE_CHECKING:
-    from channels_app.supervised import Channels as Conversations
+    from channels_app.conversation import Conversations
 
 POLL_S = 20  # long-polling wait per getUpdates
 FILE_LIMIT = 20 * 1024 * 1024  # what the Bot API lets a bot download

@@ -18,12 +18,14 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib.auth import get_user_model, login, logout
+from django.contrib.sessions.models import Session
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.views.decorators.http import require_POST
 
 from core import config, parts
 from core.asgi_helpers import cookie_in, request_scope
 from core.onetime import OneTimeGrants
+from core.session_store import SessionStore  # SESSION_ENGINE's: rows under a keyed hash
 from core.tokens import token_kind
 
 OWNER_USERNAME = "owner"
@@ -119,7 +121,6 @@ def scope_session_owner(scope: dict[str, Any]) -> bool:
     key = cookie_in(headers.get(b"cookie", b"").decode("latin-1"), settings.SESSION_COOKIE_NAME)
     if not key:
         return False
-    from core.session_store import SessionStore  # SESSION_ENGINE's: rows under a keyed hash
 
     session = SessionStore(session_key=key)
     remembered = session.get(_FINGERPRINT_KEY, "")
@@ -130,8 +131,6 @@ def scope_session_owner(scope: dict[str, Any]) -> bool:
 
 def end_all_sessions() -> int:
     """Every browser login ends (token rotation)."""
-    from django.contrib.sessions.models import Session
-
     deleted, _ = Session.objects.all().delete()
     return deleted
 

@@ -23,10 +23,13 @@ connection. Request bodies are judged before they are read by svc's admission ru
 
 from __future__ import annotations
 
+import resource
 import time
 from typing import Any
 
 from twisted.protocols.policies import ProtocolWrapper, WrappingFactory
+
+from core import twisted_reactor
 
 MAX_CONNECTIONS = 256
 HEADER_SECONDS = 10.0
@@ -47,9 +50,7 @@ class _Budgeted(ProtocolWrapper):
         self._arm(self.factory.header_seconds)
 
     def _arm(self, seconds: float) -> None:
-        from twisted.internet import reactor
-
-        self._timer = reactor.callLater(max(seconds, 0.05), self._check)
+        self._timer = twisted_reactor.installed().callLater(max(seconds, 0.05), self._check)
 
     def _check(self) -> None:
         self._timer = None
@@ -119,8 +120,6 @@ class BudgetFactory(WrappingFactory):
 def raise_open_files_limit() -> tuple[int, int]:
     """The soft limit on open files raised to the hard one (many systems start processes at
     1,024 while allowing far more): (before, after)."""
-    import resource
-
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     wanted = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
     if wanted > soft:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
+from core import twisted_reactor
+
 LISTEN_FAILED_EXIT = 1
 
 
@@ -19,6 +21,7 @@ def exit_on_listen_failure(explain: Callable[[int, str, OSError | None], str]) -
     (in-process tests)."""
     if "twisted.internet.reactor" not in sys.modules or "daphne.server" not in sys.modules:
         return False
+    # Only once daphne has loaded it (above): importing daphne.server installs its reactor.
     from daphne.server import Server
 
     if getattr(Server, "_svc_exits_on_listen_failure", False):
@@ -61,10 +64,8 @@ def fail_start(line: str) -> None:
     """The daemon bound its port but could not start (a Redis it was told to use is not there):
     end the process with `line` and a non-zero exit, rather than keep a port open that answers
     nothing (docs/service.md)."""
-    from twisted.internet import reactor
-
     _start_failure.append(line)
-    reactor.stop()
+    twisted_reactor.installed().stop()
 
 
 def _exit_with(line: str) -> None:

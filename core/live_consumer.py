@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.urls import re_path
 
 from core import live as lists
 from core import parts, server_compat
@@ -68,8 +69,6 @@ class ListConsumer(AsyncWebsocketConsumer):
 
 def websocket_urlpatterns() -> list:
     """`/ws/<list>` for each registered list, and `/ws/agents/runtime` (contract §7)."""
-    from django.urls import re_path
-
     return [
         re_path(r"^ws/agents/runtime/?$", ListConsumer.as_asgi(), {"list_name": "agents_runtime"}),
         re_path(r"^ws/(?P<list_name>[a-z_]+)/?$", ListConsumer.as_asgi()),

@@ -16,11 +16,21 @@ pinned in requirements.txt: these are the parts of it svc relies on.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 import sys
 from collections.abc import Callable
 from typing import Any, cast
 
+import daphne.http_protocol as daphne_http
+from twisted.internet import tcp
+from twisted.internet.abstract import FileDescriptor
+from twisted.internet.testing import StringTransport
+from twisted.web import http as twisted_http
+from twisted.web.http import HTTPChannel
+
+from core import local_peer, twisted_reactor
 from core.connection_budget import BudgetFactory, headers_done
 
 logger = logging.getLogger(__name__)
@@ -28,11 +38,7 @@ logger = logging.getLogger(__name__)
 
 def _reactor() -> Any:
     """Twisted's reactor when svc runs under daphne, else None (tests in process, other servers)."""
-    if "twisted.internet.reactor" not in sys.modules:
-        return None
-    from twisted.internet import reactor
-
-    return reactor
+    return twisted_reactor.running()
 
 
 def _listening() -> list[Any]:
@@ -40,7 +46,6 @@ def _listening() -> list[Any]:
     reactor = _reactor()
     if reactor is None:
         return []
-    from twisted.internet import tcp
 
     return [r for r in reactor.getReaders() if isinstance(r, tcp.Port) and r.connected]
 
@@ -175,8 +180,6 @@ def admitting_request_class(admit: Callable, head_of: Callable, body_limit: Call
 
 def _daphne_request() -> type:
     """daphne's own request class, even once svc's has replaced it in daphne's module."""
-    import daphne.http_protocol as daphne_http
-
     if not hasattr(daphne_http, "_daphne_WebRequest"):
         daphne_http._daphne_WebRequest = daphne_http.WebRequest
     return daphne_http._daphne_WebRequest
@@ -214,7 +217,6 @@ def connection_peer_uid(channel: object) -> int | None:
     known = getattr(channel, "svc_peer_uid", _UNASKED)
     if known is not _UNASKED:
         return cast("int | None", known)
-    from core import local_peer
 
     uid = None
     transport = getattr(channel, "transport", None)
@@ -235,7 +237,6 @@ def install_admission(admit: Callable, head_of: Callable, body_limit: Callable) 
     svc is not served by daphne (in-process tests)."""
     if _reactor() is None or "daphne.server" not in sys.modules:
         return False
-    import daphne.http_protocol as daphne_http
 
     daphne_http.WebRequest = admitting_request_class(admit, head_of, body_limit)
     problem = admission_self_test()
@@ -246,9 +247,6 @@ def install_admission(admit: Callable, head_of: Callable, body_limit: Callable) 
 
 def admission_self_test() -> str | None:
     """None when an uncredentialed request announcing 1 GB is refused on its headers."""
-    import daphne.http_protocol as daphne_http
-    from twisted.internet.testing import StringTransport
-    from twisted.web.http import HTTPChannel
 
     channel = HTTPChannel()
     channel.requestFactory = daphne_http.WebRequest
@@ -256,8 +254,6 @@ def admission_self_test() -> str | None:
 
     class Probe(daphne_http.WebRequest):
         def __init__(self, channel: object, *args: object) -> None:  # no daphne server here
-            from twisted.web import http as twisted_http
-
             twisted_http.Request.__init__(self, channel, *args)
 
         def _refuse(self, status: int, body: bytes, headers: list) -> None:
@@ -288,8 +284,6 @@ class SocketFlow:
     """Whether one client connection can take more output now (an IPushProducer)."""
 
     def __init__(self) -> None:
-        import asyncio
-
         self.writable = asyncio.Event()
         self.writable.set()
 
@@ -308,8 +302,6 @@ class SocketFlow:
 
 def _daphne_protocol(send: object) -> object | None:
     """daphne hands the app `partial(server.handle_reply, protocol)`; None under other servers."""
-    import functools
-
     if isinstance(send, functools.partial) and send.args:
         return send.args[0]
     return None
@@ -362,9 +354,6 @@ def backpressure_self_test(flow_for: Callable[[object], SocketFlow] | None = Non
 
     Runs Twisted's own transport code (FileDescriptor.write and its producer rules) with a
     socket that accepts nothing, through the same hook (`socket_flow`) viewers use."""
-    import functools
-
-    from twisted.internet.abstract import FileDescriptor
 
     class _Reactor:
         def addWriter(self, _: object) -> None:

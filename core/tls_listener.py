@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from twisted.internet import ssl
+from twisted.protocols.tls import TLSMemoryBIOFactory
+
+from core import twisted_reactor
 from core.connection_budget import BudgetFactory
 from core.server_compat import main_http_factory
 
@@ -21,16 +25,13 @@ def listen_tls_beside(
     and a budget of its own, counted on the TCP connection, outside TLS: a stranger's handshake
     that never ends is cut off at the header deadline like headers that never end. Returns
     Twisted's listening port, for `stop_tls_listener`."""
-    from twisted.internet import reactor, ssl
-    from twisted.protocols.tls import TLSMemoryBIOFactory
-
     factory = main_http_factory()
     # Twisted's defaults: TLS 1.2 at least, its own cipher list (no weak ones).
     options = ssl.PrivateCertificate.loadPEM(cert_pem + key_pem).options()
     budget = BudgetFactory(
         TLSMemoryBIOFactory(options, False, factory), max_connections, header_seconds
     )
-    listening = reactor.listenTCP(port, budget, interface=address)
+    listening = twisted_reactor.installed().listenTCP(port, budget, interface=address)
     budget.port = listening
     return listening
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings as django_settings
+
 from core.settings_schema import FLEET_SECRET_MIN, Settings, SettingsError
 from fleet_app.identity import machine_id
 
@@ -95,9 +97,7 @@ def channel_layer_redis(redis_url: str, fleet: FleetConfig | None) -> str:
 
 def member_config() -> FleetConfig | None:
     """This process's fleet config (None: not a member), as the settings decided it."""
-    from django.conf import settings
-
-    return getattr(settings, "FLEET", None)
+    return getattr(django_settings, "FLEET", None)
 
 
 def schema_of(alias: str) -> str | None:

@@ -18,8 +18,11 @@ from typing import Any
 from channels.db import database_sync_to_async
 
 from core.asgi_helpers import ASGIApp
+from core.errors import DomainError
 from fleet_app import routes
 from fleet_app.signing import Envelope
+from sessions_app import selectors
+from subagents_app import diffs, subagents
 
 logger = logging.getLogger(__name__)
 
@@ -137,9 +140,6 @@ class Inbound:
 
 def has_here(kind: str, given: str) -> bool:
     """Whether this member has the session, subagent run or turn named (by id or prefix)."""
-    from core.errors import DomainError
-    from sessions_app import selectors
-    from subagents_app import diffs, subagents
 
     if kind == "session":
         return bool(selectors.session_id_resolve(given))

@@ -16,12 +16,14 @@ from typing import Any, cast
 from asgiref.sync import async_to_sync, sync_to_async
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils import timezone
 
 from core import api_errors, untrusted_json
 from core.api_parsers import MAX_BODY
 from core.asgi_helpers import PARTS
 from fleet_app import merge, routes, stop_all
 from fleet_app.bus import FleetUnreachable
+from fleet_app.inbound import has_here
 from fleet_app.outbound import Forwarded, Forwarder, MachineUnknown, Reply
 from fleet_app.parts import FleetParts
 from sessions_app.handover import FailureWindow
@@ -264,8 +266,6 @@ class FleetRequest:
         person asked, as any pickup is (contract §4's limit); the member named answers a
         forwarded request without counting (sessions_app.api), so naming another member must
         not be a way around the limit."""
-        from django.utils import timezone
-
         if machine == self.forwarder.machine_id or self.failures.locked(timezone.now()):
             return self.get_response(self.request)  # here: the view counts, or answers 429
         response = self._at(machine)
@@ -276,8 +276,6 @@ class FleetRequest:
     def _pickup(self) -> HttpResponse:
         """A handover code may have been issued on any member: the others are asked first;
         only when none has it does this member answer — and count the failure."""
-        from django.utils import timezone
-
         if self.failures.locked(timezone.now()):
             return self.get_response(self.request)
         found = async_to_sync(self.forwarder.picked_up_elsewhere)(self._forwarded())
@@ -292,6 +290,4 @@ def _int(value: str | None, default: int) -> int:
 
 
 def _local_thing(target: routes.Target) -> bool:
-    from fleet_app.inbound import has_here
-
     return has_here(target.kind, target.id)

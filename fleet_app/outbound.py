@@ -15,6 +15,7 @@ from typing import Any
 from fleet_app import conf
 from fleet_app.bus import Bus, FleetUnreachable
 from fleet_app.lists import FleetLists
+from fleet_app.selectors import machine_list_dicts
 
 CALL_TIMEOUT_S = 60.0  # a stop that waits, a merge or a resume may take a while
 WHOSE_TIMEOUT_S = 5.0
@@ -83,8 +84,6 @@ class Forwarder:
         known = dict(self.lists.names)
         known.setdefault(self.machine_id, self.name_of(self.machine_id))
         if wanted not in known and wanted.lower() not in {n.lower() for n in known.values()}:
-            from fleet_app.selectors import machine_list_dicts
-
             found = {m["id"]: m["name"] for m in machine_list_dicts()}
             known |= found
             for machine, name in found.items():  # until the heartbeat's next look

@@ -53,7 +53,7 @@ class _Url:
                 f"notifications.urls[{self.index}] ({_scheme(self.url)}://…) is not a URL "
                 "Apprise knows"
             )
-        from apprise import NotifyFormat  # loaded by prepare(), off the loop
+        from apprise import NotifyFormat  # not at the top (see _service); prepare() loaded it
 
         # Plain text, said explicitly: Apprise then escapes it for each service that reads HTML
         # or Markdown (Telegram, Discord, e-mail …), so no text in a notification becomes a link
@@ -71,7 +71,7 @@ class _Url:
 
 
 def _service(url: str) -> Any:
-    import apprise
+    import apprise  # for Apprise URLs only, off the loop (prepare): svc starts without it
 
     service = apprise.Apprise()
     return service if service.add(url) else None

@@ -1,5 +1,7 @@
 from django.apps import AppConfig
 
+from core import live
+
 
 class NotificationsAppConfig(AppConfig):
     name = "notifications_app"
@@ -8,7 +10,7 @@ class NotificationsAppConfig(AppConfig):
     def ready(self) -> None:
         """The notifications list; the notifier itself connects to the events it reports while
         it runs (hub.Notifier.start)."""
-        from core import live
+        # Not at the top: the selectors import models, which Django loads after this module.
         from notifications_app import selectors
 
         live.register("notifications", lambda _: selectors.notification_list_dicts())

@@ -5,14 +5,13 @@ list, never as new notifications."""
 
 from __future__ import annotations
 
+from core import live as lists
 from notifications_app.targets import Message, Target
 
 LIST_NAME = "notifications"
 
 
 async def publish(message: Message | None = None) -> None:
-    from core import live as lists
-
     await lists.abroadcast(LIST_NAME)
 
 

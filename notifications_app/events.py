@@ -5,7 +5,7 @@ and notifies on the event loop.
 
 Each is a receiver of the signal its sender declares (sessions_app.signals,
 remote_app.signals), bound to the runtime's notifier, which connects them while it runs
-(`receivers()`, hub.Notifier.start); it imports nothing heavy at the top.
+(`receivers()`, hub.Notifier.start).
 """
 
 from __future__ import annotations
@@ -13,18 +13,40 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import PurePath
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
+
+from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 
 from core.devices import describe_device
-
-if TYPE_CHECKING:
-    from notifications_app.hub import Notifier
+from remote_app import signals as remote
+from sessions_app import selectors
+from sessions_app import signals as sessions
+from subagents_app import signals as subagent_signals
+from subagents_app import subagents
 
 logger = logging.getLogger(__name__)
 
 # Exit codes svc's own stop produces (it hangs the session up, then kills what ignored that):
 # a stop somebody asked for is not a failure.
 STOP_EXIT_CODES = (129, 137)
+
+
+class Admits(Protocol):
+    def admit(self) -> int | None: ...
+
+
+class Notifier(Protocol):
+    """What the events use of the runtime's notifier (hub.py's `Notifier`, which imports this
+    module to connect them to their signals)."""
+
+    pairing_notices: Admits  # hub.Coalesce
+
+    def run_soon(self, make: Callable[[], Awaitable[Any]]) -> None: ...
+
+    async def notify(
+        self, event: str, *, session_id: str | None = None, agent: str = "", title: str, body: str
+    ) -> Any: ...
 
 
 def _soon(notifier: Notifier, make: Callable[[], Awaitable[Any]]) -> None:
@@ -36,8 +58,6 @@ def _soon(notifier: Notifier, make: Callable[[], Awaitable[Any]]) -> None:
 
 def _session_label(session_id: str) -> tuple[str, str, Any]:
     """(the session's name as people know it, its agent, its row) — for a text."""
-    from sessions_app import selectors
-
     session = selectors.session_get(session_id)
     if session is None:
         return f"session {session_id[:8]}", "", None
@@ -47,8 +67,6 @@ def _session_label(session_id: str) -> tuple[str, str, Any]:
 
 
 async def _label(session_id: str) -> tuple[str, str, Any]:
-    from channels.db import database_sync_to_async
-
     return await database_sync_to_async(_session_label)(session_id)
 
 
@@ -119,10 +137,6 @@ def subagent_turn_completed(notifier: Notifier, turn_id: str, **_: Any) -> None:
     """A subagent turn finished: every subagent has its report."""
 
     async def make() -> None:
-        from asgiref.sync import sync_to_async
-
-        from subagents_app import subagents
-
         turn = await sync_to_async(subagents.turn_snapshot)(turn_id)
         members = turn["subagents"]
         counts: dict[str, int] = {}
@@ -181,14 +195,11 @@ def receivers() -> list[tuple[Any, Callable[..., Any]]]:
     """(signal, receiver) for every event the notifier hears of; the apps declare the signals
     (sessions_app.signals, subagents_app.signals, remote_app.signals), the notifier connects to
     them while it runs."""
-    from remote_app import signals as remote
-    from sessions_app import signals as sessions
-    from subagents_app import signals as subagents
 
     return [
         (sessions.permission_requested, permission_requested),
         (sessions.turn_ended, turn_ended),
         (sessions.session_exited, session_exited),
-        (subagents.subagent_turn_completed, subagent_turn_completed),
+        (subagent_signals.subagent_turn_completed, subagent_turn_completed),
         (remote.pairing_requested, pairing_requested),
     ]

@@ -25,7 +25,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from channels.db import database_sync_to_async
 from django.utils import timezone
@@ -34,15 +34,13 @@ from notifications_app import (
     apprise_target,
     channel_target,
     dashboard,
+    events,
     selectors,
     services,
     webpush,
 )
 from notifications_app.settings_section import EVENTS, NotifySettings, link, read_settings
 from notifications_app.targets import Message, Permanent, Target, one_line
-
-if TYPE_CHECKING:
-    pass
 
 logger = logging.getLogger(__name__)
 
@@ -140,8 +138,6 @@ class Notifier:
     def _listen(self, on: bool) -> None:
         """Hear of the events it reports (contract §15) while running: each receiver bound to
         this notifier, so a test's second runtime never reports through the first."""
-        from notifications_app import events
-
         for signal, receiver in events.receivers():
             uid = f"notifier.{id(self)}.{receiver.__name__}"
             if on:

@@ -23,10 +23,10 @@ import os
 import socket
 import ssl
 import threading
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from yarl import URL
+from yarl import URL
+
+from core import config
 
 logger = logging.getLogger(__name__)
 
@@ -104,8 +104,6 @@ def host_key(host: str) -> str:
 def private_hosts() -> frozenset[str]:
     """settings.json `notifications.push_private_hosts`, read leniently like the rest of the
     section: a malformed value is logged and counts as empty (nothing private let through)."""
-    from core import config
-
     section = config.current_settings().raw.get("notifications", {})
     hosts = section.get(SETTING, []) if isinstance(section, dict) else []
     if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
@@ -117,8 +115,6 @@ def private_hosts() -> frozenset[str]:
 def parse(endpoint: str) -> URL:
     """The endpoint as aiohttp will connect to it (yarl is what aiohttp parses URLs with, so
     the host checked is the host connected to). https only, no user info, a real port."""
-    from yarl import URL  # loaded on first use: svc's start does without it
-
     try:
         url = URL(endpoint)
         port = url.port

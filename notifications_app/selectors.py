@@ -8,13 +8,13 @@ from typing import Any
 
 from django.db.models import Prefetch, Q
 
+from notifications_app.models import Delivery, Notification, PushSubscription
+
 RECENT = 50
 
 
 def notification_list_dicts(limit: int = RECENT) -> list[dict[str, Any]]:
     """Newest first, each with every delivery and its outcome."""
-    from notifications_app.models import Delivery, Notification
-
     recent = Notification.objects.order_by("-created_at").prefetch_related(
         Prefetch("deliveries", queryset=Delivery.objects.order_by("id"))
     )[:limit]
@@ -25,8 +25,6 @@ def notification_list_dicts(limit: int = RECENT) -> list[dict[str, Any]]:
 
 def delivery_attempts_if_pending(delivery_id: int) -> int | None:
     """The attempts made so far, or None when it went through or failed meanwhile."""
-    from notifications_app.models import Delivery
-
     row = Delivery.objects.filter(pk=delivery_id, status="pending").values("attempts").first()
     return None if row is None else int(row["attempts"])
 
@@ -36,8 +34,6 @@ def deliveries_due(now: datetime, first: bool) -> tuple[list[dict[str, Any]], da
     time of the others. The first pass after start takes every pending delivery: those a
     stopped run cut off mid-attempt (no `next_at`), and those that waited — svc starting again
     is as good a moment as any to find a target back."""
-    from notifications_app.models import Delivery
-
     pending = Delivery.objects.filter(status="pending")
     due_now = Q() if first else Q(next_at__lte=now)
     rows = pending.filter(due_now).select_related("notification").order_by("id")[:200]
@@ -63,6 +59,4 @@ def deliveries_due(now: datetime, first: bool) -> tuple[list[dict[str, Any]], da
 
 
 def push_subscriptions_by_id() -> dict[int, Any]:
-    from notifications_app.models import PushSubscription
-
     return {row.pk: row for row in PushSubscription.objects.all()}

@@ -6,13 +6,12 @@ after a restart is read in notifications_app/selectors.py."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
-if TYPE_CHECKING:
-    from notifications_app.models import Notification, PushSubscription
+from notifications_app.models import Delivery, Notification, PushSubscription
 
 KEEP = 1000  # notifications kept; older ones (and their deliveries) are deleted at start
 
@@ -21,8 +20,6 @@ KEEP = 1000  # notifications kept; older ones (and their deliveries) are deleted
 def notification_record(
     *, fields: dict[str, Any], before: list[str], after: list[str]
 ) -> tuple[Notification, list[PushSubscription], dict[str, int]]:
-    from notifications_app.models import Delivery, Notification, PushSubscription
-
     subscriptions = list(PushSubscription.objects.all())
     keys = [*before, *(f"webpush:{s.pk}" for s in subscriptions), *after]
     notification = Notification.objects.create(**fields)
@@ -33,8 +30,6 @@ def notification_record(
 
 @transaction.atomic
 def delivery_attempted(*, delivery_id: int, attempts: int, error: str) -> None:
-    from notifications_app.models import Delivery
-
     Delivery.objects.filter(pk=delivery_id, status="pending").update(
         attempts=attempts, error=error, updated_at=timezone.now()
     )
@@ -42,8 +37,6 @@ def delivery_attempted(*, delivery_id: int, attempts: int, error: str) -> None:
 
 @transaction.atomic
 def delivery_end(*, delivery_id: int, status: str, attempts: int, error: str) -> None:
-    from notifications_app.models import Delivery
-
     Delivery.objects.filter(pk=delivery_id, status="pending").update(
         status=status, attempts=attempts, error=error, next_at=None, updated_at=timezone.now()
     )
@@ -51,8 +44,6 @@ def delivery_end(*, delivery_id: int, status: str, attempts: int, error: str) ->
 
 @transaction.atomic
 def delivery_postpone(*, delivery_id: int, attempts: int, error: str, next_at: datetime) -> None:
-    from notifications_app.models import Delivery
-
     Delivery.objects.filter(pk=delivery_id, status="pending").update(
         attempts=attempts, error=error, next_at=next_at, updated_at=timezone.now()
     )
@@ -61,8 +52,6 @@ def delivery_postpone(*, delivery_id: int, attempts: int, error: str, next_at: d
 @transaction.atomic
 def notifications_sweep() -> None:
     """The oldest notifications beyond KEEP go, with their deliveries."""
-    from notifications_app.models import Notification
-
     old = Notification.objects.order_by("-created_at").values_list("pk", flat=True)[KEEP:]
     if old_ids := list(old[:10_000]):
         Notification.objects.filter(pk__in=old_ids).delete()

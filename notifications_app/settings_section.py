@@ -8,6 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from core import config
+from core.public_urls import share_base
+
 logger = logging.getLogger("notifications_app.hub")
 
 EVENTS = (
@@ -28,8 +31,6 @@ class NotifySettings:
 def read_settings() -> NotifySettings:
     """settings.json `notifications`, read leniently: svc's settings check does not know this
     section, so what is malformed here is logged (events) or becomes a failed delivery (urls)."""
-    from core import config
-
     section = config.current_settings().raw.get("notifications", {})
     if not isinstance(section, dict):
         logger.warning("settings.json notifications must be an object; using the defaults")
@@ -45,8 +46,6 @@ def read_settings() -> NotifySettings:
 
 def link(session_id: str | None, online: Mapping[str, str]) -> str:
     """The session in the dashboard: on the tunnel's public URL while one is online."""
-    from core import config
-    from core.public_urls import share_base
 
     base = share_base(online) or f"http://127.0.0.1:{config.svc_port()}"
     return f"{base}/#session={session_id}" if session_id else f"{base}/"

@@ -21,18 +21,16 @@ import os
 import tempfile
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from channels.db import database_sync_to_async
+from cryptography.hazmat.primitives import serialization
+from py_vapid import Vapid02
+from py_vapid.utils import b64urlencode
 
 from core import config
 from notifications_app import push_address
+from notifications_app.models import PushSubscription
 from notifications_app.targets import Message, Permanent, Target
-
-if TYPE_CHECKING:
-    from py_vapid import Vapid02
-
-    from notifications_app.models import PushSubscription
 
 KEY_FILE = "vapid_private.pem"
 CLAIMS_SUB = "mailto:svc@localhost"  # RFC 8292 `sub`: a contact for the push service
@@ -50,8 +48,6 @@ def key_path() -> Path:
 def vapid() -> Vapid02:
     """svc's VAPID key, made on first use. Two processes making it at once keep the first
     one written (a hard link never replaces an existing file)."""
-    from py_vapid import Vapid02
-
     path = key_path()
     with _lock:
         if (key := _keys.get(str(path))) is not None:
@@ -79,9 +75,6 @@ def vapid() -> Vapid02:
 def public_key() -> str:
     """The application server key browsers pass to `PushManager.subscribe` (base64url of the
     uncompressed P-256 point)."""
-    from cryptography.hazmat.primitives import serialization
-    from py_vapid.utils import b64urlencode
-
     point = vapid().public_key.public_bytes(
         serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint
     )
@@ -104,8 +97,6 @@ async def _prepare() -> None:
 
 
 def _forget(subscription_id: int) -> None:
-    from notifications_app.models import PushSubscription
-
     PushSubscription.objects.filter(pk=subscription_id).delete()
 
 
@@ -117,10 +108,12 @@ def _sender(subscription: PushSubscription, timeout_s: float):  # type: ignore[n
     subscription_id = subscription.pk
 
     async def send(message: Message) -> None:
+        # Not at the top: pywebpush (requests, http_ece) and aiohttp take ~0.5 s to import, which
+        # svc's start does without; _prepare loaded them, off the loop, before the first send.
         import aiohttp
-        import pywebpush  # loaded by _prepare
+        import pywebpush
 
-        from notifications_app import push_connect
+        from notifications_app import push_connect  # imports aiohttp at its top
 
         payload = message.payload()
         payload["body"] = payload["body"][:BODY_MAX]

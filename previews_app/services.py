@@ -22,6 +22,7 @@ from core import config, errors
 from core.errors import DomainError
 from previews_app.models import Preview
 from previews_app.selectors import share_seal
+from sessions_app import selectors as sessions_selectors
 
 SHARE_SECONDS = 600
 DENIED_PORTS = frozenset(
@@ -78,8 +79,6 @@ def workspace_roots() -> list[Path]:
 
 
 def _workspace_roots() -> list[Path]:
-    from sessions_app import selectors as sessions_selectors
-
     roots = [Path(w.path) for w in sessions_selectors.workspace_list()]
     roots += [Path(p) for p in config.current_settings().workspaces]
     return [r.resolve() for r in roots]
@@ -118,7 +117,6 @@ def _session_workspace(session_id: str | None) -> tuple[str | None, str]:
     """(session id, its workspace) of the caller, or (None, "")."""
     if not session_id:
         return None, ""
-    from sessions_app import selectors as sessions_selectors
 
     session = sessions_selectors.session_get(session_id)
     if session is None:

@@ -21,6 +21,7 @@ from datetime import datetime
 from urllib.parse import urlsplit
 
 from asgiref.sync import sync_to_async
+from django.utils import timezone
 
 from core import browser
 from previews_app import selectors
@@ -62,6 +63,4 @@ async def referring_share(scope: dict, now: datetime) -> str | None:
 
 async def is_share_read(scope: dict) -> bool:
     """Whether a live share's page made this root-relative read (the remote gate asks)."""
-    from django.utils import timezone
-
     return await referring_share(scope, timezone.now()) is not None

@@ -2,16 +2,18 @@ from typing import Any
 
 from django.apps import AppConfig
 
+from core import live, signals
+
 
 def _mirror(settings: Any, **_: Any) -> None:
-    from remote_app import mirrors
+    from remote_app import mirrors  # imports models: Django loads them after this module
 
     mirrors.tunnels_sync(settings)
 
 
 def _end_devices(**_: Any) -> None:
     """Paired devices were granted under the old owner token: they end with it."""
-    from remote_app import pairing
+    from remote_app import pairing  # imports models: Django loads them after this module
 
     pairing.devices_end_all()
 
@@ -21,11 +23,9 @@ class RemoteAppConfig(AppConfig):
     verbose_name = "Remote access"
 
     def ready(self) -> None:
-        from core import live, signals
-        from remote_app import selectors
-        from remote_app.models import Tunnel
+        from remote_app import models, selectors  # models load after this module (Django)
 
         signals.settings_mirrored.connect(_mirror, dispatch_uid="remote_app.mirror")
         signals.tokens_rotated.connect(_end_devices, dispatch_uid="remote_app.tokens")
-        live.register("tunnels", selectors.tunnel_list_dicts, models=(Tunnel,))
+        live.register("tunnels", selectors.tunnel_list_dicts, models=(models.Tunnel,))
         live.register("pairings", lambda _: selectors.pairing_list_dicts())

@@ -24,7 +24,8 @@ from channels.db import database_sync_to_async
 from core.asgi_helpers import cookie, header, own_origin, parts_in, send_under
 from core.devices import describe_device
 from core.runtime import Reach
-from remote_app import pairing
+from remote_app import pairing, seals
+from remote_app.models import PairedDevice
 from remote_app.routes import (
     MAIN_PORT_ONLY,
     PAGE_KEY_HEADER,
@@ -246,9 +247,6 @@ class GateParts(Protocol):
 
 
 def _still_paired(ids: list[str]) -> set[str]:
-    from remote_app import seals
-    from remote_app.models import PairedDevice
-
     fingerprint = pairing.token_fingerprint()
     rows = PairedDevice.objects.filter(pk__in=ids)
     return {

@@ -22,7 +22,7 @@ import logging
 import socket
 from typing import Any
 
-from core import config, tls_listener
+from core import config, settings_store, tls_listener
 from core.settings_schema import Settings
 from remote_app import lan_cert
 
@@ -213,8 +213,6 @@ def access_state(listener: LanListener, port: int) -> dict[str, Any]:
 def lan_enable(enabled: bool) -> Settings:
     """Turn the LAN socket on or off in settings.json (`remote.lan.enabled`), every other key
     kept; 409 `settings_invalid` while the file cannot be read (core.settings_store)."""
-    from core import settings_store
-
     with settings_store.SETTINGS_LOCK:
         try:
             remote = dict(config.current_settings().raw.get("remote") or {})

@@ -18,6 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core import config
+from core import live as lists
 from core.errors import DomainError
 from remote_app import device_names, seals, signals
 from remote_app.models import PairedDevice, PairingInvite, PairingRequest, WrongPairingCode
@@ -69,8 +70,6 @@ class Started:
 
 
 def _broadcast() -> None:
-    from core import live as lists
-
     lists.broadcast_on_commit("pairings")
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from core import config
 from remote_app import pairing
+from remote_app.tunnels.supervised import tunnel_rows
 
 
 def pairing_list_dicts() -> list[dict[str, Any]]:
@@ -16,7 +18,5 @@ def pairing_list_dicts() -> list[dict[str, Any]]:
 def tunnel_list_dicts(parts: Any) -> list[dict[str, Any]]:
     """Declared tunnels with their service's status and public URL (contract §13), given the
     daemon's parts (None: every tunnel stopped)."""
-    from core import config
-    from remote_app.tunnels.supervised import tunnel_rows
 
     return tunnel_rows(parts.runtime if parts is not None else None, config.current_settings())

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from core import config
+from core import config, settings_store
 from core.errors import DomainError, NotFound
 from remote_app.tunnels import registry
 from remote_app.tunnels.base import TunnelError
@@ -66,8 +66,6 @@ def tunnel_create(provider: str, options: dict[str, Any]) -> tuple[str, bool]:
     """Write (or reuse) the tunnel and enable it. Returns its name and whether it is new. A
     tunnel of the same name and provider already declared is reused as it is (one click twice
     starts the same tunnel, never a second)."""
-    from core import settings_store
-
     name = str(options.get("name") or provider)
     with settings_store.SETTINGS_LOCK:
         current = config.current_settings().raw if _readable() else {}
@@ -103,8 +101,6 @@ def _readable() -> bool:
 
 def tunnel_remove(name: str) -> None:
     """Take the tunnel out of settings.json (its pasted token file too)."""
-    from core import settings_store
-
     with settings_store.SETTINGS_LOCK:
         tunnels = dict(config.current_settings().raw.get("tunnels") or {})
         entry = tunnels.pop(name, None)

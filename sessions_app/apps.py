@@ -2,9 +2,12 @@ from typing import Any
 
 from django.apps import AppConfig
 
+from core import live
+from core import signals as core_signals
+
 
 def _mirror(settings: Any, **_: Any) -> None:
-    from sessions_app import mirrors
+    from sessions_app import mirrors  # imports models: Django loads them after this module
 
     mirrors.agents_sync(settings)
     mirrors.workspaces_sync(settings)
@@ -15,11 +18,10 @@ class SessionsAppConfig(AppConfig):
     verbose_name = "Sessions"
 
     def ready(self) -> None:
-        from core import live
-        from core import signals as core_signals
-        from sessions_app import selectors
-        from sessions_app.models import Session
+        from sessions_app import models, selectors  # models load after this module (Django)
 
         core_signals.settings_mirrored.connect(_mirror, dispatch_uid="sessions_app.mirror")
-        live.register("sessions", lambda _: selectors.session_list_dicts(), models=(Session,))
+        live.register(
+            "sessions", lambda _: selectors.session_list_dicts(), models=(models.Session,)
+        )
         live.register("agents_runtime", selectors.agents_runtime_dicts)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
@@ -22,9 +22,11 @@ from core.errors import DomainError
 from core.runtime import START_WAIT_S
 from sessions_app import approvals, parts, prompt_queue, selectors, services
 from sessions_app.chat_outbox import HARD_BYTES, PAGE, ChatOutbox
-from sessions_app.host.acp import AcpSession
 from sessions_app.host.subscription import ChatSubscription
 from sessions_app.remote_sockets import RemoteChats
+
+if TYPE_CHECKING:
+    from sessions_app.host.acp import AcpSession  # loaded when a chat starts (acp_loading.py)
 
 logger = logging.getLogger(__name__)
 

@@ -10,8 +10,10 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import connection, models
+from django.db.models import Max, Q
 
-from sessions_app.models import Agent, Approval, Session, SessionDict, Workspace
+from core.errors import DomainError
+from sessions_app.models import Agent, Approval, Session, SessionDict, SessionEvent, Workspace
 
 SESSION_FILTERS = ("live", "exited")
 
@@ -19,10 +21,6 @@ SESSION_FILTERS = ("live", "exited")
 def session_list_dicts(*, status: str = "", q: str = "") -> list[SessionDict]:
     """Newest first. `status`: `live` (starting, running) or `exited` (exited, failed); `q`:
     text in the title, agent or workspace, or the start of the id (case-insensitive)."""
-    from django.db.models import Q
-
-    from core.errors import DomainError
-
     rows = Session.objects.all()
     if status == "live":
         rows = rows.filter(status__in=Session.LIVE)
@@ -66,8 +64,6 @@ def session_events(
 ) -> list[dict[str, Any]]:
     """A chat session's stored events in order (those after seq `after`, the first `limit`),
     shaped as /ws/chat sends them."""
-    from sessions_app.models import SessionEvent
-
     stored = SessionEvent.objects.filter(session_id=session_id, seq__gt=after).order_by("seq")
     if limit is not None:
         stored = stored[:limit]
@@ -81,10 +77,6 @@ def session_event(session_id: str, seq: int) -> dict[str, Any] | None:
 
 
 def session_last_seq(session_id: str) -> int:
-    from django.db.models import Max
-
-    from sessions_app.models import SessionEvent
-
     last = SessionEvent.objects.filter(session_id=session_id).aggregate(m=Max("seq"))["m"]
     return int(last or 0)
 
@@ -105,10 +97,6 @@ class ChatPosition:
 
 
 def chat_position(session_id: str) -> ChatPosition:
-    from django.db.models import Max
-
-    from sessions_app.models import SessionEvent
-
     events = SessionEvent.objects.filter(session_id=session_id)
     marks = events.aggregate(
         src=Max("src"),
@@ -136,8 +124,6 @@ def approval_list_dicts(
 ) -> list[dict[str, Any]]:
     """Permission decisions, newest first (contract §17): of one session, decided at or after
     `since`, at most `limit` (1…APPROVALS_LIMIT)."""
-    from core.errors import DomainError
-
     if not 1 <= limit <= APPROVALS_LIMIT:
         raise DomainError(f"limit must be between 1 and {APPROVALS_LIMIT}, got {limit}")
     rows = Approval.objects.all()

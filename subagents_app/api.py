@@ -15,6 +15,7 @@ from core.errors import DomainError, NotFound
 from sessions_app import selectors
 from sessions_app.models import Session
 from subagents_app import diff_comments, diffs, parts, subagents
+from subagents_app.models import SubagentTurn
 from subagents_app.worktrees import GitError
 
 
@@ -97,8 +98,6 @@ class SubagentTurnListView(APIView):
 def _turn_id(given: str) -> str:
     """A turn id from the id itself or a unique prefix of 4+ characters (what `manage.py turns`
     and the dashboard print); an unknown or ambiguous one is left for turn_get's 404."""
-    from subagents_app.models import SubagentTurn
-
     prefix = given.strip().lower()
     if len(prefix) < 4 or len(prefix) >= 36 or any(c not in "0123456789abcdef-" for c in prefix):
         return given

@@ -22,6 +22,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from asgiref.sync import async_to_sync, sync_to_async
+
 from core.errors import Conflict, DomainError, NotFound
 from sessions_app import selectors, services
 from sessions_app.models import Session
@@ -227,8 +229,6 @@ async def _resume(session: Session, host: ProcessHost) -> None:
 async def _subagent_policy(session_id: str) -> str:
     """A resumed subagent works under its turn's rules, as it did (subagent_runs): unattended in
     its own worktree, or read-only when brainstorming."""
-    from asgiref.sync import sync_to_async
-
     run = await sync_to_async(
         lambda: Subagent.objects.select_related("turn").filter(session_id=session_id).first()
     )()
@@ -237,6 +237,4 @@ async def _subagent_policy(session_id: str) -> str:
 
 def send(session: Session, text: str, host: ProcessHost) -> dict[str, Any]:
     """The sync edge of asend (DRF views): runs on the daemon's loop."""
-    from asgiref.sync import async_to_sync
-
     return async_to_sync(asend)(session, text, host)

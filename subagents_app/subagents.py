@@ -10,19 +10,26 @@ import re
 import shutil
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from asgiref.sync import async_to_sync
 from django.db import transaction
 from django.utils import timezone
 
+from core import config
 from core.errors import DomainError, NotFound
 from sessions_app import agents as agent_registry
+from sessions_app import services
 from sessions_app.models import Session
 from subagents_app import worktrees
 from subagents_app.models import Subagent, SubagentTurn
 
-if TYPE_CHECKING:
-    from subagents_app.subagent_runs import SubagentRuns
+
+class Runs(Protocol):
+    """The running turns (subagent_runs.py's `SubagentRuns`, which imports this module)."""
+
+    async def cancel(self, turn_id: str) -> bool: ...
+
 
 MAX_AGENTS = 8
 WAIT_MIN_S, WAIT_MAX_S, WAIT_DEFAULT_S = 1, 3600, 600
@@ -67,8 +74,6 @@ def _check_agent(agent: str) -> None:
 
 
 def _check_profile(profile_id: str) -> None:
-    from core import config
-
     known = config.current_settings().profiles
     if profile_id and profile_id not in known:
         raise DomainError(
@@ -136,8 +141,6 @@ def turn_create(
 def _make_sessions(turn: SubagentTurn) -> None:
     """Each subagent's session exists (`starting`) before its agent runs, so the caller of
     initialize_subagents can follow every subagent by its session id at once (contract §4)."""
-    from sessions_app import services
-
     for subagent in turn.subagents.all():
         subagent.session = services.session_row_create(
             agent=subagent.agent,
@@ -287,11 +290,9 @@ def turns_reconcile() -> int:
     return len(running)
 
 
-def turn_cancel(*, runs: SubagentRuns, turn_id: str, cleanup: bool = False) -> dict[str, Any]:
+def turn_cancel(*, runs: Runs, turn_id: str, cleanup: bool = False) -> dict[str, Any]:
     """Cancel a running turn (a finished one is left as it is) and, with `cleanup`, remove its
     worktrees and branches; returns the turn as it is then, with what was removed."""
-    from asgiref.sync import async_to_sync
-
     turn_get(turn_id)
     cancelled = async_to_sync(runs.cancel)(turn_id)
     removed = turn_cleanup(turn_id=turn_id) if cleanup else []

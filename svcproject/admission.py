@@ -14,9 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
-from core import auth, browser
+from bridge_app import dialects, gate, routes
+from core import auth, browser, server_compat
 from core.asgi_helpers import cookie_in, header_in
 from core.runtime import Reach
+from mcp_app.asgi import unauthorized_body
+from previews_app import grants, origin
+from remote_app.pairing import cookie_signed
+from remote_app.routes import MAIN_PORT_ONLY, REMOTE_COOKIE, remote_write_allowed, route_of
 
 BRIDGE_LIMIT = 64 * 1024 * 1024  # contract §11
 OTHER_LIMIT = 4 * 1024 * 1024
@@ -80,8 +85,6 @@ def _error(status: int, code: str, message: str) -> Answer:
 
 
 def _bridge_refusal(head: Head, too_big: bool) -> Answer | None:
-    from bridge_app import dialects, routes
-
     reason = gate_refusal(head)
     if reason is None and not too_big:
         return None
@@ -96,8 +99,6 @@ def _bridge_refusal(head: Head, too_big: bool) -> Answer | None:
 def gate_refusal(head: Head) -> str | None:
     """Contract §2's rules on the headers, then (on a connection the server handed over) which
     local user opened it: another user's body is never read."""
-    from bridge_app import gate
-    from core import server_compat
 
     if reason := gate.refusal(head.scope()):
         return reason
@@ -107,8 +108,6 @@ def gate_refusal(head: Head) -> str | None:
 
 
 def _preview_origin(head: Head) -> str | None:
-    from previews_app import origin
-
     return origin.origin_slug(head.header(b"host")) or None
 
 
@@ -128,8 +127,6 @@ def _cookie(head: Head, name: str) -> str:
 
 
 def _preview_owner(head: Head, slug: str) -> bool:
-    from previews_app import grants
-
     token, _ = auth.token_from_scope(head.scope())
     return grants.cookie_opens(_cookie(head, grants.COOKIE_NAME), slug) or (
         auth.token_kind(token) == "owner"
@@ -141,7 +138,6 @@ def _credential_refusal(head: Head) -> Answer | None:
         token, _ = auth.token_from_scope(head.scope())
         if auth.token_kind(token) == "mcp":
             return None
-        from mcp_app.asgi import unauthorized_body
 
         return _json(401, unauthorized_body(), (b"www-authenticate", b'Bearer realm="svc-mcp"'))
     if head.path.startswith("/preview/s/"):
@@ -163,8 +159,6 @@ def _remote_refusal(head: Head, too_big: bool) -> Answer | None:
     the dashboard page, static files and shares take no body; a cookie that svc did not sign
     gets 401 and a write a paired device may not make 403 — all before the body is read, so a
     stranger can never make svc hold a body in memory (contract §13, the listener's budget)."""
-    from remote_app.pairing import cookie_signed
-    from remote_app.routes import MAIN_PORT_ONLY, REMOTE_COOKIE, remote_write_allowed, route_of
 
     route = route_of(head.path)
     if route in ("refused", "other"):

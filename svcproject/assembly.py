@@ -13,52 +13,52 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from channels.db import database_sync_to_async
 from channels.routing import URLRouter
 from django.core.handlers.asgi import ASGIHandler
 
+from bridge_app.conversations import Conversations
+from bridge_app.requestlog import RequestLog
+from bridge_app.response_store import ResponseStore
+from bridge_app.upstream import UpstreamClient
+from channels_app.supervised import Channels
 from core import config, live
 from core import settings_store as settings
 from core.runtime import Runtime
 from core.watcher import SettingsWatcher
+from fleet_app import conf as fleet_conf
+from fleet_app.conf import FleetConfig
+from fleet_app.heartbeat import Heartbeat
+from fleet_app.inbound import Inbound
 from fleet_app.lists import FleetLists
 from fleet_app.member import Member
 from fleet_app.outbound import Forwarder
 from fleet_app.sockets import FleetSockets
+from holder.client import HolderClient
+from holder.paths import holder_dir
+from mcp_app.asgi import MCPApp
+from notifications_app.fleet import FleetNotices
+from notifications_app.hub import Notifier
+from previews_app.proxy import PreviewClient
+from previews_app.render_pool import RenderPool
+from remote_app.gate import RemoteSockets
+from remote_app.lan import LanListener
+from remote_app.tunnels.supervised import Tunnels
+from sessions_app import prompt_queue
+from sessions_app import services as session_services
+from sessions_app.handover import FailureWindow
+from sessions_app.host.activity import Activity
+from sessions_app.host.registry import ProcessHost
 from sessions_app.routing import websocket_urlpatterns
+from subagents_app import subagents
+from subagents_app.subagent_runs import SubagentRuns
 from svcproject.parts import InScope, Parts
-
-if TYPE_CHECKING:
-    from fleet_app.conf import FleetConfig
-    from sessions_app.host.registry import ProcessHost
 
 logger = logging.getLogger(__name__)
 
 
 def build(*, backoff_first_s: float | None = None) -> Parts:
-    from bridge_app.conversations import Conversations
-    from bridge_app.requestlog import RequestLog
-    from bridge_app.response_store import ResponseStore
-    from bridge_app.upstream import UpstreamClient
-    from channels_app.supervised import Channels
-    from fleet_app import conf as fleet_conf
-    from holder.client import HolderClient
-    from holder.paths import holder_dir
-    from mcp_app.asgi import MCPApp
-    from notifications_app.hub import Notifier
-    from previews_app.proxy import PreviewClient
-    from previews_app.render_pool import RenderPool
-    from remote_app.gate import RemoteSockets
-    from remote_app.lan import LanListener
-    from remote_app.tunnels.supervised import Tunnels
-    from sessions_app import prompt_queue
-    from sessions_app.handover import FailureWindow
-    from sessions_app.host.activity import Activity
-    from sessions_app.host.registry import ProcessHost
-    from subagents_app.subagent_runs import SubagentRuns
-
     rt = Runtime(backoff_first_s=backoff_first_s)
     render = RenderPool()
     rt.add("render", stop=render.close)
@@ -115,8 +115,6 @@ def build(*, backoff_first_s: float | None = None) -> Parts:
     notifier = Notifier(channels.notifiers, rt.reach.urls)  # contract §15
     rt.add("notifier", start=notifier.start, stop=notifier.stop)
     if member is not None:
-        from notifications_app.fleet import FleetNotices
-
         FleetNotices(member.member.bus, notifier, lambda: config.current_settings().fleet.machine)
     parts = Parts(
         runtime=rt,
@@ -158,8 +156,6 @@ class _Fleet:
 def _add_fleet(rt: Runtime, fleet: FleetConfig) -> _Fleet:
     """A fleet member's parts (contract §18): the signed bus, every member's rows in the live
     lists, requests and sockets for other members' sessions, and the heartbeat."""
-    from fleet_app.heartbeat import Heartbeat
-    from fleet_app.inbound import Inbound
 
     knobs = config.knobs()
     member = Member(fleet, knobs.redis_url, knobs.redis_prefix)
@@ -214,8 +210,6 @@ async def _stop_sessions(host: ProcessHost) -> None:
 
 
 async def _reconcile(rt: Runtime, host: ProcessHost) -> None:
-    from sessions_app import services as session_services
-
     taken, interrupted = await session_services.asessions_take_back(host=host)
     if taken or interrupted:
         logger.info(
@@ -234,8 +228,6 @@ async def _reconcile(rt: Runtime, host: ProcessHost) -> None:
 def _reconcile_and_mirror() -> config.Settings:
     """What a previous run left: turns that were running end, and settings.json is mirrored
     into the database and the agents' configs."""
-    from subagents_app import subagents
-
     if cut := subagents.turns_reconcile():
         logger.info("ended %d subagent turns that were running when svc stopped", cut)
     return settings.settings_sync()

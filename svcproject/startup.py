@@ -14,8 +14,11 @@ import gc
 import logging
 import sys
 
+from twisted.internet import defer
+
 from cli import port_owner
-from core import config, connection_budget, listen_failure, server_compat
+from core import config, connection_budget, listen_failure, server_compat, twisted_reactor
+from core.browser import login_url
 from core.runtime import Runtime
 from svcproject import assembly
 from svcproject.parts import InScope
@@ -98,8 +101,6 @@ async def _start(runtime: Runtime) -> None:
 
 
 def _stop_at_shutdown(runtime: Runtime, starting: asyncio.Task) -> None:
-    from twisted.internet import defer, reactor
-
     async def stop() -> None:
         # A start still under way is let finish, not cancelled: its database work runs in a
         # worker thread that a cancel does not stop, and that thread may still need this loop
@@ -115,7 +116,7 @@ def _stop_at_shutdown(runtime: Runtime, starting: asyncio.Task) -> None:
     def trigger() -> defer.Deferred:
         return defer.Deferred.fromFuture(asyncio.ensure_future(stop()))
 
-    reactor.addSystemEventTrigger("before", "shutdown", trigger)
+    twisted_reactor.installed().addSystemEventTrigger("before", "shutdown", trigger)
 
 
 async def _cancel_leftover_tasks() -> None:
@@ -140,7 +141,5 @@ def freeze_startup_objects() -> None:
 def print_login_url() -> None:
     """Once, to the terminal only: the URL carries the owner token, so never to a log."""
     if sys.stderr.isatty() or config.knobs().print_login:
-        from core.browser import login_url
-
         sys.stderr.write(f"\nsvc is running. Open the dashboard:\n    {login_url()}\n\n")
         sys.stderr.flush()

@@ -4,12 +4,11 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 
 from core import browser, config, restart_command
+from remote_app.views import remote_dashboard
 
 
 def dashboard(request: HttpRequest) -> HttpResponse:
     if (getattr(request, "scope", None) or {}).get("svc_remote"):
-        from remote_app.views import remote_dashboard
-
         return remote_dashboard(request)
     context = {"port": config.current_auth().port, **restart_command.page_context()}
     return render(request, "dashboard.html", context)

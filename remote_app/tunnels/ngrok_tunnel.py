@@ -105,7 +105,7 @@ async def _reach(host: str) -> str:
 
 def _sdk() -> Any:
     try:
-        import ngrok
+        import ngrok  # here, so that a missing SDK is this tunnel's error, not svc's start's
     except ImportError as exc:
         raise TunnelError(
             "the ngrok Python SDK is not installed: `pip install ngrok` in svc's environment "

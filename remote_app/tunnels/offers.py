@@ -4,6 +4,7 @@ say how to fix it; nothing here starts anything."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -48,8 +49,6 @@ def _tailscale_state() -> str:
 
 
 def _ngrok_sdk() -> bool:
-    import importlib.util
-
     return importlib.util.find_spec("ngrok") is not None
 
 

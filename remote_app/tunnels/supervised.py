@@ -8,6 +8,7 @@ from collections.abc import Callable, Hashable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from core import config
 from remote_app.tunnels import registry
 from remote_app.tunnels.base import TunnelError
 
@@ -32,8 +33,6 @@ class TunnelService:
         return json.dumps(entry, sort_keys=True), settings.remote_port
 
     async def run(self, online: Callable[[str], None]) -> None:
-        from core import config
-
         entry = declared(config.current_settings()).get(self.name)
         if entry is None:
             raise TunnelError(f"tunnels.{self.name}: no longer in settings.json")
@@ -79,8 +78,6 @@ class Tunnels:
             await supervisor.add(TunnelService(self.reach, name), settings)
 
     async def start(self, name: str) -> None:
-        from core import config
-
         settings = config.current_settings()
         if name not in declared(settings):
             raise KeyError(name)
@@ -89,8 +86,6 @@ class Tunnels:
             await self.supervisor.add(TunnelService(self.reach, name), settings)
 
     async def stop(self, name: str) -> None:
-        from core import config
-
         if name not in declared(config.current_settings()):
             raise KeyError(name)
         self.held.add(name)

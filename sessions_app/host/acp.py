@@ -16,11 +16,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import importlib
 import logging
-import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+from acp import PROTOCOL_VERSION, connect_to_agent, text_block
+from acp.schema import ClientCapabilities, Implementation
 
 from sessions_app import signals
 from sessions_app.host import processes, resume
@@ -32,9 +33,8 @@ from sessions_app.host.activity import Activity
 from sessions_app.host.agent_errors import failure_text
 from sessions_app.host.subscription import ChatSubscription, Deliver, History
 
-# The ACP SDK is imported where a chat starts, not at module level: its schema takes ~0.7 s to
-# import, which every daemon start (and every test's) would pay before it could bind, though
-# many daemons never host a chat.
+# This module imports the ACP SDK at its top, so it is loaded only when a chat starts
+# (host/acp_loading.py says why and how).
 
 logger = logging.getLogger(__name__)
 
@@ -108,9 +108,6 @@ class AcpSession(AskingPermission, TakingBack):
         return self.pid
 
     async def _connect(self, stream: AgentStream, *, stored_upto: int) -> None:
-        await _load_sdk()
-        from acp import connect_to_agent
-
         self.stream, self.pid = stream, stream.pid
         self.held = stream.held
         self.link = Link(stream, stored_upto=stored_upto, on_orphan=self._orphan_answer)
@@ -118,9 +115,6 @@ class AcpSession(AskingPermission, TakingBack):
         self._watcher = asyncio.get_running_loop().create_task(self._watch_exit())
 
     async def _handshake(self, cwd: str, resume_id: str) -> None:
-        from acp import PROTOCOL_VERSION
-        from acp.schema import ClientCapabilities, Implementation
-
         init = await self.conn.initialize(
             protocol_version=PROTOCOL_VERSION,
             client_capabilities=ClientCapabilities(),
@@ -203,6 +197,9 @@ class AcpSession(AskingPermission, TakingBack):
             subscription.set_history(await history(), after=after)
         return subscription
 
+    def unsubscribe(self, subscription: ChatSubscription) -> None:
+        self._subscribers.discard(subscription)
+
     # --- turns -----------------------------------------------------------------------------
 
     async def prompt(self, text: str) -> str:
@@ -215,8 +212,6 @@ class AcpSession(AskingPermission, TakingBack):
         await self._publish_runtime(current_turn=text[:200])
         try:
             await self.emit("user_message_chunk", {"text": text})
-            from acp import text_block
-
             sent = self.continued.primed(text) if self.continued else text  # host/resume.py
             response = await self.conn.prompt(
                 session_id=self.agent_session_id, prompt=[text_block(sent)]
@@ -360,10 +355,3 @@ class AcpSession(AskingPermission, TakingBack):
         self._watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._watcher
-
-
-async def _load_sdk() -> None:
-    """The ACP SDK, imported off the event loop the first time a chat starts."""
-    if "acp.schema" not in sys.modules:
-        await asyncio.to_thread(importlib.import_module, "acp.schema")
-        await asyncio.to_thread(importlib.import_module, "acp")

@@ -14,6 +14,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from acp.exceptions import RequestError
+
 if TYPE_CHECKING:
     from sessions_app.host.acp_link import AgentStream, Link
     from sessions_app.selectors import ChatPosition
@@ -102,8 +104,6 @@ class TakingBack:
 
 def _request_error(error: Any) -> Exception:
     """A JSON-RPC error object as the ACP SDK raises it for a failed request."""
-    from acp.exceptions import RequestError
-
     if not isinstance(error, dict):
         return RuntimeError(str(error))
     return RequestError(error.get("code", -32603), error.get("message", "Error"), error.get("data"))

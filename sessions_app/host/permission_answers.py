@@ -1,14 +1,17 @@
 """The ACP answers to an agent's permission request (`session/request_permission`), and what
-svc stores of one. The ACP SDK is imported where an answer is made: a chat's start has already
-imported it (acp.py says why not at module level)."""
+svc stores of one. Imported with host/acp.py, once a chat starts (acp.py says why)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from acp.schema import PermissionOption, RequestPermissionResponse
+from acp.schema import (
+    AllowedOutcome,
+    DeniedOutcome,
+    PermissionOption,
+    RequestPermissionResponse,
+)
 
 
 def options_of(options: list[PermissionOption]) -> list[dict[str, Any]]:
@@ -25,8 +28,6 @@ def choose(options: list[PermissionOption], prefix: str) -> RequestPermissionRes
 
 
 def selected(option_id: str) -> RequestPermissionResponse:
-    from acp.schema import AllowedOutcome, RequestPermissionResponse
-
     return RequestPermissionResponse(
         outcome=AllowedOutcome(option_id=option_id, outcome="selected")
     )
@@ -34,8 +35,6 @@ def selected(option_id: str) -> RequestPermissionResponse:
 
 def refuse(options: list[PermissionOption]) -> RequestPermissionResponse:
     """A reject option when the agent offered one, else the "cancelled" outcome."""
-    from acp.schema import DeniedOutcome, RequestPermissionResponse
-
     return choose(options, "reject") or RequestPermissionResponse(
         outcome=DeniedOutcome(outcome="cancelled")
     )

@@ -30,8 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from holder.client import HolderClient, HolderError, Stream
-from sessions_app.host import processes
-from sessions_app.host.acp import AcpSession, OnExit, OnIdle, Store
+from sessions_app.host import acp_loading, processes
 from sessions_app.host.activity import Activity
 from sessions_app.host.direct import DirectPipes, DirectPty
 from sessions_app.host.fanout import Flow, SendBytes, SendJson
@@ -39,6 +38,7 @@ from sessions_app.host.pty import SCROLLBACK_BYTES, PtySession, TerminalView
 from sessions_app.host.resuming import ResumesAtStart
 
 if TYPE_CHECKING:
+    from sessions_app.host.acp import AcpSession, OnExit, OnIdle, Store
     from sessions_app.selectors import ChatPosition
 
 logger = logging.getLogger(__name__)
@@ -227,7 +227,7 @@ class ProcessHost:
         """Start the agent and its ACP session — a new one, or with `resume_id` the agent's
         earlier session when it can load sessions; returns (pid, the agent's own session id).
         `offset`: where the offsets of its output start (acp_link: after its earlier process's)."""
-        chat = self._chat(session_id, agent, store, on_exit, permission_timeout_s)
+        chat = await self._chat(session_id, agent, store, on_exit, permission_timeout_s)
         chat.start_timeout_s = start_timeout_s
         argv = processes.with_default_signals(argv)
         stderr = str(stderr_path) if stderr_path is not None else ""
@@ -269,7 +269,7 @@ class ProcessHost:
         """A chat the holder kept while svc was away (AcpSession.take_back); `away_until`: the
         end of its journal as the holder listed it."""
         assert self.holder is not None
-        chat = self._chat(session_id, agent, store, on_exit, permission_timeout_s)
+        chat = await self._chat(session_id, agent, store, on_exit, permission_timeout_s)
         stream = await self.holder.attach(session_id, -1)
         taking = chat.take_back(
             stream, agent_session_id=agent_session_id, position=position, away_until=away_until
@@ -278,7 +278,7 @@ class ProcessHost:
         self._chats[session_id] = chat
         return pid
 
-    def _chat(
+    async def _chat(
         self,
         session_id: str,
         agent: str,
@@ -286,6 +286,8 @@ class ProcessHost:
         on_exit: OnExit,
         permission_timeout_s: float,
     ) -> AcpSession:
+        session_class = await acp_loading.acp_session_class()
+
         async def ended(sid: str, code: int | None) -> None:
             self._chats.pop(sid, None)
             if chat.lost:  # its holder went away, and the agent's pipes with it
@@ -297,7 +299,7 @@ class ProcessHost:
                 if self.holder is not None and chat.held and not chat.lost:
                     await self.holder.forget(sid)
 
-        chat = AcpSession(
+        chat = session_class(
             session_id,
             agent,
             store=store,

@@ -4,13 +4,19 @@ history to replay, then the live events, with the seq numbers keeping each event
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from sessions_app.host.acp import AcpSession
+from typing import Any, Protocol
 
 Deliver = Callable[[dict[str, Any]], None]
 History = Callable[[], Awaitable[list[dict[str, Any]]]]
+
+
+class Chat(Protocol):
+    """What a subscription needs of its chat (host/acp.py's `AcpSession`), declared here so the
+    chat imports its subscriptions and not the other way round."""
+
+    def pending_requests(self) -> list[dict[str, Any]]: ...
+
+    def unsubscribe(self, subscription: ChatSubscription) -> None: ...
 
 
 class ChatSubscription:
@@ -21,7 +27,7 @@ class ChatSubscription:
     history, in the buffered live events, or in both — and the seq numbers drop the duplicate
     (the rule lives here, next to the emit lock that gives events their order)."""
 
-    def __init__(self, chat: AcpSession, deliver: Deliver, *, showing: bool = True) -> None:
+    def __init__(self, chat: Chat, deliver: Deliver, *, showing: bool = True) -> None:
         self._chat, self._deliver = chat, deliver
         # Whether a person sees this chat through this client right now (contract §15: a turn
         # that ends while no client shows it is notified). A client that never says counts as
@@ -56,4 +62,4 @@ class ChatSubscription:
                 self._deliver(request)
 
     def close(self) -> None:
-        self._chat._subscribers.discard(self)
+        self._chat.unsubscribe(self)

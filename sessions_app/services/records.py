@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING
 
 from channels.db import database_sync_to_async
 from django.db import transaction
+from django.db.models import Max
 
 from core import errors
-from sessions_app import agent_failure, agent_logs, signals
-from sessions_app.models import Session
+from sessions_app import agent_failure, agent_logs, selectors, signals
+from sessions_app.models import Session, SessionEvent
 from sessions_app.services.approvals import approval_create
 from sessions_app.services.naming import session_name_from_event
 
@@ -78,8 +79,6 @@ def session_mark_exited(
 
 
 def _session_or_404(session_id: str) -> Session:
-    from sessions_app import selectors
-
     session = selectors.session_get(session_id)
     if session is None:
         raise errors.NotFound(f"no session {session_id}")
@@ -92,10 +91,6 @@ def session_event_append(
 ) -> int:
     """Store one chat event for replay; seq numbers are dense per session. `src`: the offset of
     the agent message it came from (host/acp_link.py)."""
-    from django.db.models import Max
-
-    from sessions_app.models import SessionEvent
-
     last = SessionEvent.objects.filter(session_id=session_id).aggregate(m=Max("seq"))["m"]
     seq = (last or 0) + 1
     event = SessionEvent.objects.create(

@@ -14,7 +14,8 @@ from django.utils import timezone
 
 from core import config
 from core.errors import DomainError
-from sessions_app import agent_logs, seals
+from sessions_app import agent_logs, seals, selectors
+from sessions_app.host import resume
 from sessions_app.models import Session
 from sessions_app.services.records import (
     _exit_handler,
@@ -106,7 +107,6 @@ async def _take_back(host: ProcessHost, session: Session, held: dict[str, Any]) 
         if session.kind == Session.Kind.TERMINAL:
             await host.take_back_terminal(session_id, on_exit=_exit_handler(host))
             return True
-        from sessions_app import selectors
 
         position = await database_sync_to_async(selectors.chat_position)(session_id)
         await host.take_back_chat(
@@ -143,7 +143,6 @@ async def asession_resume(*, host: ProcessHost, session_id: str) -> Session:
         profile_id=session.profile_id,
         session_id=str(session.id),
     )
-    from sessions_app import selectors
 
     position = await database_sync_to_async(selectors.chat_position)(str(session.id))
     try:
@@ -209,8 +208,6 @@ async def _resume_terminal(host: ProcessHost, session: Session) -> Session:
 async def _say_how_it_continued(host: ProcessHost, session_id: str) -> None:
     """The history records how the resumed chat went on (a `resumed` event); a new agent session
     gets a summary of the history with its next prompt (contract §17, host/resume.py)."""
-    from sessions_app import selectors
-    from sessions_app.host import resume
 
     chat = host.chat(session_id)
     if chat is None or chat.continued is None:

@@ -11,6 +11,8 @@ from typing import Any
 
 from django.core.management import call_command
 from django.core.management.base import CommandParser
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 
 from core import config
 from core.client_command import SvcCommand
@@ -61,8 +63,6 @@ def port_problem(host: str, port: int) -> OSError | None:
 def migrate() -> None:
     """Migrates, and says so first when there is anything to do: on a new home it is the
     longest silent step of a first start."""
-    from django.db import connection
-    from django.db.migrations.executor import MigrationExecutor
 
     executor = MigrationExecutor(connection)
     plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
