@@ -9,7 +9,7 @@ PORT ?= 8000
 # timer), and the third worker fills it (docs/performance.md).
 TEST_WORKERS ?= 3
 
-.PHONY: run test lint format bench venv dev-venv assets test-fixtures agents clean screenshots
+.PHONY: run test lint format bench venv dev-venv assets test-fixtures agents clean screenshots localtunnel-cache
 
 # The venv is made once per Python and requirements outside the clone and linked in
 # (scripts/venv.sh: uv, pip where uv cannot).
@@ -69,7 +69,12 @@ $(AGENTS_FIXTURE)/.installed: $(AGENTS_FIXTURE)/package.json $(AGENTS_FIXTURE)/p
 
 agents: $(AGENTS_FIXTURE)/.installed
 
-test-fixtures: $(VITE_FIXTURE)/node_modules/.installed $(AGENTS_FIXTURE)/.installed
+# The real localtunnel in npx's cache (~/.npm/_npx), as svc runs it: a tunnel test runs the real
+# tool offline and never downloads it (tests/remote_app/test_tunnel_failures.py).
+localtunnel-cache:
+	@npx -y localtunnel --help >/dev/null
+
+test-fixtures: $(VITE_FIXTURE)/node_modules/.installed $(AGENTS_FIXTURE)/.installed localtunnel-cache
 
 # `bin/svc run` itself (svcproject/management/commands/run.py): a port in use said at once,
 # "migrating the database…" when there is anything to migrate, then daphne and the login URL.

@@ -173,7 +173,9 @@ def fill_agent(page: Page, name: str, acp: str = "", command: str = "") -> None:
 def test_a_slow_save_says_it_is_working_then_its_result_and_the_table_follows(
     browser: Browser, svc: Daemon
 ) -> None:
-    agent = slow_acp_agent(bin_dir(svc), 3)
+    # Slow enough that the busy state shows before the result on a loaded machine: the test
+    # waits on what the page shows, never on the clock.
+    agent = slow_acp_agent(bin_dir(svc), 6)
     page = open_page(browser, svc)
     puts: list[str] = []
     page.on("request", lambda r: puts.append(r.url) if r.method == "PUT" else None)
@@ -182,16 +184,14 @@ def test_a_slow_save_says_it_is_working_then_its_result_and_the_table_follows(
         page.evaluate("window.notReloaded = true")
         status = page.locator("#agent-status")
         fill_agent(page, "slow-one", acp=str(agent))
-        started = time.monotonic()
         page.locator("#agent-form button[type=submit]").dblclick()  # saved once
-        # Within the check's 3 s: the row is in the table and the form says what it is doing.
-        expect(page.locator("#agents tr[data-agent=slow-one]")).to_be_visible(timeout=2500)
-        expect(status).to_have_text("saved slow-one; checking that it starts…", timeout=2500)
+        # Before the check's answer: the row is in the table and the form says what it is doing.
+        expect(page.locator("#agents tr[data-agent=slow-one]")).to_be_visible()
+        expect(status).to_have_text("saved slow-one; checking that it starts…")
         expect(status).to_have_attribute("aria-busy", "true")
         expect(page.locator("#agent-form button[type=submit]")).to_have_attribute(
             "aria-disabled", "true"
         )
-        assert time.monotonic() - started < 3, "the busy state came only with the result"
         expect(status).to_have_text(
             "saved slow-one — checked: answered ACP initialize (slowpoke 1.0)", timeout=20_000
         )

@@ -172,7 +172,8 @@ def test_the_remote_listeners_header_deadline_holds_through_tls(daemon: Daemon, 
             with contextlib.suppress(ConnectionResetError):  # cut off with a reset: as closed
                 assert held.recv(1) == b""
     took = time.monotonic() - started
-    assert HEADER_TIMEOUT_S - 1 < took < HEADER_TIMEOUT_S + 5, took
+    # Cut off (recv answered rather than timing out), and not before the deadline.
+    assert took > HEADER_TIMEOUT_S - 1, took
 
 
 def test_off_closes_it_and_its_connections_at_once_and_on_is_the_same_again(

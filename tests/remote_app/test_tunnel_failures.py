@@ -62,13 +62,11 @@ async def test_localtunnel_offline_says_it_cannot_reach_its_server_without_waiti
     standins: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("STANDIN_MODE", "offline")
-    loop = asyncio.get_running_loop()
-    started = loop.time()
     said = await failure(build("localtunnel"))  # url_timeout_s is the default 30 s
     assert said.startswith(LOCALTUNNEL_OFFLINE + " (localtunnel kept trying; it said: "), said
     assert "tunnel server offline: getaddrinfo ENOTFOUND localtunnel.me, retry 1s" in said
     assert not said.split("it said: ")[1].startswith("20")  # its timestamp left out
-    assert loop.time() - started < 15  # it gave up on the repeats, not on the timeout
+    assert "no URL within" not in said  # it gave up on the repeats, not on the timeout
     await wait_gone((await facts_of(standins))["pid"])  # and ended localtunnel's process
 
 
@@ -167,15 +165,13 @@ def npx_has_localtunnel() -> bool:
     return bool(list(NPM_CACHE.glob("_npx/*/node_modules/localtunnel/package.json")))
 
 
-@pytest.mark.skipif(
-    not shutil.which("npx") or not npx_has_localtunnel(),
-    reason="the real localtunnel is not in npx's cache (this test never downloads it)",
-)
 async def test_the_real_localtunnel_whose_server_refuses_says_so(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The real tool under npx, pointed at a port nothing listens on: without svc's DEBUG it
     would print nothing at all for ever (seen with 2.0.2)."""
+    # Never a skip: `make test-fixtures` puts it in npx's cache; this test never downloads it.
+    assert shutil.which("npx") and npx_has_localtunnel(), "run `make test-fixtures` first"
     monkeypatch.delenv("DEBUG", raising=False)
     monkeypatch.setenv("npm_config_cache", str(NPM_CACHE))
     closed = free_port()
