@@ -20,14 +20,12 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
-from urllib.parse import urlsplit
 
 from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
+from .redis_link import redis_client, redis_where
 from .signing import (
     BROADCAST,
     Envelope,
@@ -55,7 +53,6 @@ BACKOFF_MAX_S = 2.0
 QUIET_PING_S = 3.0  # a silent subscription is pinged this often…
 SILENT_DEAD_S = 10.0  # …and given up when Redis has said nothing for this long (a half-open link)
 PUBLISH_TIMEOUT_S = 5.0
-CONNECT_TIMEOUT_S = 2.0
 SUBSCRIBE_TIMEOUT_S = 5.0
 
 
@@ -69,26 +66,6 @@ class FleetUnreachable(Exception):
 
 class _ConnectionLost(Exception):  # a subscription that went silent
     pass
-
-
-def redis_client(redis_url: str, *, retries: int = 1, socket_timeout: float = 15.0) -> Redis:
-    """A client that fails fast: one retry only, so a stale pooled connection after a Redis restart
-    reconnects once, and a Redis that is gone is reported within seconds instead of backed off
-    inside redis-py. Its socket timeout outlasts a relay's blocking read (relay_streams.BLOCK_MS).
-    """
-    return Redis.from_url(
-        redis_url,
-        socket_connect_timeout=CONNECT_TIMEOUT_S,
-        socket_timeout=socket_timeout,
-        socket_keepalive=True,
-        retry=Retry(NoBackoff(), retries),
-    )
-
-
-def redis_where(redis_url: str) -> str:
-    """host:port of a Redis URL for messages: never its password."""
-    parts = urlsplit(redis_url)
-    return f"Redis at {parts.hostname or 'localhost'}:{parts.port or 6379}"
 
 
 class Bus:

@@ -43,7 +43,7 @@ ACK_IDLE_S = 0.25  # a caught-up reader's ack waits this long for a frame of its
 MAX_ENTRY = 256 * 1024  # coalesced bytes per stream entry
 TRIM_EVERY = 256 * 1024  # acknowledged bytes left in the stream before a trim is worth a command
 TRIM_ENTRIES = 128  # … or acknowledged entries (keystrokes are one byte each)
-BLOCK_MS = 5000  # one blocking read; the client's socket timeout must be longer (bus.redis_client)
+BLOCK_MS = 5000  # one blocking read; redis_link.redis_client's socket timeout is longer
 TTL_S = 60.0
 Frame = tuple[str, bytes | str]
 

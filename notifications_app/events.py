@@ -40,7 +40,7 @@ class Notifier(Protocol):
     """What the events use of the runtime's notifier (hub.py's `Notifier`, which imports this
     module to connect them to their signals)."""
 
-    pairing_notices: Admits  # hub.Coalesce
+    pairing_notices: Admits  # coalesce.Coalesce
 
     def run_soon(self, make: Callable[[], Awaitable[Any]]) -> None: ...
 
@@ -161,7 +161,7 @@ def subagent_turn_completed(notifier: Notifier, turn_id: str, **_: Any) -> None:
 def pairing_requested(notifier: Notifier, device: str, host: str, **_: Any) -> None:
     """A browser asks to be paired (contract §13). Anyone who reaches the tunnel can ask, as
     often as they like, and writes the User-Agent and Host themselves: so at most one notice a
-    minute (hub.Coalesce), and nothing of theirs in it but a description picked from a fixed
+    minute (coalesce.Coalesce), and nothing of theirs in it but a description picked from a fixed
     list (`describe_device`) — `host` is left out. The code is not in it either: the owner reads
     it on the device asking, which is what makes approving it safe."""
     described = describe_device(device)

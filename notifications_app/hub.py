@@ -22,7 +22,6 @@ import contextlib
 import contextvars
 import functools
 import logging
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -39,6 +38,7 @@ from notifications_app import (
     services,
     webpush,
 )
+from notifications_app.coalesce import Coalesce
 from notifications_app.settings_section import EVENTS, NotifySettings, link, read_settings
 from notifications_app.targets import Message, Permanent, Target, one_line
 
@@ -54,26 +54,6 @@ EXPIRE = timedelta(hours=24)  # … for at most this long after the notification
 EARLY_LIMIT = 1000  # notifications heard while svc starts, made once the notifier runs
 # Anyone who reaches the tunnel can start a pairing: at most one pairing notice per window.
 PAIRING_WINDOW_S = 60.0
-
-
-class Coalesce:
-    """At most one notice per `window_s`, counting the ones held back. `admit()` decides in one
-    synchronous step on the runtime's loop, so two requests arriving together (each on its own
-    request thread) cannot both pass. `clock` and `last` may be moved by tests."""
-
-    def __init__(self, window_s: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self.window_s, self.clock = window_s, clock
-        self.last: float | None = None
-        self.held = 0
-
-    def admit(self) -> int | None:
-        """None: hold this one back. Else how many were held back since the last notice."""
-        now = self.clock()
-        if self.last is not None and now - self.last < self.window_s:
-            self.held += 1
-            return None
-        held, self.last, self.held = self.held, now, 0
-        return held
 
 
 class Notifier:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 
-from fleet_app.bus import redis_client
+from fleet_app.redis_link import redis_client
 from fleet_app.relay_streams import ACK_IDLE_S, TRIM_ENTRIES, WINDOW, Relay, RelayClosed
 from fleet_app.signing import sign
 from harness.services import redis_env

@@ -14,7 +14,7 @@ from asgiref.sync import sync_to_async
 
 from harness.fakes.apprise_target import JsonSink
 from harness.runtime import running, settings_file
-from notifications_app import events, hub
+from notifications_app import coalesce, events, hub
 from notifications_app.models import Notification
 from remote_app import signals
 from svcproject.parts import Parts
@@ -137,7 +137,7 @@ def test_a_device_is_described_in_fixed_words(user_agent: str, described: str) -
 
 def test_the_gate_lets_one_through_a_window_and_counts_the_rest() -> None:
     now = [1000.0]
-    gate = hub.Coalesce(60.0, clock=lambda: now[0])
+    gate = coalesce.Coalesce(60.0, clock=lambda: now[0])
     assert gate.admit() == 0
     assert [gate.admit() for _ in range(5)] == [None] * 5
     now[0] += 59.9
