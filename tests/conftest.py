@@ -55,7 +55,8 @@ LONGEST_FIRST = (
     "tests/e2e/test_work_survives.py",  # 49
     "tests/channels_app/test_telegram_channel.py",  # 47
     "tests/e2e/test_fleet_dashboard_browser.py",  # 50: a member killed and started again
-    "tests/e2e/test_daemon_service.py",  # 36
+    "tests/e2e/test_daemon_service.py",  # 20
+    "tests/e2e/test_service_unit.py",  # 16
     "tests/e2e/test_fleet_chat_channel.py",  # 30
     "tests/e2e/test_subagents.py",  # 23
     "tests/e2e/test_fleet_act_anywhere.py",  # 20
